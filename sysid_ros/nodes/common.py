@@ -1,0 +1,69 @@
+"""What every sysid_ros node shares: start-up and shutdown, QoS, diagnostics, parameter declaration."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+
+# Joint states at up to 1 kHz: reliable, and a second of history so a busy reader catches up, not drops.
+SENSOR_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+
+LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
+          "stale": DiagnosticStatus.STALE}
+
+
+def run(make_node: Callable[[], Node], args: list[str] | None = None) -> None:
+    """Spin one node on a single-threaded executor (it keeps up with 1 kHz topics; the multi-threaded one does not)."""
+    rclpy.init(args=args if args is not None else sys.argv)
+    node = None
+    try:
+        node = make_node()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        if rclpy.ok():  # a real failure; a callback cut short by shutdown (SIGINT/SIGTERM) is not one
+            raise
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def declare(node: Node, name: str, default: Any, description: str = "", *, read_only: bool = False) -> Any:
+    """Declare a parameter with a description and return its value."""
+    from rcl_interfaces.msg import ParameterDescriptor
+
+    descriptor = ParameterDescriptor(description=description, read_only=read_only)
+    if isinstance(default, list) and not default:
+        # An empty list has no type of its own: declare it by the type its description names.
+        kind = Parameter.Type.STRING_ARRAY if "names" in description else Parameter.Type.DOUBLE_ARRAY
+        descriptor.dynamic_typing = False
+        return node.declare_parameter(name, kind, descriptor).value or []
+    return node.declare_parameter(name, default, descriptor).value
+
+
+def diagnostic(node: Node, level: str, message: str, values: dict[str, Any] | None = None) -> DiagnosticStatus:
+    """A DiagnosticStatus for this node (name = node's full name)."""
+    status = DiagnosticStatus(level=LEVELS[level], name=node.get_fully_qualified_name(), message=message,
+                              hardware_id=node.get_name())
+    status.values = [KeyValue(key=str(k), value=str(v)) for k, v in (values or {}).items()]
+    return status
+
+
+def publish_diagnostics(node: Node, publisher: Any, *statuses: DiagnosticStatus) -> None:
+    array = DiagnosticArray()
+    array.header.stamp = node.get_clock().now().to_msg()
+    array.status = list(statuses)
+    publisher.publish(array)

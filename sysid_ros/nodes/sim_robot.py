@@ -1,0 +1,231 @@
+"""`sim_robot`: a MuJoCo arm that looks to every node like a ros2_control robot.
+
+Publishes `/joint_states` (position, velocity, effort = applied joint torque) and, with `use_sim_time`,
+`/clock`; takes `/<forward_controller>/commands` (Float64MultiArray) and
+`/<trajectory_controller>/joint_trajectory` (JointTrajectory); holds its drive gains as the live
+parameters `gains.<joint>.p|i|d|i_clamp|ff_velocity_scale` and its hidden physics as `physics.*`.
+Bad commands are logged and published on `/diagnostics`, then ignored: the node stays up.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock as ClockMsg
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool
+from trajectory_msgs.msg import JointTrajectory
+
+from ..core.errors import SysidRosError
+from ..core.gains import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
+from ..core.sim import Feedback, FeedbackNoise, SimRobot
+from ..core.trajectory import Trajectory
+from .common import COMMAND_QOS, SENSOR_QOS, declare, diagnostic, publish_diagnostics, run
+
+TICK_S = 0.002          # wall period of the stepping loop
+MAX_CHUNK_S = 0.05      # most wall time one tick may catch up; a starved loop slows down instead
+
+
+class SimRobotNode(Node):
+    """Steps a `SimRobot` in wall or simulated time and speaks ros2_control's topics and parameters."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("sim_robot", **kwargs)
+        p = lambda name, default, text="": declare(self, name, default, text, read_only=True)  # noqa: E731
+        model = p("model", "pendulum", "embedded model name (pendulum, arm3) or an MJCF/URDF path")
+        joints = p("joints", [], "names of the controlled joints (empty: every hinge and slide joint)")
+        self.forward_interface = p("forward_interface", "effort", "effort, position or velocity")
+        forward = p("forward_controller", "forward_command_controller", "takes Float64MultiArray commands")
+        trajectory = p("trajectory_controller", "joint_trajectory_controller", "takes JointTrajectory goals")
+        noise = FeedbackNoise(
+            position_rad=p("noise.position_rad", 0.0, "Gaussian noise on reported positions"),
+            velocity_rad_s=p("noise.velocity_rad_s", 0.0, "Gaussian noise on reported velocities"),
+            effort_nm=p("noise.effort_nm", 0.0, "Gaussian noise on reported efforts"),
+            encoder_resolution_rad=p("noise.encoder_resolution_rad", 0.0, "encoder quantum (0: none)"),
+            delay_s=p("noise.delay_s", 0.0, "sensor lag, rounded to whole publish periods"))
+        guard = GainGuard(**{f"{g}_max": p(f"gain_guard.{g}_max", getattr(GainGuard(), f"{g}_max"),
+                                           f"largest {g} gain accepted") for g in GAIN_FIELDS})
+        start_s = p("start_time_s", 1.0, "simulated time of the first sample")
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        try:
+            self.robot = SimRobot(
+                model, joints or None,
+                physics_dt_s=p("physics_dt_s", 0.0, "physics step (0: the model's timestep)"),
+                command_rate_hz=p("command_rate_hz", 500.0, "drive update rate (sample-and-hold)"),
+                publish_rate_hz=p("publish_rate_hz", 500.0, "joint_states rate"),
+                noise=noise, seed=p("seed", 0, "noise seed"),
+                torque_limits_nm=p("torque_limits_nm", [], "per joint (empty: the motors' ctrlrange)") or None,
+                gain_guard=guard,
+                initial_positions=p("initial_positions", [], "per joint (empty: the model's qpos0)") or None,
+                start_time_ns=int(round(start_s * 1e9)))
+        except SysidRosError as exc:  # stay up and say why, rather than vanish from the graph
+            self.robot = None
+            self._fatal = f"sim_robot cannot start: {exc}"
+            self.get_logger().error(self._fatal)
+            self.create_timer(1.0, lambda: publish_diagnostics(self, self.diag_pub,
+                                                               diagnostic(self, "error", self._fatal)), clock=steady)
+            return
+        self.real_time_factor = declare(self, "real_time_factor", 1.0,
+                                        "simulated seconds per wall second when use_sim_time is true")
+        self.sim_time = bool(self.get_parameter("use_sim_time").value)
+        for name, value in self.robot.physical_parameters().items():
+            declared = declare(self, f"physics.{name}", value, "hidden true physics (live)")
+            if declared != value:
+                self.robot.set_physical(name, float(declared))
+        for joint in self.robot.joint_names:
+            gains = PidGains(**{g: float(declare(self, parameter_name(joint, g), 0.0, f"drive {g} gain"))
+                                for g in GAIN_FIELDS})
+            self.robot.set_gains(joint, gains)  # start-up values are checked against the guard too
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        self.joint_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
+        self.clock_pub = self.create_publisher(ClockMsg, "/clock", 10) if self.sim_time else None
+        self.create_subscription(Float64MultiArray, f"/{forward}/commands", self._on_forward, COMMAND_QOS)
+        self.create_subscription(JointTrajectory, f"/{trajectory}/joint_trajectory", self._on_trajectory,
+                                 COMMAND_QOS)
+        self.create_service(SetBool, "~/pause", self._on_pause)
+
+        self.paused = False
+        self._anchor: tuple[int, int] | None = None  # (steady ns, sim ns) the loop keeps pace from
+        self._epoch_offset_ns = 0 if self.sim_time else time.time_ns() - self.robot.time_ns
+        self._last_error = ""
+        self.create_timer(TICK_S, self._tick, clock=steady)
+        self.create_timer(1.0, self._report, clock=steady)
+        self._publish(self.robot.advance(self.robot.time_ns))
+        self.get_logger().info(
+            f"sim_robot: model {model}, joints {list(self.robot.joint_names)}, "
+            f"{'sim time x' + str(self.real_time_factor) if self.sim_time else 'wall time'}, "
+            f"commands on /{forward}/commands ({self.forward_interface}) and /{trajectory}/joint_trajectory")
+
+    # --- stepping -----------------------------------------------------------------------------------
+    def _tick(self) -> None:
+        if self.paused:
+            self._anchor = None
+            return
+        now = time.monotonic_ns()
+        if self._anchor is None:
+            self._anchor = (now, self.robot.time_ns)
+        factor = self.real_time_factor if self.sim_time else 1.0
+        target = self._anchor[1] + int((now - self._anchor[0]) * factor)
+        limit = self.robot.time_ns + int(MAX_CHUNK_S * factor * 1e9)
+        if target > limit:  # fell behind: run slower rather than in bursts
+            target = limit
+            self._anchor = (now, target)
+        self._publish(self.robot.advance(target))
+
+    def _stamp_ns(self, sim_ns: int) -> int:
+        return sim_ns + self._epoch_offset_ns
+
+    def _publish(self, samples: list[Feedback]) -> None:
+        names = list(self.robot.joint_names)
+        for sample in samples:
+            msg = JointState(name=names, position=sample.position.tolist(), velocity=sample.velocity.tolist(),
+                             effort=sample.effort.tolist())
+            stamp = self._stamp_ns(sample.time_ns)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+            self.joint_pub.publish(msg)
+        if self.clock_pub is not None and samples:
+            clock = ClockMsg()
+            clock.clock.sec, clock.clock.nanosec = divmod(self._stamp_ns(samples[-1].time_ns), 1_000_000_000)
+            self.clock_pub.publish(clock)
+
+    # --- commands -----------------------------------------------------------------------------------
+    def _reject(self, what: str, exc: Exception) -> None:
+        self._last_error = f"{what} ignored: {exc}"
+        self.get_logger().error(self._last_error)
+        publish_diagnostics(self, self.diag_pub, diagnostic(self, "error", self._last_error))
+
+    def _on_forward(self, msg: Float64MultiArray) -> None:
+        try:
+            self.robot.command(self.forward_interface, msg.data)
+        except SysidRosError as exc:
+            self._reject("forward command", exc)
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            points = msg.points
+            if not points:
+                raise ValueError("trajectory has no points")
+            n = len(msg.joint_names)
+            if len(set(msg.joint_names)) != n:
+                raise ValueError(f"trajectory repeats joint names {list(msg.joint_names)}")
+            for k, point in enumerate(points):
+                for field in ("positions", "velocities", "effort"):
+                    values = getattr(point, field)
+                    if len(values) not in ((0, n) if field != "positions" else (n,)):
+                        raise ValueError(f"point {k} has {len(values)} {field} for {n} joints")
+            with_vel = all(len(pt.velocities) == n for pt in points)
+            with_eff = all(len(pt.effort) == n for pt in points)
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            start = self.robot.time_ns if stamp == 0 else stamp - self._epoch_offset_ns
+            self.robot.follow(Trajectory(
+                tuple(msg.joint_names), start,
+                [pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9 for pt in points],
+                [list(pt.positions) for pt in points],
+                [list(pt.velocities) for pt in points] if with_vel else None,
+                [list(pt.effort) for pt in points] if with_eff else None))
+        except (SysidRosError, ValueError) as exc:
+            self._reject("trajectory", exc)
+
+    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        self.paused = bool(request.data)
+        response.success, response.message = True, "paused" if self.paused else "running"
+        self.get_logger().info(f"simulation {response.message} at {self.robot.time_ns * 1e-9:.3f} s")
+        return response
+
+    # --- parameters ---------------------------------------------------------------------------------
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        gains = dict(self.robot.gains)
+        physics: dict[str, float] = {}
+        factor = None
+        for param in params:
+            value = param.value
+            split = split_parameter_name(param.name)
+            if split is not None:
+                joint, gain = split
+                if joint not in gains:
+                    return SetParametersResult(successful=False, reason=f"unknown joint {joint!r}")
+                reason = self.robot.gain_guard.reason_to_refuse(gain, value)
+                if reason:
+                    return SetParametersResult(successful=False, reason=f"{param.name}: {reason}")
+                gains[joint] = gains[joint].replace(**{gain: float(value)})
+            elif param.name.startswith("physics."):
+                if not isinstance(value, float) or not math.isfinite(value) or value < 0:
+                    return SetParametersResult(successful=False,
+                                               reason=f"{param.name} must be a finite float >= 0")
+                physics[param.name[len("physics."):]] = value
+            elif param.name == "real_time_factor":
+                if not isinstance(value, float) or not math.isfinite(value) or value <= 0:
+                    return SetParametersResult(successful=False, reason="real_time_factor must be > 0")
+                factor = value
+        for joint, joint_gains in gains.items():
+            if joint_gains != self.robot.gains[joint]:
+                self.robot.set_gains(joint, joint_gains)
+        for name, value in physics.items():
+            self.robot.set_physical(name, value)
+        if factor is not None:
+            self.real_time_factor, self._anchor = factor, None
+        return SetParametersResult(successful=True)
+
+    def _report(self) -> None:
+        level = "warn" if self.paused else "ok"
+        message = "paused" if self.paused else f"running ({self.robot.mode})"
+        publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message, {
+            "sim_time_s": f"{self.robot.time_ns * 1e-9:.3f}", "mode": self.robot.mode,
+            "last_error": self._last_error}))
+
+
+def main(args: list[str] | None = None) -> None:
+    run(SimRobotNode, args)
+
+
+if __name__ == "__main__":
+    main()
