@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 import rclpy
-import yaml
 from rclpy.node import Node as RclpyNode
 
+from sysid_ros.core.params import load_ros_parameters
 from sysid_ros.core.paths import share_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,28 +107,14 @@ def _console_scripts() -> dict[str, str]:
     raise AssertionError("setup.py has no console_scripts")
 
 
-def _flatten(prefix: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(_flatten(f"{prefix}.{k}" if prefix else str(k), v))
-        return out
-    return {prefix: value}
-
-
 def _parameters(node: _Node) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for entry in node.parameters:
         if isinstance(entry, dict):
             values.update(entry)
             continue
-        path = Path(entry)
-        assert path.is_file(), f"parameter file {path} does not exist"
-        document = yaml.safe_load(path.read_text())
-        name = node.kwargs.get("name", node.executable)
-        section = document.get(name) or document.get("/**") or {}
-        assert "ros__parameters" in section, f"{path.name} has no ros__parameters for {name}"
-        values.update(_flatten("", section["ros__parameters"]))
+        assert Path(entry).is_file(), f"parameter file {entry} does not exist"
+        values.update(load_ros_parameters(Path(entry), node.kwargs.get("name", node.executable)))
     return values
 
 

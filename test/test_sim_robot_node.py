@@ -13,7 +13,8 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ros_harness import NodeProcess, Probe, stamp_ns, wait_for
+from sysid_ros.nodes.client import RosClient, stamp_ns, wait_for
+from sysid_ros.nodes.processes import NodeProcess
 
 pytestmark = pytest.mark.ros
 
@@ -22,7 +23,7 @@ RTF = 4.0  # simulated seconds per wall second in these tests
 
 @pytest.fixture
 def probe():
-    p = Probe()
+    p = RosClient("probe")
     yield p
     p.close()
 
@@ -33,7 +34,7 @@ def start_sim(tmp_path):
 
     def start(name: str = "sim_robot", **params) -> NodeProcess:
         params = {"use_sim_time": True, "real_time_factor": RTF, **params}
-        node = NodeProcess("sysid_ros.nodes.sim_robot", name, params, tmp_path)
+        node = NodeProcess("sim_robot", name, params, tmp_path)
         started.append(node)
         return node
 

@@ -1,0 +1,87 @@
+"""Start sysid_ros nodes as processes without `ros2 launch` (tests, the demo, the CLI) and stop them by pid.
+
+Also claims a DDS domain of its own for a run, so concurrent runs on one host never see each other.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+_LOCK_DIR = Path("/tmp/sysid_ros_domains")
+_held_locks: list[IO[str]] = []
+
+
+def claim_domain_id() -> int:
+    """A ROS_DOMAIN_ID in 1..232 that no other run on this host holds (233 and up make Fast DDS exit)."""
+    _LOCK_DIR.mkdir(exist_ok=True)
+    ids = list(range(1, 233))
+    random.Random(os.getpid()).shuffle(ids)
+    for domain in ids:
+        handle = open(_LOCK_DIR / f"{domain}.lock", "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _held_locks.append(handle)  # held until this process exits
+        return domain
+    raise RuntimeError("no free ROS domain id in 1..232")
+
+
+def isolate_ros_environment() -> int:
+    """Put this process (and the nodes it starts) on a domain of its own, with discovery kept on this host."""
+    domain = claim_domain_id()
+    os.environ["ROS_DOMAIN_ID"] = str(domain)
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
+    return domain
+
+
+class NodeProcess:
+    """A sysid_ros node in its own process, started with a parameter dict; stopped by its pid."""
+
+    def __init__(self, node: str, name: str, params: dict[str, Any], folder: Path,
+                 extra_args: list[str] | None = None) -> None:
+        self.name = name
+        folder.mkdir(parents=True, exist_ok=True)
+        params_file = folder / f"{name}_params.yaml"
+        params_file.write_text(yaml.safe_dump({name: {"ros__parameters": params}}))
+        self.log_path = folder / f"{name}.log"
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", f"sysid_ros.nodes.{node}", "--ros-args", "-r", f"__node:={name}",
+             "--params-file", str(params_file), *(extra_args or [])],
+            stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy())
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()
+
+    def stop(self, sig: int = signal.SIGINT, timeout_s: float = 15.0) -> int:
+        """Signal the process (SIGINT: a clean shutdown) and wait; kill it if it does not exit in time."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout_s)
+        if not self._log.closed:
+            self._log.close()
+        return self.proc.returncode
