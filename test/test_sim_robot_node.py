@@ -198,15 +198,17 @@ def test_pause_freezes_time_and_faster_than_real_time(probe, start_sim):
     wait_for(lambda: len(received) > 10, what="joint states")
     wall0, sim0 = time.monotonic(), stamp_ns(received[-1])
     wait_for(lambda: stamp_ns(received[-1]) - sim0 > 5_000_000_000, what="5 simulated seconds")
-    # Sim time outruns wall time: 5 simulated seconds in clearly less than 5 wall seconds.
-    assert time.monotonic() - wall0 < 4.0
+    # Sim time outruns wall time (asked for 5x; a loaded machine slows it, never below real time here).
+    assert 5.0 / (time.monotonic() - wall0) > 1.2
     assert probe.call(SetBool, "/sim_robot/pause", SetBool.Request(data=True)).success
     paused_count = len(received)
-    time.sleep(0.5)  # the stimulus: the robot stays paused for half a wall second
+    time.sleep(1.0)  # the stimulus: the robot stays paused for a wall second
     in_flight = len(received) - paused_count
     assert probe.call(SetBool, "/sim_robot/pause", SetBool.Request(data=False)).success
     resumed = len(received)
     wait_for(lambda: len(received) > resumed + 100, what="feedback after resuming")
-    assert in_flight <= 20  # a paused robot publishes nothing: at most what was already on the wire
+    # Running at > 1.2x it would have published > 600 states in that second; paused, only what was on the wire.
+    assert in_flight < 250, in_flight
+    # No simulated time was skipped or repeated across the pause: each stamp once, 2 ms apart.
     stamps = np.array([stamp_ns(m) for m in received])
-    assert np.all(np.diff(stamps) == 2_000_000)  # no simulated time passed while paused, none skipped
+    assert np.all(np.diff(stamps) == 2_000_000)
