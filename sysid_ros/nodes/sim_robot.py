@@ -176,9 +176,11 @@ class SimRobotNode(Node):
             self._reject("trajectory", exc)
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        """Pause or resume; the message names the simulated time (ns) of the last sample published."""
         self.paused = bool(request.data)
-        response.success, response.message = True, "paused" if self.paused else "running"
-        self.get_logger().info(f"simulation {response.message} at {self.robot.time_ns * 1e-9:.3f} s")
+        response.success = True
+        response.message = f"{'paused' if self.paused else 'running'} at {self.robot.time_ns} ns"
+        self.get_logger().info(f"simulation {response.message}")
         return response
 
     # --- parameters ---------------------------------------------------------------------------------
