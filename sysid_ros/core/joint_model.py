@@ -1,0 +1,176 @@
+"""Single-joint inverse-dynamics models that are linear in their parameters, and their least-squares fits.
+
+`JointModel` is seed 004's servo model, tau = J qdd + b qd + tc tanh(qd/0.01) + gs sin q + gc cos q
+(+ a constant, which is gravity on a linear axis). `PendulumModel` is lesson 18.1's,
+tau - Ic qdd = m (L^2 qdd + g L sin q) + b qd + f sign(qd). Terms known in advance (a rotor inertia, a
+model feed-forward) move to the left-hand side; the rest go through `regression.fit_linear`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .derivatives import Derivatives, same_filter
+from .errors import ConfigError, DataError
+from .regression import (BootstrapSettings, LinearFit, Limits, RowSelection, column_noise_covariance, excitation,
+                         fit_linear, select_rows)
+
+REVOLUTE_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm", "gravity_cos_nm")
+PRISMATIC_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "offset_nm")
+ALL_TERMS = REVOLUTE_TERMS + ("offset_nm",)
+PENDULUM_TERMS = ("mass_kg", "damping_nm_s_rad", "friction_nm")
+
+Regressor = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class JointModel:
+    """tau = J qdd + b qd + tc tanh(qd / band) + gs sin q + gc cos q + offset (N m, or N on a linear axis)."""
+
+    inertia_kg_m2: float = 0.0
+    viscous_nm_s_rad: float = 0.0
+    coulomb_nm: float = 0.0
+    gravity_sin_nm: float = 0.0
+    gravity_cos_nm: float = 0.0
+    offset_nm: float = 0.0
+    coulomb_band_rad_s: float = 0.01
+
+    def torque(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        theta = np.array([getattr(self, t) for t in ALL_TERMS])
+        return joint_columns(q, qd, qdd, ALL_TERMS, self.coulomb_band_rad_s) @ theta
+
+    def replace_terms(self, values: Mapping[str, float]) -> "JointModel":
+        """A copy with the given terms replaced."""
+        unknown = set(values) - set(ALL_TERMS)
+        if unknown:
+            raise ConfigError(f"unknown joint-model terms {sorted(unknown)}; known: {ALL_TERMS}")
+        current = {f.name: getattr(self, f.name) for f in fields(self)}
+        current.update({k: float(v) for k, v in values.items()})
+        return JointModel(**current)
+
+
+def joint_columns(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, terms: Sequence[str] = REVOLUTE_TERMS,
+                  coulomb_band_rad_s: float = 0.01) -> np.ndarray:
+    """The regressor of `JointModel`: one column per term, in the order of `terms`."""
+    q, qd, qdd = (np.asarray(a, dtype=np.float64) for a in (q, qd, qdd))
+    columns = {"inertia_kg_m2": lambda: qdd, "viscous_nm_s_rad": lambda: qd,
+               "coulomb_nm": lambda: np.tanh(qd / coulomb_band_rad_s), "gravity_sin_nm": lambda: np.sin(q),
+               "gravity_cos_nm": lambda: np.cos(q), "offset_nm": lambda: np.ones_like(q)}
+    unknown = [t for t in terms if t not in columns]
+    if unknown:
+        raise ConfigError(f"unknown joint-model terms {unknown}; known: {ALL_TERMS}")
+    return np.stack([columns[t]() for t in terms], axis=-1)
+
+
+@dataclass(frozen=True)
+class PendulumModel:
+    """A point mass on a massless rod with a known rotor inertia: lesson 18.1's pendulum."""
+
+    mass_kg: float
+    damping_nm_s_rad: float
+    friction_nm: float
+    length_m: float
+    rotor_inertia_kg_m2: float = 0.0
+    gravity_m_s2: float = 9.81
+
+    def torque(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        phi = pendulum_columns(q, qd, qdd, self.length_m, self.gravity_m_s2)
+        return phi @ np.array([self.mass_kg, self.damping_nm_s_rad, self.friction_nm]) + \
+            self.rotor_inertia_kg_m2 * np.asarray(qdd)
+
+
+def pendulum_columns(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, length_m: float,
+                     gravity_m_s2: float = 9.81) -> np.ndarray:
+    """Columns multiplying (m, b, f): L^2 qdd + g L sin q, qd, sign(qd)."""
+    q, qd, qdd = (np.asarray(a, dtype=np.float64) for a in (q, qd, qdd))
+    return np.stack([length_m**2 * qdd + gravity_m_s2 * length_m * np.sin(q), qd, np.sign(qd)], axis=-1)
+
+
+@dataclass(frozen=True, eq=False)
+class JointFit:
+    """A fitted model, its regression (values, intervals, warnings) and the rows it used."""
+
+    model: JointModel | PendulumModel
+    fit: LinearFit
+    rows: np.ndarray
+
+
+def _one_joint(deriv: Derivatives, tau: np.ndarray, joint: str | None) -> tuple[np.ndarray, float]:
+    torque = np.asarray(tau, dtype=np.float64)
+    if deriv.q.ndim != 1 or torque.shape != deriv.q.shape:
+        raise DataError(f"one joint expected: positions {deriv.q.shape}, torque {torque.shape}", joint=joint)
+    sigma = float(np.nan_to_num(deriv.position_noise_rad, nan=0.0))
+    return torque, sigma
+
+
+def fit_columns(deriv: Derivatives, tau: np.ndarray, regressor: Regressor, names: Sequence[str], *,
+                known_torque_nm: np.ndarray | None = None, selection: RowSelection = RowSelection(),
+                torque_cap_nm: float | None = None, compensate_noise: bool = True,
+                bootstrap: BootstrapSettings = BootstrapSettings(), limits: Limits = Limits(),
+                joint: str | None = None, noise_draws: int = 4, noise_seed: int = 1) -> tuple[LinearFit, np.ndarray]:
+    """Fit tau - known = regressor(q, qd, qdd) theta on the selected rows of one joint's record.
+
+    The regressor's noise is measured by running fresh draws of the estimated position noise through the
+    same derivative filter and regressor, so every column (tanh, sin, products) is judged alike; with
+    `compensate_noise` that covariance also removes the errors-in-variables bias of least squares.
+    """
+    torque, sigma = _one_joint(deriv, tau, joint)
+    rows = select_rows(deriv.qd, deriv.valid, deriv.window_samples, selection, torque, torque_cap_nm)
+    y = torque - (0.0 if known_torque_nm is None else np.asarray(known_torque_nm, dtype=np.float64))
+    phi = regressor(deriv.q, deriv.qd, deriv.qdd)
+    cov = None
+    if sigma > 0 and rows.any():
+        rng = np.random.default_rng(noise_seed)
+        noisy = []
+        for _ in range(noise_draws):
+            extra = same_filter(deriv, rng.normal(0.0, sigma, deriv.q.shape))
+            noisy.append(regressor(deriv.q + extra.q, deriv.qd + extra.qd, deriv.qdd + extra.qdd))
+        cov = column_noise_covariance(phi, noisy, rows)
+    exc = excitation(deriv.qd, deriv.qdd, deriv.valid, sigma * deriv.qd_noise_gain, sigma * deriv.qdd_noise_gain,
+                     limits, names=[joint or "joint"])
+    fit = fit_linear(y, phi, names, rows=rows, noise_covariance=cov, compensate_noise=compensate_noise,
+                     excitation_=exc, bootstrap=bootstrap, limits=limits, joint=joint)
+    return fit, rows
+
+
+def fit_joint_model(deriv: Derivatives, tau: np.ndarray, *, terms: Sequence[str] = REVOLUTE_TERMS,
+                    fixed: Mapping[str, float] | None = None, known_torque_nm: np.ndarray | None = None,
+                    coulomb_band_rad_s: float = 0.01, selection: RowSelection = RowSelection(),
+                    torque_cap_nm: float | None = None, compensate_noise: bool = True,
+                    bootstrap: BootstrapSettings = BootstrapSettings(), limits: Limits = Limits(),
+                    joint: str | None = None) -> JointFit:
+    """Seed 004's Stage 1 fit of one joint: `terms` are estimated, `fixed` terms (e.g. a known rotor
+    inertia) and `known_torque_nm` (e.g. a model feed-forward) move to the left-hand side."""
+    fixed = dict(fixed or {})
+    overlap = set(fixed) & set(terms)
+    if overlap:
+        raise ConfigError(f"terms both fixed and estimated: {sorted(overlap)}", joint=joint)
+    known = np.zeros(np.shape(tau))
+    if fixed:
+        known = joint_columns(deriv.q, deriv.qd, deriv.qdd, tuple(fixed), coulomb_band_rad_s) @ np.array(
+            list(fixed.values()), dtype=float)
+    if known_torque_nm is not None:
+        known = known + np.asarray(known_torque_nm, dtype=np.float64)
+    fit, rows = fit_columns(deriv, tau, lambda q, qd, qdd: joint_columns(q, qd, qdd, terms, coulomb_band_rad_s),
+                            terms, known_torque_nm=known, selection=selection, torque_cap_nm=torque_cap_nm,
+                            compensate_noise=compensate_noise, bootstrap=bootstrap, limits=limits, joint=joint)
+    model = JointModel(coulomb_band_rad_s=coulomb_band_rad_s).replace_terms({**fixed, **fit.as_dict()})
+    return JointFit(model, fit, rows)
+
+
+def fit_pendulum(deriv: Derivatives, tau: np.ndarray, *, length_m: float, rotor_inertia_kg_m2: float = 0.0,
+                 gravity_m_s2: float = 9.81, selection: RowSelection = RowSelection(),
+                 torque_cap_nm: float | None = None, compensate_noise: bool = True,
+                 bootstrap: BootstrapSettings = BootstrapSettings(), limits: Limits = Limits(),
+                 joint: str | None = None) -> JointFit:
+    """Lesson 18.1's fit of (m, b, f) with the rotor inertia term moved to the left-hand side."""
+    known = rotor_inertia_kg_m2 * np.nan_to_num(deriv.qdd)
+    fit, rows = fit_columns(deriv, tau, lambda q, qd, qdd: pendulum_columns(q, qd, qdd, length_m, gravity_m_s2),
+                            PENDULUM_TERMS, known_torque_nm=known, selection=selection, torque_cap_nm=torque_cap_nm,
+                            compensate_noise=compensate_noise, bootstrap=bootstrap, limits=limits, joint=joint)
+    model = PendulumModel(fit.value("mass_kg"), fit.value("damping_nm_s_rad"), fit.value("friction_nm"), length_m,
+                          rotor_inertia_kg_m2, gravity_m_s2)
+    return JointFit(model, fit, rows)

@@ -1,0 +1,124 @@
+"""Derivative filters checked on noise-free signals (the lesson's rule: check the filter before trusting it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sysid_ros.core.derivatives import (estimate_position_noise, finite_differences, quartic_derivatives,
+                                        same_filter, samples_derivatives, savgol_derivatives, uniform_dt_s,
+                                        window_samples)
+from sysid_ros.core.errors import DataError
+from sysid_ros.core.signals import JointSamples
+
+DT = 0.002
+
+
+def test_window_in_seconds_is_odd_and_matches_the_lesson() -> None:
+    assert window_samples(0.1, DT, 3) == 51  # lesson 18.1: 51 samples at 2 ms
+    assert window_samples(0.11, DT, 4) == 55
+    assert window_samples(0.11, 0.001, 4) == 111
+    with pytest.raises(DataError):
+        window_samples(0.1, 0.0, 3)
+
+
+@pytest.mark.parametrize("polyorder", [3, 4])
+def test_polynomials_up_to_the_order_are_differentiated_exactly(polyorder: int) -> None:
+    t = np.arange(400) * DT
+    c = [0.3, -1.2, 2.0, 0.7, -0.4][: polyorder + 1]
+    q = sum(ci * t**i for i, ci in enumerate(c))
+    qd = sum(i * ci * t ** (i - 1) for i, ci in enumerate(c) if i >= 1)
+    qdd = sum(i * (i - 1) * ci * t ** (i - 2) for i, ci in enumerate(c) if i >= 2)
+    d = savgol_derivatives(q, DT, 0.1, polyorder)
+    v = d.valid
+    assert v.sum() == 400 - 2 * (d.window_samples // 2)
+    np.testing.assert_allclose(d.q[v], q[v], atol=1e-10)
+    np.testing.assert_allclose(d.qd[v], qd[v], atol=1e-8)
+    np.testing.assert_allclose(d.qdd[v], qdd[v], atol=1e-6)
+
+
+def test_sine_bias_matches_the_filter_theory() -> None:
+    # A cubic fit over a half-width T attenuates qdd of a sine at w by about (wT)^2/14 (the t^4 Taylor term);
+    # the quartic fit removes that term, leaving an error of order (wT)^4.
+    t = np.arange(3000) * DT
+    w = 2 * np.pi * 3.0
+    q, qdd = np.sin(w * t), -(w**2) * np.sin(w * t)
+    cubic = savgol_derivatives(q, DT, 0.1, 3)
+    quartic = quartic_derivatives(q, DT)
+    v = cubic.valid & quartic.valid
+    gain_cubic = np.dot(cubic.qdd[v], qdd[v]) / np.dot(qdd[v], qdd[v])
+    half = cubic.window_samples // 2 * DT
+    assert gain_cubic == pytest.approx(1 - (w * half) ** 2 / 14, abs=0.01)
+    gain_quartic = np.dot(quartic.qdd[v], qdd[v]) / np.dot(qdd[v], qdd[v])
+    assert abs(1 - gain_quartic) < 0.01 < abs(1 - gain_cubic)
+    # velocity of a cubic fit is already close: error ~ (wT)^4 too
+    assert np.max(np.abs(cubic.qd[v] - w * np.cos(w * t[v]))) < 0.01 * w
+
+
+def test_edges_and_missing_samples_are_invalid_not_extrapolated() -> None:
+    q = np.sin(np.arange(500) * DT * 5.0)
+    q[250] = np.nan
+    d = savgol_derivatives(q, DT)
+    half = d.window_samples // 2
+    assert not d.valid[:half].any() and not d.valid[-half:].any()
+    assert not d.valid[250 - half: 250 + half + 1].any()
+    assert d.valid[half] and d.valid[250 - half - 1] and d.valid[250 + half + 1]
+    assert np.isnan(d.qdd[~d.valid]).all() and np.isfinite(d.qdd[d.valid]).all()
+
+
+def test_two_dimensional_positions_are_filtered_per_joint() -> None:
+    t = np.arange(600) * DT
+    q = np.stack([np.sin(2 * t), 0.5 * t**2], axis=1)
+    d = quartic_derivatives(q, DT)
+    assert d.q.shape == q.shape and d.valid.shape == q.shape
+    np.testing.assert_allclose(d.qdd[d.valid[:, 1], 1], 1.0, atol=1e-8)
+
+
+def test_noise_gains_and_the_noise_estimate_match_monte_carlo() -> None:
+    rng = np.random.default_rng(0)
+    sigma = 5e-4
+    t = np.arange(20000) * DT
+    clean = 0.4 * np.sin(2 * np.pi * 0.7 * t)
+    noise = rng.normal(0.0, sigma, t.size)
+    for d_clean, d_noisy in ((savgol_derivatives(clean, DT), savgol_derivatives(clean + noise, DT)),
+                             (finite_differences(clean, DT), finite_differences(clean + noise, DT))):
+        v = d_clean.valid
+        # 20000 samples: the std of a std estimate is ~1/sqrt(2 n_eff); 5 % covers the filter's correlation
+        assert np.std(d_noisy.qd[v] - d_clean.qd[v]) == pytest.approx(sigma * d_clean.qd_noise_gain, rel=0.05)
+        assert np.std(d_noisy.qdd[v] - d_clean.qdd[v]) == pytest.approx(sigma * d_clean.qdd_noise_gain, rel=0.05)
+    # finite differences: sqrt(6)/(4 h^2) sigma ~ 77 rad/s^2 of acceleration noise from 0.5 mrad
+    assert sigma * finite_differences(clean, DT).qdd_noise_gain == pytest.approx(76.5, rel=0.01)
+    assert estimate_position_noise(clean + noise) == pytest.approx(sigma, rel=0.05)
+    assert savgol_derivatives(clean + noise, DT).position_noise_rad == pytest.approx(sigma, rel=0.05)
+    again = same_filter(quartic_derivatives(clean, DT), clean)
+    assert again.window_samples == 55 and again.polyorder == 4
+
+
+def test_sample_period_from_integer_times() -> None:
+    times = np.arange(100, dtype=np.int64) * 2_000_000 + 1_700_000_000_000_000_000
+    assert uniform_dt_s(times) == pytest.approx(0.002)
+    jittered = times.copy()
+    jittered[40] += 500_000
+    with pytest.raises(DataError, match="not uniform"):
+        uniform_dt_s(jittered)
+    with pytest.raises(DataError):
+        uniform_dt_s(times.astype(float))
+    with pytest.raises(DataError):
+        savgol_derivatives(np.zeros(10), DT)
+
+
+def test_derivatives_from_joint_samples_per_joint() -> None:
+    times = np.arange(1000, dtype=np.int64) * 2_000_000 + 1_700_000_000_000_000_000
+    t = (times - times[0]) * 1e-9
+    positions = np.stack([0.5 * t**2, np.sin(t), t], axis=1)
+    samples = JointSamples(("a", "b", "c"), times, position=positions)
+    d = samples_derivatives(samples, ["c", "a"])
+    assert d.q.shape == (1000, 2) and d.dt_s == pytest.approx(0.002)
+    one = d.column(1)
+    assert one.q.ndim == 1 and np.ndim(one.position_noise_rad) == 0
+    np.testing.assert_allclose(one.qdd[one.valid], 1.0, atol=1e-6)  # 1/h^2 amplifies rounding
+    np.testing.assert_allclose(d.column(0).qd[d.valid[:, 0]], 1.0, atol=1e-9)
+    with pytest.raises(DataError):
+        one.column(0)
+    with pytest.raises(DataError, match="no positions"):
+        samples_derivatives(JointSamples(("a",), times, effort=np.zeros((1000, 1))))
