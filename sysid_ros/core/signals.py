@@ -20,7 +20,7 @@ def _as_times(time_ns: np.ndarray) -> np.ndarray:
     return times.astype(np.int64, copy=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class JointSamples:
     """Joint feedback (position, velocity, effort) sampled at `time_ns`; any field may be absent (None)."""
 
@@ -78,7 +78,7 @@ class JointSamples:
                             cut(self.velocity), cut(self.effort), self.source)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class JointCommands:
     """Commands sent to the joints: `values[k]` holds from `time_ns[k]` until the next command.
 

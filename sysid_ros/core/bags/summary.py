@@ -1,0 +1,144 @@
+"""`inspect_bag(bag) -> BagSummary`: what a bag holds and what of it can serve identification, with reasons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BagError, SysidRosError
+from .commands import FLOAT64_ARRAY, JOINT_TRAJECTORY, guess_interface
+from .joint_states import JOINT_STATE, check_motion, read_joint_states
+from .read import BagSource
+from .write import METADATA_TOPIC
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    """One topic: type, count, mean rate over its own span, and whether identification can use it."""
+
+    name: str
+    msgtype: str
+    count: int
+    rate_hz: float
+    first_ns: int | None
+    last_ns: int | None
+    role: str
+    usable: bool
+    reason: str
+    joints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BagSummary:
+    """The whole bag at a glance; `usable` says whether identification can start from it, `reasons` why not."""
+
+    path: str
+    storage: str
+    metadata_version: int | None
+    ros_distro: str | None
+    start_ns: int | None
+    end_ns: int | None
+    topics: tuple[TopicSummary, ...]
+    joints: tuple[str, ...]
+    time_source: str
+    clock_offset_s: float
+    usable: bool
+    reasons: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def duration_s(self) -> float:
+        return 0.0 if self.start_ns is None or self.end_ns is None else (self.end_ns - self.start_ns) * 1e-9
+
+    def format(self) -> str:
+        """A human-readable report."""
+        lines = [f"bag {self.path} ({self.storage}, metadata v{self.metadata_version}, distro {self.ros_distro})",
+                 f"  span {self.duration_s:.3f} s, time source {self.time_source}, "
+                 f"clock offset {self.clock_offset_s:+.3f} s",
+                 f"  joints: {', '.join(self.joints) or '-'}"]
+        for t in self.topics:
+            mark = "ok " if t.usable else "-- "
+            lines.append(f"  {mark}{t.name} [{t.msgtype}] {t.count} msgs {t.rate_hz:.1f} Hz, {t.role}: {t.reason}")
+        lines.append(f"  usable for identification: {'yes' if self.usable else 'no'}")
+        lines += [f"    because {r}" for r in self.reasons]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list[str] | None = None,
+                min_motion_rad: float = 0.01) -> BagSummary:
+    """Summarize `bag`. `joint_names` is the configured controller joint order (for Float64MultiArray)."""
+    with BagSource(bag, distro=distro) as src:
+        infos = src.topics
+        conns = src.connections
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        sizes: dict[str, int] = {}
+        for conn, record_ns, raw in src.messages(conns):
+            first.setdefault(conn.topic, record_ns)
+            last[conn.topic] = record_ns
+            if conn.msgtype == FLOAT64_ARRAY and conn.topic not in sizes:
+                sizes[conn.topic] = len(src.deserialize(raw, conn.msgtype, topic=conn.topic).data)
+        meta = dict(src.metadata)
+        notes = list(src.notes)
+        unknown = {name for name, info in infos.items() if not src.has_type(info.msgtype)}
+        start_ns, end_ns = src.start_ns, src.end_ns
+        storage = src.storage
+    reasons: list[str] = []
+    js_topics = [n for n, i in infos.items() if i.msgtype == JOINT_STATE and n not in unknown]
+    joints: tuple[str, ...] = ()
+    time_source, offset_s = "record", float("nan")
+    js_ok, js_reason = False, ""
+    if js_topics:
+        try:
+            read = read_joint_states(bag, topics=js_topics, distro=distro)
+            joints = read.segments[0].joint_names
+            time_source, offset_s = read.timing.time_base.source, read.timing.clock_offset_s
+            notes += list(read.warnings)
+            if all(s.position is None for s in read.segments):
+                raise BagError("JointState messages carry no positions")
+            check_motion(read.segments, min_motion_rad, bag=str(bag))
+            js_ok = True
+            js_reason = f"{len(joints)} joints, {len(read.segments)} segment(s)"
+            if read.timing.gaps:
+                js_reason += f", {len(read.timing.gaps)} gap(s)"
+        except SysidRosError as exc:
+            js_reason = str(exc)
+            reasons.append(f"joint states unusable: {exc}")
+    else:
+        reasons.append("no sensor_msgs/JointState topic (feedback is required)")
+    topics = []
+    for name, info in sorted(infos.items()):
+        count = info.count
+        span = (last.get(name, 0) - first.get(name, 0)) * 1e-9
+        rate = (count - 1) / span if count > 1 and span > 0 else 0.0
+        role, usable, reason = _judge(name, info.msgtype, name in unknown, js_ok, js_reason, sizes.get(name),
+                                      len(joint_names or joints), count)
+        topics.append(TopicSummary(name, info.msgtype, count, rate, first.get(name), last.get(name), role, usable,
+                                   reason, joints if info.msgtype == JOINT_STATE else ()))
+    if not any(i.count for i in infos.values()):
+        reasons = ["the bag has no messages"]
+    return BagSummary(str(bag), storage, meta.get("version"), meta.get("ros_distro"), start_ns, end_ns,
+                      tuple(topics), joints, time_source, offset_s, js_ok and not reasons, tuple(reasons),
+                      tuple(notes))
+
+
+def _judge(name: str, msgtype: str, unknown: bool, js_ok: bool, js_reason: str, size: int | None,
+           n_joints: int, count: int) -> tuple[str, bool, str]:
+    """(role, usable, reason) of one topic."""
+    if unknown:
+        return "unknown", False, f"no definition for {msgtype}: cannot decode"
+    if count == 0:
+        return "empty", False, "no messages"
+    if msgtype == JOINT_STATE:
+        return "feedback", js_ok, js_reason
+    if msgtype == FLOAT64_ARRAY:
+        interface = guess_interface(name) or "unknown interface"
+        if size is not None and n_joints and size != n_joints:
+            return f"{interface} commands", False, f"{size} values per message for {n_joints} joints"
+        return f"{interface} commands", True, f"{size} values per message; joint order from config"
+    if msgtype == JOINT_TRAJECTORY:
+        return "trajectory commands", True, "expanded to position setpoints"
+    if name == METADATA_TOPIC:
+        return "recording metadata", True, "tape, joints and parameters (YAML)"
+    return "other", False, f"{msgtype} is not used for identification"

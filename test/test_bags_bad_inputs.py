@@ -1,0 +1,178 @@
+"""The bad-input catalogue: every broken or unusable bag gives a clear `BagError` / `DataError` naming what is
+wrong (bag, topic, joint, time), never a crash from deep inside a library and never silently wrong arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from test_bags_make import JAZZY, JS, T0_NS, joint_state, sine_states, strip_definitions, write_bag
+
+from sysid_ros.core.bags import inspect_bag, read_commands, read_joint_states
+from sysid_ros.core.errors import BagError, DataError
+
+STORAGES = ("mcap", "sqlite3")
+MS = 1_000_000
+
+
+def _bag(tmp_path, storage, seconds=1.0):
+    msgs, truth = sine_states(seconds=seconds)
+    return write_bag(tmp_path / "bag", msgs, storage), truth
+
+
+def _data_file(bag):
+    return next(p for p in bag.iterdir() if p.suffix in (".mcap", ".db3"))
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_truncated_file(tmp_path, storage):
+    bag, _ = _bag(tmp_path, storage)
+    f = _data_file(bag)
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    with pytest.raises(BagError, match=f"bag={bag}") as err:
+        read_joint_states(bag)
+    assert "cannot open bag" in str(err.value) or "damaged" in str(err.value)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_corrupted_file(tmp_path, storage):
+    """A block of 0xFF bytes in the middle of the data."""
+    bag, _ = _bag(tmp_path, storage)
+    f = _data_file(bag)
+    data = bytearray(f.read_bytes())
+    mid = len(data) // 2
+    data[mid: mid + 4096] = b"\xff" * 4096
+    f.write_bytes(bytes(data))
+    with pytest.raises((BagError, DataError), match=f"bag={bag}"):
+        read_joint_states(bag)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_missing_metadata_yaml_points_to_repair(tmp_path, storage):
+    bag, _ = _bag(tmp_path, storage)
+    (bag / "metadata.yaml").unlink()
+    with pytest.raises(BagError, match="no metadata.yaml.*repair"):
+        read_joint_states(bag)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_missing_data_file(tmp_path, storage):
+    bag, _ = _bag(tmp_path, storage)
+    name = _data_file(bag).name
+    _data_file(bag).unlink()
+    with pytest.raises(BagError, match=f"missing: \\['{name}'\\]"):
+        read_joint_states(bag)
+
+
+@pytest.mark.parametrize("version", [3, 10])
+def test_unsupported_metadata_version(tmp_path, version):
+    bag, _ = _bag(tmp_path, "mcap")
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())
+    meta["rosbag2_bagfile_information"]["version"] = version
+    (bag / "metadata.yaml").write_text(yaml.safe_dump(meta))
+    with pytest.raises(BagError, match=f"unsupported rosbag2 metadata version {version}"):
+        read_joint_states(bag)
+
+
+def test_garbage_metadata_and_not_a_bag(tmp_path):
+    bag, _ = _bag(tmp_path, "mcap")
+    (bag / "metadata.yaml").write_text("just: [text")
+    with pytest.raises(BagError, match="not valid rosbag2 metadata"):
+        read_joint_states(bag)
+    other = tmp_path / "notes.txt"
+    other.write_text("hello")
+    with pytest.raises(BagError, match="not a bag"):
+        read_joint_states(other)
+    with pytest.raises(BagError, match="bag not found"):
+        read_joint_states(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_unknown_message_type(tmp_path, storage):
+    """A custom type recorded without its definition cannot be decoded: said so, and JointStates still read."""
+    from rosbags.typesys import get_types_from_msg
+
+    store = JAZZY.__class__.__new__(JAZZY.__class__)
+    store.__dict__.update(JAZZY.__dict__)
+    store.fielddefs = dict(JAZZY.fielddefs)
+    store.types = dict(JAZZY.types)
+    store.register(get_types_from_msg("float64 x", "my_msgs/msg/Thing"))
+    thing = store.types["my_msgs/msg/Thing"](x=1.0)
+    msgs, truth = sine_states(seconds=0.2)
+    msgs.append(("/thing", "my_msgs/msg/Thing", T0_NS, thing))
+    bag = write_bag(tmp_path / "bag", msgs, storage, ts=store)
+    strip_definitions(bag)
+    summary = inspect_bag(bag)
+    (thing_topic,) = [t for t in summary.topics if t.name == "/thing"]
+    assert not thing_topic.usable and "cannot decode" in thing_topic.reason
+    with pytest.raises(BagError, match="my_msgs/msg/Thing.*topic=/thing"):
+        read_commands(bag, "/thing", joint_names=["a"])
+    with pytest.raises(BagError, match="not sensor_msgs/msg/JointState.*topic=/thing"):
+        read_joint_states(bag, topics=["/thing"])
+    np.testing.assert_array_equal(read_joint_states(bag).samples.position, truth["position"])
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_empty_bag(tmp_path, storage):
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    bag = tmp_path / "empty"
+    with Writer(bag, version=9, storage_plugin=StoragePlugin[storage.upper()]) as w:
+        w.add_connection("/joint_states", JS, typestore=JAZZY)
+    with pytest.raises(DataError, match="no JointState message.*topic=/joint_states"):
+        read_joint_states(bag)
+    summary = inspect_bag(bag)
+    assert not summary.usable and summary.reasons == ("the bag has no messages",)
+    bag2 = tmp_path / "nothing"
+    with Writer(bag2, version=9, storage_plugin=StoragePlugin[storage.upper()]):
+        pass
+    with pytest.raises(BagError, match="no sensor_msgs/msg/JointState topic"):
+        read_joint_states(bag2)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_no_motion(tmp_path, storage):
+    rng = np.random.default_rng(0)
+    msgs = [("/js", JS, T0_NS + i * 5 * MS, joint_state(T0_NS + i * 5 * MS, ["a", "b"], 0.3 + 1e-4 * rng.standard_normal(2)))
+            for i in range(100)]
+    bag = write_bag(tmp_path / "bag", msgs, storage)
+    with pytest.raises(DataError, match="no motion.*bag="):
+        read_joint_states(bag, min_motion_rad=0.01)
+    summary = inspect_bag(bag)
+    assert not summary.usable and "no motion" in summary.reasons[0]
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_position_rejected_naming_topic_joint_time(tmp_path, storage, bad):
+    msgs, _ = sine_states(seconds=0.2)
+    t = T0_NS + 7 * 5 * MS
+    msgs[7] = ("/joint_states", JS, t, joint_state(t, ["j1", "j2", "j3"], [0.0, bad, 0.0], [0, 0, 0], [0, 0, 0]))
+    bag = write_bag(tmp_path / "bag", msgs, storage)
+    with pytest.raises(DataError, match=f"non-finite joint position.*topic=/joint_states, joint=j2, record_ns={t}"):
+        read_joint_states(bag)
+    # A NaN in a joint that was not asked for does not matter.
+    assert len(read_joint_states(bag, joints=["j1", "j3"]).samples) == 40
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_missing_joint_or_topic(tmp_path, storage):
+    bag, _ = _bag(tmp_path, storage, seconds=0.2)
+    with pytest.raises(DataError, match=r"never appear.*\['elbow'\].*joint=elbow"):
+        read_joint_states(bag, joints=["j1", "elbow"])
+    with pytest.raises(BagError, match="topic not in bag.*topic=/arm/joint_states"):
+        read_joint_states(bag, topics=["/arm/joint_states"])
+    with pytest.raises(BagError, match="topic not in bag.*topic=/effort_controller/commands"):
+        read_commands(bag, "/effort_controller/commands", joint_names=["j1"])
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_inconsistent_array_lengths(tmp_path, storage):
+    t = T0_NS
+    msgs = [("/js", JS, t, joint_state(t, ["a", "b"], [1.0, 2.0], [1.0]))]
+    bag = write_bag(tmp_path / "bag", msgs, storage)
+    with pytest.raises(DataError, match=f"velocity has 1 values for 2 names.*topic=/js, record_ns={t}"):
+        read_joint_states(bag)
+    msgs = [("/js", JS, t, joint_state(t, ["a", "a"], [1.0, 2.0]))]
+    with pytest.raises(DataError, match=r"repeat within one message: \['a'\]"):
+        read_joint_states(write_bag(tmp_path / "bag2", msgs, storage))
