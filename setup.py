@@ -28,6 +28,7 @@ setup(
     entry_points={
         "console_scripts": [
             "sim_robot = sysid_ros.nodes.sim_robot:main",
+            "tape_recorder = sysid_ros.nodes.tape_recorder:main",
             "sysid-ros = sysid_ros.cli:main",
         ],
     },

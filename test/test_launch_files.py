@@ -66,7 +66,7 @@ def _install_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
         "launch.actions": dict(DeclareLaunchArgument=_Arg, OpaqueFunction=_Opaque),
         "launch.substitutions": dict(LaunchConfiguration=_Config),
         "launch_ros": {},
-        "launch_ros.actions": dict(Node=_Node),
+        "launch_ros.actions": dict(Node=_Node, LifecycleNode=_Node),
     }
     for name, attrs in modules.items():
         module = types.ModuleType(name)
@@ -138,7 +138,8 @@ def _declared(entry_point: str, values: dict[str, Any]) -> set[str]:
         rclpy.shutdown(context=context)
 
 
-CASES = [(f, args) for f in LAUNCH_FILES for args in ({}, {"model": "arm3"} if "sim_robot" in f.name else {})]
+VARIANTS = {"sim_robot.launch.py": ({}, {"model": "arm3"}), "record.launch.py": ({}, {"sim": "true"})}
+CASES = [(f, args) for f in LAUNCH_FILES for args in VARIANTS.get(f.name, ({},))]
 
 
 @pytest.mark.skipif(REAL_LAUNCH, reason="the real launch_ros is installed: covered by test_real_launch")

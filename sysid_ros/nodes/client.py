@@ -84,6 +84,18 @@ class RosClient:
         response = self.call(GetParameters, f"/{node_name}/get_parameters", GetParameters.Request(names=names))
         return [Parameter.from_parameter_msg(_named(n, v)).value for n, v in zip(names, response.values)]
 
+    def change_state(self, node_name: str, transition: str) -> tuple[bool, str]:
+        """Request a lifecycle transition by label (an invalid numeric id kills a Jazzy node; a label does not).
+
+        Returns (success, the node's state afterwards).
+        """
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState, GetState
+
+        request = ChangeState.Request(transition=Transition(label=transition))
+        success = bool(self.call(ChangeState, f"/{node_name}/change_state", request).success)
+        return success, self.call(GetState, f"/{node_name}/get_state", GetState.Request()).current_state.label
+
     def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()

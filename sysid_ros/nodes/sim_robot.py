@@ -125,17 +125,18 @@ class SimRobotNode(Node):
         return sim_ns + self._epoch_offset_ns
 
     def _publish(self, samples: list[Feedback]) -> None:
+        """Publish each sample; with simulated time, `/clock` first, so clients' clocks keep pace with feedback."""
         names = list(self.robot.joint_names)
         for sample in samples:
+            sec, nanosec = divmod(self._stamp_ns(sample.time_ns), 1_000_000_000)
+            if self.clock_pub is not None:
+                clock = ClockMsg()
+                clock.clock.sec, clock.clock.nanosec = sec, nanosec
+                self.clock_pub.publish(clock)
             msg = JointState(name=names, position=sample.position.tolist(), velocity=sample.velocity.tolist(),
                              effort=sample.effort.tolist())
-            stamp = self._stamp_ns(sample.time_ns)
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
             self.joint_pub.publish(msg)
-        if self.clock_pub is not None and samples:
-            clock = ClockMsg()
-            clock.clock.sec, clock.clock.nanosec = divmod(self._stamp_ns(samples[-1].time_ns), 1_000_000_000)
-            self.clock_pub.publish(clock)
 
     # --- commands -----------------------------------------------------------------------------------
     def _reject(self, what: str, exc: Exception) -> None:

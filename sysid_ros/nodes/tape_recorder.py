@@ -1,0 +1,414 @@
+"""`tape_recorder`: plays an excitation tape through the robot's controller, inside the envelope, into a bag.
+
+Lifecycle: configure loads the robot interface, envelopes and tape choice from parameters (FAILURE: a
+parameter is invalid or the output folder is not writable); activate arms the command publishers
+(nothing can move the robot while inactive); deactivate stops any motion safely.
+Services: `~/play` (std_srvs/Trigger) plays the tape named by `tape.kind`/`tape.seed` (or `tape.file`),
+`~/stop` stops it. Status and progress go to `/diagnostics` and into the bag.
+Every feedback sample is checked against the envelope and a steady-clock watchdog checks it is fresh: a
+breach or stale feedback stops the motion at once (hold position, or zero effort), records the reason
+in the bag and closes the bag.
+
+The tape runs on robot time: the stamp of the latest feedback. Commands are due as the robot's own
+time advances (sent from the feedback callback, so there is one callback per sample and no `/clock`
+to follow), and everything in the bag is stamped in that one time base.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import yaml
+from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.clock import Clock, ClockType
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ..core import tapes
+from ..core.bags import BagWriter
+from ..core.errors import SysidRosError
+from ..core.params import flatten
+from ..core.playback import Playback, SafetyMargins, envelopes_from_parameters
+from .common import COMMAND_QOS, SENSOR_QOS, declare, diagnostic, publish_diagnostics, run
+
+JOINT_STATE = "sensor_msgs/msg/JointState"
+TRAJECTORY_POINTS_HZ = 100.0  # waypoint rate of a tape sent to a trajectory controller (cubic between them)
+ENVELOPE_FIELDS = ("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm", "max_accel_rad_s2")
+
+
+class TapeRecorderNode(LifecycleNode):
+    """Plays tapes and records joint states, commands and its own status into rosbag2 bags."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("tape_recorder", **kwargs)
+        d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
+        d("joints", [], "names of the joints to move, in the controller's command order")
+        d("command_mode", "stream", "stream (Float64MultiArray at command_rate_hz) or trajectory (JointTrajectory)")
+        d("forward_controller", "forward_command_controller", "takes /<name>/commands in stream mode")
+        d("forward_interface", "position", "the forward controller's interface: position or effort")
+        d("trajectory_controller", "joint_trajectory_controller", "takes /<name>/joint_trajectory")
+        d("command_rate_hz", 500.0, "stream rate, and the rate tapes are designed for")
+        d("feedback_topic", "/joint_states", "sensor_msgs/JointState feedback")
+        d("tape.kind", "multisine", f"one of {', '.join(tapes.KINDS)}")
+        d("tape.seed", 0, "seed of seeded kinds (evaluation tapes, multisine, dither)")
+        d("tape.file", "", "a tape as YAML (Tape.to_dict); overrides tape.kind")
+        d("safety.travel_margin_rad", 0.05, "feedback may pass the travel by this much before motion stops")
+        d("safety.speed_margin_frac", 0.25, "and the top speed by this fraction")
+        d("safety.torque_margin_frac", 0.0, "and the torque limit by this fraction")
+        d("safety.stale_after_s", 0.2, "wall seconds without feedback that stop the motion")
+        d("output_dir", "bags", "where bags are written (one folder per play)")
+        d("storage", "mcap", "mcap (survives a crash: sysid-ros bag repair) or sqlite3")
+        d("model", "", "robot model reference recorded with the bag")
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._config: dict | None = None
+        self._playback: Playback | None = None
+        self._writer: BagWriter | None = None
+        self._last_feedback: JointState | None = None
+        self._last_feedback_steady_ns = 0
+        self._result: dict = {}
+        self._last_command_ns = 0
+        self._motion_start_steady_ns = 0
+        self._robot_now_ns = 0
+        self._status_slot = -1
+        self.create_service(Trigger, "~/play", self._on_play)
+        self.create_service(Trigger, "~/stop", self._on_stop)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._declare_envelopes(list(self.get_parameter("joints").value))
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self._config = self._read_configuration()
+        except (SysidRosError, OSError, ValueError) as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        c = self._config
+        self._feedback_sub = self.create_subscription(JointState, c["feedback_topic"], self._on_feedback,
+                                                      SENSOR_QOS, raw=True)
+        if c["command_mode"] == "stream":
+            self._command_topic, self._command_type = f"/{c['forward_controller']}/commands", Float64MultiArray
+        else:
+            self._command_topic = f"/{c['trajectory_controller']}/joint_trajectory"
+            self._command_type = JointTrajectory
+        self._command_pub = self.create_lifecycle_publisher(self._command_type, self._command_topic, COMMAND_QOS)
+        self._watchdog = self.create_timer(c["margins"].stale_after_s / 4, self._check_fresh, clock=self._steady)
+        self.get_logger().info(f"configured: joints {c['joints']}, {c['command_mode']} to {self._command_topic}")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._status("ok", "ready")
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if self._playback is not None:
+            self._abort("deactivated while playing")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._teardown()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if self._playback is not None:
+            self._abort("shut down while playing")
+        self._teardown()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _teardown(self) -> None:
+        for name in ("_feedback_sub", "_watchdog"):
+            entity = getattr(self, name, None)
+            if entity is not None:
+                (self.destroy_subscription if name == "_feedback_sub" else self.destroy_timer)(entity)
+                setattr(self, name, None)
+        if getattr(self, "_command_pub", None) is not None:
+            self.destroy_lifecycle_publisher(self._command_pub)
+            self._command_pub = None
+        self._config = None
+
+    def _declare_envelopes(self, joints: list[str]) -> None:
+        """Declare `envelope.<joint>.*` for each joint (NaN until set: configure refuses unset limits)."""
+        for joint in joints:
+            for field in ENVELOPE_FIELDS:
+                name = f"envelope.{joint}.{field}"
+                if not self.has_parameter(name):
+                    declare(self, name, 0.0 if field == "max_accel_rad_s2" else math.nan,
+                            f"{joint}'s envelope" + (" (0: no limit)" if field == "max_accel_rad_s2" else ""))
+
+    def _read_configuration(self) -> dict:
+        value = lambda name: self.get_parameter(name).value  # noqa: E731
+        joints = list(value("joints"))
+        if not joints:
+            raise ValueError("parameter joints is empty: name the joints to move")
+        self._declare_envelopes(joints)
+        flat = {p.name: p.value for p in self._parameters.values() if p.name.startswith("envelope.")}
+        missing = sorted(n for n, v in flat.items() if isinstance(v, float) and math.isnan(v))
+        if missing:
+            raise ValueError(f"envelope parameters not set: {missing}")
+        mode = value("command_mode")
+        if mode not in ("stream", "trajectory"):
+            raise ValueError(f"command_mode must be stream or trajectory, not {mode!r}")
+        interface = value("forward_interface")
+        if interface not in ("position", "effort"):
+            raise ValueError(f"forward_interface must be position or effort, not {interface!r}")
+        rate = float(value("command_rate_hz"))
+        if not math.isfinite(rate) or rate <= 0:
+            raise ValueError(f"command_rate_hz must be > 0, not {rate}")
+        storage = value("storage")
+        if storage not in ("mcap", "sqlite3"):
+            raise ValueError(f"storage must be mcap or sqlite3, not {storage!r}")
+        output = Path(value("output_dir")).expanduser()
+        output.mkdir(parents=True, exist_ok=True)
+        probe = output / f".write_test_{time.monotonic_ns()}"
+        probe.write_text("")  # OSError (logged as the configure failure) when the folder is not writable
+        probe.unlink()
+        kind = value("tape.kind")
+        if not value("tape.file") and kind not in tapes.KINDS:
+            raise ValueError(f"tape.kind {kind!r} is not one of {tapes.KINDS}")
+        return dict(joints=joints, envelopes=envelopes_from_parameters(joints, flat), command_mode=mode,
+                    forward_controller=value("forward_controller"), forward_interface=interface,
+                    trajectory_controller=value("trajectory_controller"), command_rate_hz=rate,
+                    feedback_topic=value("feedback_topic"), output_dir=output, storage=storage,
+                    model=value("model"),
+                    margins=SafetyMargins(value("safety.travel_margin_rad"), value("safety.speed_margin_frac"),
+                                          value("safety.torque_margin_frac"), value("safety.stale_after_s")))
+
+    # --- playing ------------------------------------------------------------------------------------
+    def _now_ns(self) -> int:
+        """Robot time: the stamp of the latest feedback (the node's clock when the robot does not stamp)."""
+        return self._robot_now_ns or self.get_clock().now().nanoseconds
+
+    def _build_tape(self, start: dict[str, float]) -> tapes.Tape:
+        c = self._config
+        path = self.get_parameter("tape.file").value
+        if path:
+            tape = tapes.Tape.from_dict(yaml.safe_load(Path(path).read_text()))
+        else:
+            kind = self.get_parameter("tape.kind").value
+            options = {"start": start}
+            if kind in tapes.model.EFFORT_KINDS:
+                options["interface"] = c["forward_interface"] if c["command_mode"] == "stream" else "position"
+            tape = tapes.build(kind, c["envelopes"], c["command_rate_hz"], int(self.get_parameter("tape.seed").value),
+                               **options)
+        if tape.interface == "effort" and (c["command_mode"] != "stream" or c["forward_interface"] != "effort"):
+            raise ValueError(f"tape {tape.name} is an effort tape: it needs stream mode on an effort interface")
+        if tape.interface == "position" and c["command_mode"] == "stream" and c["forward_interface"] != "position":
+            raise ValueError(f"tape {tape.name} is a position tape: the forward interface is {c['forward_interface']}")
+        unknown = [j for j in tape.joints if j not in c["joints"]]
+        if unknown:
+            raise ValueError(f"tape {tape.name} moves joints {unknown} that are not configured")
+        return tape
+
+    def _on_play(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self.play()
+        return response
+
+    @property
+    def playing(self) -> bool:
+        return self._playback is not None
+
+    @property
+    def progress(self) -> float:
+        return self._playback.progress(self._now_ns()) if self._playback else 1.0
+
+    @property
+    def result(self) -> dict:
+        """The last play's outcome: tape, completed, abort_reason, end_ns, bag."""
+        return dict(self._result)
+
+    def play(self) -> tuple[bool, str]:
+        """Start the configured tape; (False, why) when it is refused before anything moves."""
+        try:
+            if self._state_machine.current_state[1] != "active":
+                raise ValueError("not active: configure and activate tape_recorder first")
+            if self._playback is not None:
+                raise ValueError(f"already playing {self._playback.tape.name}")
+            c = self._config
+            feedback = self._last_feedback
+            age_s = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
+            if feedback is None or age_s > c["margins"].stale_after_s:
+                raise ValueError(f"no fresh feedback on {c['feedback_topic']}")
+            missing = [j for j in c["joints"] if j not in feedback.name]
+            if missing:
+                raise ValueError(f"joints {missing} are not in {c['feedback_topic']} (it has {list(feedback.name)})")
+            if self.count_subscribers(self._command_topic) == 0:
+                raise ValueError(f"no controller is listening on {self._command_topic}")
+            positions = dict(zip(feedback.name, feedback.position))
+            tape = self._build_tape({j: positions[j] for j in c["joints"]})
+            playback = Playback(tape, c["envelopes"], c["margins"], self._now_ns())
+            self._open_bag(playback)
+        except (SysidRosError, ValueError, OSError) as exc:
+            message = f"refused: {exc}"
+            self.get_logger().error(message)
+            self._status("error", message)
+            return False, message
+        self._playback, self._result = playback, {}
+        if c["command_mode"] == "trajectory":
+            self._send(self._trajectory(playback), playback.start_ns)
+        self._last_command_ns = -(1 << 62)
+        self._motion_start_steady_ns = self._steady.now().nanoseconds
+        message = f"playing {tape.name} ({playback.duration_s:.1f} s) into {self._writer.path}"
+        self.get_logger().info(message)
+        self._status("ok", message)
+        return True, message
+
+    def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self._playback is not None
+        response.message = "stopped" if response.success else "nothing is playing"
+        if response.success:
+            self._abort("stopped by request")
+        return response
+
+    def _open_bag(self, playback: Playback) -> None:
+        c = self._config
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        path = c["output_dir"] / f"{playback.tape.name}_{stamp}"
+        suffix = 1
+        while path.exists():
+            path, suffix = c["output_dir"] / f"{playback.tape.name}_{stamp}_{suffix}", suffix + 1
+        self._writer = BagWriter(path, storage=c["storage"])
+        self._writer.open()
+        params = {name: p.value for name, p in self._parameters.items()}
+        self._writer.write_metadata({
+            "recorder": self.get_fully_qualified_name(), "joint_names": c["joints"],
+            "command_joint_names": c["joints"], "model": c["model"],
+            "command_topic": self._command_topic, "command_mode": c["command_mode"],
+            "command_interface": playback.tape.interface, "start_ns": playback.start_ns,
+            "envelopes": {j: e.to_dict() for j, e in c["envelopes"].items()},
+            "tape": playback.tape.to_dict(), "parameters": flatten(params)}, playback.start_ns)
+
+    def _trajectory(self, playback: Playback) -> JointTrajectory:
+        times = np.arange(0.0, playback.duration_s, 1.0 / TRAJECTORY_POINTS_HZ)[1:]
+        times = np.append(times, playback.duration_s)
+        position, velocity = playback.reference(times)
+        msg = JointTrajectory(joint_names=list(playback.tape.joints))
+        for t, q, v in zip(times, position, velocity):
+            sec = int(t)
+            msg.points.append(JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist(),
+                                                   time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9))))
+        return msg
+
+    def _send(self, msg, stamp_ns: int) -> None:
+        self._command_pub.publish(msg)
+        if self._writer is not None:
+            self._writer.write_raw(self._command_topic, self._msgtype(msg), stamp_ns, serialize_message(msg))
+
+    @staticmethod
+    def _msgtype(msg) -> str:
+        return {Float64MultiArray: "std_msgs/msg/Float64MultiArray", JointTrajectory: "trajectory_msgs/msg/JointTrajectory",
+                DiagnosticArray: "diagnostic_msgs/msg/DiagnosticArray"}[type(msg)]
+
+    def _advance(self, now: int) -> None:
+        """Called on each feedback sample: finish, or stream the command due (decimated to command_rate_hz).
+
+        Commands follow feedback, so a robot that stops reporting also stops being commanded (and the
+        watchdog stops the play); one callback per sample keeps a single-threaded node ahead of 1 kHz.
+        """
+        playback = self._playback
+        if playback.finished(now):
+            self._finish(completed=True, reason="")
+            return
+        period_ns = 1e9 / self._config["command_rate_hz"]
+        if self._config["command_mode"] == "stream" and now - self._last_command_ns >= 0.75 * period_ns:
+            self._send(Float64MultiArray(data=playback.command(now).tolist()), now)
+            self._last_command_ns = now
+        if now // 100_000_000 != self._status_slot:  # progress at 10 Hz
+            self._status_slot = now // 100_000_000
+            self._status("ok", f"playing {playback.tape.name}", progress=f"{playback.progress(now):.3f}")
+
+    def _stop_motion(self) -> None:
+        """Hold the last measured position (position interfaces) or command zero effort, at once."""
+        c, fb = self._config, self._last_feedback
+        if c["command_mode"] == "stream" and c["forward_interface"] == "effort":
+            msg = Float64MultiArray(data=[0.0] * len(c["joints"]))
+        else:
+            held = dict(zip(fb.name, fb.position)) if fb is not None else {}
+            hold = [held.get(j, math.nan) for j in c["joints"]]
+            if any(math.isnan(v) for v in hold):
+                self.get_logger().error("no position to hold: the controller keeps its last command")
+                return
+            if c["command_mode"] == "stream":
+                msg = Float64MultiArray(data=hold)
+            else:
+                msg = JointTrajectory(joint_names=c["joints"])
+                msg.points = [JointTrajectoryPoint(positions=hold, velocities=[0.0] * len(hold),
+                                                   time_from_start=Duration(nanosec=int(2e9 / c["command_rate_hz"])))]
+        self._send(msg, self._now_ns())
+
+    def _abort(self, reason: str) -> None:
+        if self._playback is None:
+            return
+        self._stop_motion()
+        self.get_logger().error(f"motion stopped: {reason}")
+        self._finish(completed=False, reason=reason)
+
+    def _finish(self, completed: bool, reason: str) -> None:
+        playback, self._playback = self._playback, None
+        now = self._now_ns()
+        self._result = {"tape": playback.tape.name, "completed": completed, "abort_reason": reason,
+                        "end_ns": now, "bag": str(self._writer.path) if self._writer else ""}
+        level, message = ("ok", f"finished {playback.tape.name}") if completed else ("error", f"aborted: {reason}")
+        writer, self._writer = self._writer, None
+        status = self._status(level, message, progress=f"{playback.progress(now):.3f}", publish=False, writer=writer)
+        if writer is not None:  # the bag is complete and closed before anyone hears the play ended
+            writer.write_metadata({"result": self._result}, now)
+            writer.close()
+        publish_diagnostics(self, self.diag_pub, status)
+
+    # --- feedback -----------------------------------------------------------------------------------
+    def _on_feedback(self, data: bytes) -> None:
+        msg = deserialize_message(data, JointState)
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        self._robot_now_ns = max(self._robot_now_ns, stamp)
+        now = self._now_ns()
+        if self._writer is not None:
+            self._writer.write_raw(self._config["feedback_topic"], JOINT_STATE, now, data)
+        self._last_feedback, self._last_feedback_steady_ns = msg, self._steady.now().nanoseconds
+        if self._playback is not None:
+            reason = self._playback.check(msg.name, msg.position, msg.velocity, msg.effort)
+            if reason:
+                self._abort(f"envelope breach: {reason}")
+            else:
+                self._advance(now)
+
+    def _check_fresh(self) -> None:
+        if self._playback is None:
+            return
+        # Staleness counts from the last sample, or from the start of motion when that is later: before
+        # motion began, the robot was not ours to stop (and play refused to start on stale feedback).
+        since = max(self._last_feedback_steady_ns, self._motion_start_steady_ns)
+        age_s = (self._steady.now().nanoseconds - since) * 1e-9
+        if age_s > self._config["margins"].stale_after_s:
+            self._abort(f"stale feedback: nothing on {self._config['feedback_topic']} for {age_s:.3f} s")
+
+    def _status(self, level: str, message: str, publish: bool = True, writer: BagWriter | None = None,
+                **values: str):
+        """Publish a status on /diagnostics and record it in the bag being written; returns it."""
+        writer = writer or self._writer
+        status = diagnostic(self, level, message, {"state": self._state_machine.current_state[1],
+                                                    "bag": str(writer.path) if writer else "",
+                                                    **values, **{k: str(v) for k, v in self._result.items()}})
+        if publish:
+            publish_diagnostics(self, self.diag_pub, status)
+        if writer is not None:
+            array = DiagnosticArray(status=[status])
+            array.header.stamp.sec, array.header.stamp.nanosec = divmod(self._now_ns(), 1_000_000_000)
+            writer.write_raw(f"{self.get_fully_qualified_name()}/status", self._msgtype(array),
+                             self._now_ns(), serialize_message(array))
+        return status
+
+
+def main(args: list[str] | None = None) -> None:
+    run(TapeRecorderNode, args)
+
+
+if __name__ == "__main__":
+    main()
