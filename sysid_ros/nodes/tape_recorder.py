@@ -27,7 +27,7 @@ from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.serialization import deserialize_message, serialize_message
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -35,12 +35,15 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core import tapes
 from ..core.bags import BagWriter
+from ..core.bags.fastcdr import decode_cdr, names_from_key
 from ..core.errors import SysidRosError
 from ..core.params import flatten
 from ..core.playback import Playback, SafetyMargins, envelopes_from_parameters
+from .serialization import float64_array_cdr, msgtype_of, to_cdr
 from .common import COMMAND_QOS, SENSOR_QOS, declare, diagnostic, publish_diagnostics, run
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
+MAX_BATCH = 1000  # queued feedback samples taken in one callback
 TRAJECTORY_POINTS_HZ = 100.0  # waypoint rate of a tape sent to a trajectory controller (cubic between them)
 ENVELOPE_FIELDS = ("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm", "max_accel_rad_s2")
 
@@ -72,7 +75,8 @@ class TapeRecorderNode(LifecycleNode):
         self._config: dict | None = None
         self._playback: Playback | None = None
         self._writer: BagWriter | None = None
-        self._last_feedback: JointState | None = None
+        self._last_feedback: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._names: dict[object, list[str]] = {}  # joint names by the CDR bytes that encode them
         self._last_feedback_steady_ns = 0
         self._result: dict = {}
         self._last_command_ns = 0
@@ -236,12 +240,13 @@ class TapeRecorderNode(LifecycleNode):
             age_s = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
             if feedback is None or age_s > c["margins"].stale_after_s:
                 raise ValueError(f"no fresh feedback on {c['feedback_topic']}")
-            missing = [j for j in c["joints"] if j not in feedback.name]
+            names, position = feedback[0], feedback[1]
+            missing = [j for j in c["joints"] if j not in names]
             if missing:
-                raise ValueError(f"joints {missing} are not in {c['feedback_topic']} (it has {list(feedback.name)})")
+                raise ValueError(f"joints {missing} are not in {c['feedback_topic']} (it has {names})")
             if self.count_subscribers(self._command_topic) == 0:
                 raise ValueError(f"no controller is listening on {self._command_topic}")
-            positions = dict(zip(feedback.name, feedback.position))
+            positions = dict(zip(names, position.tolist()))
             tape = self._build_tape({j: positions[j] for j in c["joints"]})
             playback = Playback(tape, c["envelopes"], c["margins"], self._now_ns())
             self._open_bag(playback)
@@ -299,12 +304,13 @@ class TapeRecorderNode(LifecycleNode):
     def _send(self, msg, stamp_ns: int) -> None:
         self._command_pub.publish(msg)
         if self._writer is not None:
-            self._writer.write_raw(self._command_topic, self._msgtype(msg), stamp_ns, serialize_message(msg))
+            self._record(self._writer, self._command_topic, msg, stamp_ns)
 
     @staticmethod
-    def _msgtype(msg) -> str:
-        return {Float64MultiArray: "std_msgs/msg/Float64MultiArray", JointTrajectory: "trajectory_msgs/msg/JointTrajectory",
-                DiagnosticArray: "diagnostic_msgs/msg/DiagnosticArray"}[type(msg)]
+    def _record(writer: BagWriter, topic: str, msg, stamp_ns: int) -> None:
+        """Write one of our own messages into the bag (exact CDR; see nodes/serialization.py)."""
+        raw = float64_array_cdr(msg.data) if isinstance(msg, Float64MultiArray) else to_cdr(msg, writer.typestore)
+        writer.write_raw(topic, msgtype_of(msg), stamp_ns, raw)
 
     def _advance(self, now: int) -> None:
         """Called on each feedback sample: finish, or stream the command due (decimated to command_rate_hz).
@@ -318,7 +324,10 @@ class TapeRecorderNode(LifecycleNode):
             return
         period_ns = 1e9 / self._config["command_rate_hz"]
         if self._config["command_mode"] == "stream" and now - self._last_command_ns >= 0.75 * period_ns:
-            self._send(Float64MultiArray(data=playback.command(now).tolist()), now)
+            raw = float64_array_cdr(playback.command(now))  # published as bytes: no Python -> C message copy
+            self._command_pub.publish(raw)
+            if self._writer is not None:
+                self._writer.write_raw(self._command_topic, "std_msgs/msg/Float64MultiArray", now, raw)
             self._last_command_ns = now
         if now // 100_000_000 != self._status_slot:  # progress at 10 Hz
             self._status_slot = now // 100_000_000
@@ -330,7 +339,7 @@ class TapeRecorderNode(LifecycleNode):
         if c["command_mode"] == "stream" and c["forward_interface"] == "effort":
             msg = Float64MultiArray(data=[0.0] * len(c["joints"]))
         else:
-            held = dict(zip(fb.name, fb.position)) if fb is not None else {}
+            held = dict(zip(fb[0], fb[1].tolist())) if fb is not None else {}
             hold = [held.get(j, math.nan) for j in c["joints"]]
             if any(math.isnan(v) for v in hold):
                 self.get_logger().error("no position to hold: the controller keeps its last command")
@@ -364,20 +373,47 @@ class TapeRecorderNode(LifecycleNode):
         publish_diagnostics(self, self.diag_pub, status)
 
     # --- feedback -----------------------------------------------------------------------------------
+    def _decode(self, data: bytes) -> tuple[int, tuple[list[str], np.ndarray, np.ndarray, np.ndarray]]:
+        """Stamp and (names, position, velocity, effort) of a JointState, by the fast CDR decoder when it can."""
+        try:
+            stamp, key, position, velocity, effort = decode_cdr(data)
+            names = self._names.get(key)
+            if names is None:
+                names = self._names.setdefault(key, names_from_key(key))
+        except (ValueError, IndexError):
+            msg = deserialize_message(data, JointState)
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            names, position, velocity, effort = (list(msg.name), np.asarray(msg.position),
+                                                  np.asarray(msg.velocity), np.asarray(msg.effort))
+        return stamp, (names, position, velocity, effort)
+
     def _on_feedback(self, data: bytes) -> None:
-        msg = deserialize_message(data, JointState)
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        self._robot_now_ns = max(self._robot_now_ns, stamp)
-        now = self._now_ns()
-        if self._writer is not None:
-            self._writer.write_raw(self._config["feedback_topic"], JOINT_STATE, now, data)
-        self._last_feedback, self._last_feedback_steady_ns = msg, self._steady.now().nanoseconds
+        """Take this sample and every one already queued behind it, then send the command due once.
+
+        Taking the queue in one go keeps the executor's per-callback cost off each sample, and a recorder
+        that fell behind catches up at once instead of streaming commands for times already past.
+        """
+        self._take(data)
+        for _ in range(MAX_BATCH):
+            with self._feedback_sub.handle:
+                taken = self._feedback_sub.handle.take_message(JointState, True)
+            if taken is None:
+                break
+            self._take(taken[0])
         if self._playback is not None:
-            reason = self._playback.check(msg.name, msg.position, msg.velocity, msg.effort)
+            self._advance(self._now_ns())
+
+    def _take(self, data: bytes) -> None:
+        """Record one feedback sample and check it against the envelope (stopping the motion on a breach)."""
+        stamp, sample = self._decode(data)
+        self._robot_now_ns = max(self._robot_now_ns, stamp)
+        if self._writer is not None:
+            self._writer.write_raw(self._config["feedback_topic"], JOINT_STATE, self._now_ns(), data)
+        self._last_feedback, self._last_feedback_steady_ns = sample, self._steady.now().nanoseconds
+        if self._playback is not None:
+            reason = self._playback.check(*sample)
             if reason:
                 self._abort(f"envelope breach: {reason}")
-            else:
-                self._advance(now)
 
     def _check_fresh(self) -> None:
         if self._playback is None:
@@ -401,8 +437,7 @@ class TapeRecorderNode(LifecycleNode):
         if writer is not None:
             array = DiagnosticArray(status=[status])
             array.header.stamp.sec, array.header.stamp.nanosec = divmod(self._now_ns(), 1_000_000_000)
-            writer.write_raw(f"{self.get_fully_qualified_name()}/status", self._msgtype(array),
-                             self._now_ns(), serialize_message(array))
+            self._record(writer, f"{self.get_fully_qualified_name()}/status", array, self._now_ns())
         return status
 
 
