@@ -1,0 +1,87 @@
+"""Loading a problem's data (bags via read_recording, or .npz arrays) and cutting it into segments."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import mujoco
+import numpy as np
+
+from .. import sysid_data as sd
+from ..errors import BagError, ConfigError, DataError
+from ..signals import JointCommands, JointSamples
+from .problem import DataSource, Problem
+
+def _trim(samples: JointSamples, src: DataSource) -> JointSamples:
+    if src.start_s == 0.0 and src.end_s is None:
+        return samples
+    rel = samples.time_ns - samples.time_ns[0]
+    a = int(np.searchsorted(rel, int(round(src.start_s * 1e9))))
+    b = len(rel) if src.end_s is None else int(np.searchsorted(rel, int(round(src.end_s * 1e9)), side="right"))
+    return samples.slice(a, b)
+
+
+def load_source(src: DataSource, joints: Sequence[str]) -> list[tuple[JointSamples, JointCommands | None]]:
+    """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort)."""
+    if src.kind == "npz":
+        from ..bags.arrays_io import load_npz
+
+        samples, commands, _ = load_npz(src.path)
+        if samples is None:
+            raise DataError("the file holds no joint feedback", bag=str(src.path))
+        segments = [samples]
+    else:
+        from ..bags import read_recording
+
+        try:
+            rec = read_recording(src.path, joints=list(joints))
+        except (DataError, BagError) as exc:
+            raise type(exc)(f"cannot read joints {list(joints)}: {exc}") from exc
+        segments = list(getattr(rec.feedback, "segments", None) or [rec.samples])
+        commands = rec.commands
+    missing = [j for j in joints if j not in segments[0].joint_names]
+    if missing:
+        raise DataError(f"the data has no joints {missing}; it has {list(segments[0].joint_names)}",
+                        bag=str(src.path))
+    efforts = {t: c for t, c in commands.items() if c.interface == "effort"}
+    if src.command_topic is not None:
+        if src.command_topic not in commands:
+            raise DataError(f"no command topic {src.command_topic!r}; the data has {sorted(commands)}",
+                            bag=str(src.path), topic=src.command_topic)
+        chosen: JointCommands | None = commands[src.command_topic]
+    elif src.control == "effort":
+        chosen = None
+    elif len(efforts) == 1:
+        chosen = next(iter(efforts.values()))
+    elif len(efforts) > 1:
+        raise ConfigError(f"several effort command topics {sorted(efforts)}: name one as command_topic",
+                          bag=str(src.path))
+    elif src.control == "commands":
+        raise DataError("no effort command topic in the data", bag=str(src.path))
+    else:
+        chosen = None
+    if chosen is not None:
+        chosen = JointCommands(chosen.joint_names, chosen.time_ns, chosen.values, chosen.interface,
+                               source=chosen.source or f"{src.path}:{src.command_topic or 'commands'}")
+    out = []
+    for seg in segments:
+        seg = _trim(seg.select(list(joints)), src)
+        if not seg.source:
+            seg = JointSamples(seg.joint_names, seg.time_ns, seg.position, seg.velocity, seg.effort, str(src.path))
+        if len(seg) >= 3:
+            out.append((seg, chosen))
+    if not out:
+        raise DataError("no usable samples (after trimming)", bag=str(src.path))
+    return out
+
+
+def build_segments(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
+                   data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]]) -> list[sd.Segment]:
+    """All segments (or windows) of all sources, each starting from its measured state at t = 0."""
+    out: list[sd.Segment] = []
+    for name, parts in data:
+        for k, (samples, commands) in enumerate(parts):
+            out += sd.segments_from_samples(model, maps, samples, commands, name=f"{name}_{k}",
+                                            observe=problem.observe, window_s=problem.window_s,
+                                            smoothing_samples=problem.smoothing_samples)
+    return out

@@ -1,0 +1,169 @@
+"""ParameterSpecs -> a mujoco.sysid ParameterDict (modifiers that set absolute values on the spec),
+a SignalTransform for measurement parameters, a model cache, and a full-precision identified MJCF.
+
+Body mass uses its own modifier: `InertiaType.Mass` fails in mujoco 4.0.0 and the library's mass
+modifiers compile the spec once per call. Mass scales the rotational inertia (the body keeps its shape).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import OrderedDict
+from typing import Callable, Sequence
+
+import mujoco
+import numpy as np
+from mujoco import sysid
+
+from ..errors import ConfigError
+from .problem import ParameterSpec
+
+SIGNAL_KINDS = ("signal_delay", "signal_gain", "signal_bias")
+
+
+def _body_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
+    body = spec.body(p.target)
+    m0, i0 = float(body.mass), np.array(body.inertia, dtype=float)
+    if m0 <= 0 or not body.explicitinertial and not np.any(i0):
+        raise ConfigError("body has no explicit inertial (mass and inertia) to scale", parameter=p.name,
+                          body=p.target)
+    target, with_com = p.target, p.kind == "body_mass_com"
+
+    def modify(s: mujoco.MjSpec, param: sysid.Parameter) -> None:
+        b = s.body(target)
+        mass = float(param.value[0])
+        b.mass = mass
+        b.inertia = i0 * (mass / m0)
+        if with_com:
+            b.ipos = np.asarray(param.value[1:4], dtype=float)
+
+    return modify
+
+
+def _joint_modifier(p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
+    target, field = p.target, p.kind.split("_", 1)[1]
+    if field == "damping":  # a 3-vector on MjsJoint in MuJoCo 4.0; [0] is the linear damping
+        return lambda s, param: s.joint(target).damping.__setitem__(0, float(param.value[0]))
+    return lambda s, param: setattr(s.joint(target), field, float(param.value[0]))
+
+
+def _actuator_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
+    target, gear0 = p.target, float(spec.actuator(p.target).gear[0])
+    return lambda s, param: s.actuator(target).gear.__setitem__(0, gear0 * float(param.value[0]))
+
+
+def build_parameters(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec],
+                     starts: dict[str, tuple[float, ...]]) -> sysid.ParameterDict:
+    """One library Parameter per spec; frozen ones are written into `spec` at their start value."""
+    params = sysid.ParameterDict()
+    for p in specs:
+        width = 4 if p.kind == "body_mass_com" else 1
+        lo = np.broadcast_to(np.asarray(p.min_value, dtype=float), width).copy()
+        hi = np.broadcast_to(np.asarray(p.max_value, dtype=float), width).copy()
+        if p.kind.startswith("body_"):
+            modifier = _body_modifier(spec, p)
+        elif p.kind.startswith("joint_"):
+            modifier = _joint_modifier(p)
+        elif p.kind == "actuator_gain":
+            modifier = _actuator_modifier(spec, p)
+        else:
+            modifier = None
+        param = sysid.Parameter(p.name, np.asarray(starts[p.name], dtype=float), lo, hi, frozen=p.frozen,
+                                modifier=modifier)
+        if p.frozen and modifier is not None:
+            modifier(spec, param)
+        params.add(param)
+    return params
+
+
+def signal_transform(specs: Sequence[ParameterSpec], params: sysid.ParameterDict) -> sysid.SignalTransform:
+    """Sensor delay / gain / bias parameters as the library's SignalTransform (no normalisation)."""
+    transform = sysid.SignalTransform(normalize=False)
+    for p in specs:
+        if p.kind == "signal_delay":
+            transform.delay(p.target, params[p.name])
+        elif p.kind == "signal_gain":
+            transform.gain(p.target, params[p.name], target="predicted")
+        elif p.kind == "signal_bias":
+            transform.bias(p.target, params[p.name], target="predicted")
+    return transform
+
+
+class CachedBuild:
+    """`build_model` for the residual that compiles each distinct parameter vector once per spec.
+
+    The default residual recompiles for every window at every parameter point; with many short windows
+    that dominates. The modifiers set absolute values, so a model depends only on (spec, vector).
+    """
+
+    def __init__(self, maxsize: int = 64) -> None:
+        self._cache: OrderedDict[tuple[int, bytes], mujoco.MjModel] = OrderedDict()
+        self._maxsize = maxsize
+        self.compiles = 0
+
+    def __call__(self, params: sysid.ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjModel:
+        values = [params[k].value for k in params.keys() if not params[k].frozen and params[k].modifier]
+        key = (id(spec), np.concatenate(values).tobytes() if values else b"")
+        model = self._cache.get(key)
+        if model is None:
+            model = sysid.apply_param_modifiers(params, spec)
+            self.compiles += 1
+            self._cache[key] = model
+            if len(self._cache) > self._maxsize:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return model
+
+
+def _fmt(values: Sequence[float]) -> str:
+    return " ".join(repr(float(v)) for v in values)
+
+
+def _find(root: ET.Element, tag: str, name: str) -> ET.Element | None:
+    for el in root.iter(tag):
+        if el.get("name") == name:
+            return el
+    return None
+
+
+def identified_xml(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], params: sysid.ParameterDict) -> str:
+    """The MJCF of `spec` (identified values applied) with every identified number at full precision.
+
+    `MjSpec.to_xml` rounds to 6 significant digits; the identified attributes are rewritten with repr().
+    """
+    root = ET.fromstring(spec.to_xml())
+    for p in specs:
+        if p.kind in SIGNAL_KINDS:
+            continue
+        if p.kind.startswith("body_"):
+            body, el = spec.body(p.target), _find(root, "body", p.target)
+            if el is None:
+                raise ConfigError("identified body missing from the written MJCF", body=p.target)
+            inertial = el.find("inertial")
+            if inertial is None:
+                inertial = ET.SubElement(el, "inertial")
+                el.remove(inertial)
+                el.insert(0, inertial)
+            inertial.set("mass", repr(float(body.mass)))
+            inertial.set("pos", _fmt(body.ipos))
+            if inertial.get("fullinertia") is None:
+                inertial.set("diaginertia", _fmt(body.inertia))
+                if not np.any(np.isnan(body.iquat)):
+                    inertial.set("quat", _fmt(body.iquat))
+        elif p.kind.startswith("joint_"):
+            el = _find(root, "joint", p.target)
+            joint = spec.joint(p.target)
+            field = p.kind.split("_", 1)[1]
+            value = joint.damping[0] if field == "damping" else getattr(joint, field)
+            if el is None:
+                raise ConfigError("identified joint missing from the written MJCF", joint=p.target)
+            el.set(field, repr(float(value)))
+        elif p.kind == "actuator_gain":
+            actuators = root.find("actuator")
+            el = None if actuators is None else next((a for a in actuators if a.get("name") == p.target), None)
+            if el is None:
+                raise ConfigError("identified actuator missing from the written MJCF", actuator=p.target)
+            el.set("gear", _fmt(spec.actuator(p.target).gear))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode") + "\n"

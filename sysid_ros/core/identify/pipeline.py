@@ -1,0 +1,277 @@
+"""Run an identification problem on `mujoco.sysid`: load and check data, warm start, optimise, intervals,
+held-out validation. Entry points: `identify(problem, progress)` and `write_results(result, out_dir)`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import mujoco
+import numpy as np
+import yaml
+from mujoco import sysid
+
+from .. import sysid_data as sd
+from ..errors import ConfigError, SysidRosError
+from .data import build_segments, load_source
+from .parameters import CachedBuild, build_parameters, identified_xml, signal_transform
+from .problem import Problem, check_problem, load_spec
+from .quiet import quiet_output
+from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn, null_directions
+from .warm_start import apply_warm_start, pendulum_warm_start
+
+Progress = Callable[[str, float, str], None]
+"""progress(stage, fraction 0..1 of the whole run, message)."""
+
+
+@dataclass(frozen=True)
+class ParameterResult:
+    """One identified parameter: value, 95 % half-width (inf when not identifiable), start and bounds."""
+
+    name: str
+    kind: str
+    target: str
+    value: tuple[float, ...]
+    half_width_95: tuple[float, ...]
+    start: tuple[float, ...]
+    min_value: tuple[float, ...]
+    max_value: tuple[float, ...]
+    frozen: bool
+    identifiable: bool
+    warm_start: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Measured and predicted joint positions of one segment, for plots."""
+
+    split: str
+    segment: str
+    joints: tuple[str, ...]
+    time_s: np.ndarray
+    measured: np.ndarray
+    predicted: np.ndarray
+
+
+@dataclass(eq=False)
+class IdentificationResult:
+    problem: Problem
+    parameters: tuple[ParameterResult, ...]
+    metrics: dict[str, Any]
+    identified_spec: mujoco.MjSpec
+    initial_params: sysid.ParameterDict
+    opt_params: sysid.ParameterDict
+    opt_result: Any
+    residual_fn: Callable[..., Any]
+    model_sequences: sysid.ModelSequences
+    covariance: np.ndarray
+    traces: tuple[Trace, ...]
+    objective: tuple[float, ...]
+    notes: tuple[str, ...] = ()
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    def value(self, name: str) -> float:
+        """The first component of a parameter's identified value."""
+        return next(p.value[0] for p in self.parameters if p.name == name)
+
+
+# --- the run ------------------------------------------------------------------------------------------
+
+def _report(progress: Progress | None, stage: str, fraction: float, message: str) -> None:
+    if progress is not None:
+        progress(stage, fraction, message)
+
+def _traces(split: str, preds: Sequence, records: Sequence, maps: Sequence[sd.JointMap],
+            names: Sequence[str], limit: int = 4) -> tuple[list[Trace], np.ndarray, int]:
+    """Position traces of the first segments, and the sum of squared position errors per joint."""
+    keys = [f"{m.mjcf_joint}_qpos" for m in maps]
+    flat = lambda xs: [y for x in xs for y in (x if isinstance(x, list) else [x])]  # noqa: E731
+    preds, records = flat(preds), flat(records)
+    sq, count, traces = np.zeros(len(maps)), 0, []
+    for k, (pred, meas) in enumerate(zip(preds, records)):
+        idx = [meas.signal_mapping[key][1][0] for key in keys]
+        err = meas.data[:, idx] - pred.data[:, idx]
+        sq += np.sum(err ** 2, axis=0)
+        count += len(err)
+        if k < limit:
+            traces.append(Trace(split, names[k], tuple(m.ros_joint for m in maps), np.asarray(meas.times),
+                                meas.data[:, idx].copy(), pred.data[:, idx].copy()))
+    return traces, sq, count
+
+
+def _validate(problem: Problem, identified: mujoco.MjSpec, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
+              segments: Sequence[sd.Segment], opt_params: sysid.ParameterDict, modify: ScaledResidual
+              ) -> tuple[list[Trace], dict[str, float]]:
+    """Replay held-out segments on the identified model (only their start states are estimated)."""
+    val_ms = sd.model_sequences(problem.name + "_validation", identified.copy(), segments)
+    params = opt_params.copy()
+    for name in params.keys():
+        params[name].frozen = True  # the identified spec already holds the values
+    rollout = InitialStateRollout(val_ms, model, maps, params) if problem.estimate_initial_state else None
+    fn = batched_residual_fn([val_ms], build_model=CachedBuild(), modify_residual=modify, custom_rollout=rollout,
+                             resample_true=False)
+    if rollout is not None:
+        with quiet_output(problem.optimizer.quiet):  # start states enter almost linearly: 2 Gauss-Newton steps
+            params, _ = sysid.optimize(params, fn, optimizer="mujoco", verbose=False, max_iters=2)
+    _, preds, records = fn(params.as_vector(), params, return_pred_all=True)
+    traces, sq, count = _traces("validation", preds, records, maps, fn.segment_names)
+    return traces, {m.ros_joint: float(np.sqrt(s / count)) for m, s in zip(maps, sq)}
+
+
+def identify(problem: Problem, progress: Progress | None = None) -> IdentificationResult:
+    """Identify the problem's parameters; every input is checked before the first rollout."""
+    timings: dict[str, float] = {}
+    t_start = time.perf_counter()
+    _report(progress, "load", 0.0, f"loading model {problem.model}")
+    spec = load_spec(problem)
+    try:
+        model = spec.compile()
+    except Exception as exc:
+        raise ConfigError(f"model does not compile: {exc}", model=problem.model) from exc
+    maps = sd.joint_maps(model, problem.joints, problem.mapping)
+    signals = [f"{m.mjcf_joint}_{sd.STATE_FIELDS[f]}" for f in problem.observe for m in maps]
+    starts = check_problem(problem, spec, model, signals)
+    train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints))
+                  for k, src in enumerate(problem.training)]
+    val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints))
+                for k, src in enumerate(problem.validation)]
+    train = build_segments(problem, model, maps, train_data)
+    val = build_segments(problem, model, maps, val_data) if val_data else []
+    timings["load_s"] = time.perf_counter() - t_start
+    _report(progress, "validate", 0.1, f"{len(train)} training and {len(val)} validation segments")
+
+    notes: list[str] = []
+    params = build_parameters(spec, problem.parameters, starts)
+    warm: dict[str, float] = {}
+    if problem.warm_start:
+        try:
+            warm = apply_warm_start(params, pendulum_warm_start(problem, model, maps, train_data))
+        except SysidRosError as exc:
+            notes.append(f"regression warm start failed: {exc}")
+        if not warm:
+            notes.append("no regression warm start for this problem (only one-joint pendulums)")
+    _report(progress, "warm_start", 0.15, f"warm start {warm}" if warm else "starting from the given values")
+
+    ms = sd.model_sequences(problem.name, spec, [s for s in train])
+    build = CachedBuild()
+    transform = signal_transform(problem.parameters, params)
+    modify = ScaledResidual(transform, problem.position_noise_rad, problem.velocity_noise_rad_s)
+    rollout = InitialStateRollout(ms, model, maps, params) if problem.estimate_initial_state else None
+    # resample_true=False: the control is already held on the simulation grid (no linear resampling)
+    residual_fn = batched_residual_fn([ms], build_model=build, modify_residual=modify, custom_rollout=rollout,
+                                      resample_true=False)
+
+    evals = [0, 0]  # residual calls, parameter points (each a rollout of every segment)
+    max_iters = problem.optimizer.max_iters
+
+    def counted(x: np.ndarray, p: sysid.ParameterDict, **kw: Any) -> Any:
+        out = residual_fn(x, p, **kw)
+        evals[0] += 1
+        evals[1] += 1 if x.ndim == 1 else x.shape[1]
+        if x.ndim == 1 or x.shape[1] == 1:  # a function evaluation, not a finite-difference Jacobian
+            cost = 0.5 * float(sum(np.sum(r ** 2) for r in out[0]))
+            _report(progress, "optimize", min(0.15 + 0.7 * evals[0] / (2 * max_iters + 2), 0.85),
+                    f"evaluation {evals[0]}: cost {cost:.6g}")
+        return out
+
+    t0 = time.perf_counter()
+    with quiet_output(problem.optimizer.quiet):
+        opt_params, opt_result = sysid.optimize(params, counted, optimizer=problem.optimizer.backend,
+                                                verbose=False, max_iters=max_iters, xtol=problem.optimizer.xtol)
+    timings["optimize_s"] = time.perf_counter() - t0
+    x_hat = np.asarray(opt_result.x, dtype=float)
+    _report(progress, "intervals", 0.87, "confidence intervals")
+    res_star, preds, records = residual_fn(x_hat, opt_params, return_pred_all=True)
+    cov, intervals = sysid.calculate_intervals(res_star, opt_result.jac)
+    intervals = np.asarray(intervals, dtype=float)
+    lower, upper = opt_params.get_bounds()
+    null = null_directions(np.asarray(opt_result.jac, dtype=float), x_hat, lower, upper)
+
+    traces, sq, count = _traces("training", preds, records, maps, residual_fn.segment_names)
+    metrics: dict[str, Any] = {
+        "training_position_rms_rad": {m.ros_joint: float(np.sqrt(s / count)) for m, s in zip(maps, sq)},
+        "training_segments": len(train), "residual_evaluations": evals[0], "parameter_points": evals[1],
+        "model_compiles": build.compiles,
+        "final_cost": 0.5 * float(sum(np.sum(r ** 2) for r in res_star)),
+    }
+    identified = spec.copy()
+    sysid.apply_param_modifiers_spec(opt_params, identified)
+    if val:
+        _report(progress, "validation", 0.92, f"replaying {len(val)} held-out segments")
+        vtraces, vrms = _validate(problem, identified, model, maps, val, opt_params, modify)
+        traces += vtraces
+        metrics["validation_position_rms_rad"] = vrms
+        metrics["validation_segments"] = len(val)
+
+    results, k = [], 0
+    for p in problem.parameters:
+        prm = opt_params[p.name]
+        width = prm.size
+        in_null = False
+        if p.frozen:
+            half = (0.0,) * width
+        else:
+            # a component in a null direction of J^T J is not determined by the data: no finite interval
+            half = tuple(math.inf if n else float(v) for v, n in zip(intervals[k:k + width], null[k:k + width]))
+            in_null = bool(np.any(null[k:k + width]))
+            k += width
+        value = tuple(float(v) for v in prm.value)
+        # relative to the value, or to 1 % of the bound range for a value near zero (a centre of mass on an axis)
+        ok = p.frozen or (not in_null and all(
+            math.isfinite(h) and h <= problem.unidentifiable_relative * max(abs(v), 0.01 * (b - a), 1e-12)
+            for h, v, a, b in zip(half, value, prm.min_value, prm.max_value)))
+        results.append(ParameterResult(p.name, p.kind, p.target, value, half, starts[p.name],
+                                       tuple(map(float, prm.min_value)), tuple(map(float, prm.max_value)),
+                                       p.frozen, bool(ok), (warm[p.name],) if p.name in warm else None))
+        if not ok:
+            notes.append(f"{p.name} is not identifiable from this data (95 % half-width {half})")
+
+    objective = tuple(float(v) for v in (getattr(opt_result, "extras", None) or {}).get("objective", ()))
+    timings["total_s"] = time.perf_counter() - t_start
+    _report(progress, "done", 1.0, f"identified {len(results)} parameters in {timings['total_s']:.2f} s")
+    return IdentificationResult(problem, tuple(results), metrics, identified, params, opt_params, opt_result,
+                                residual_fn, ms, cov, tuple(traces), objective, tuple(notes), timings)
+
+
+def results_document(result: IdentificationResult) -> dict[str, Any]:
+    """The content of `identified.yaml`."""
+    def scalar(v: tuple[float, ...]) -> float | list[float]:
+        return v[0] if len(v) == 1 else list(v)
+
+    return {
+        "model": result.problem.model,
+        "parameters": {p.name: {"kind": p.kind, "target": p.target, "value": scalar(p.value),
+                                "half_width_95": scalar(tuple(x if math.isfinite(x) else float("inf")
+                                                              for x in p.half_width_95)),
+                                "start": scalar(p.start), "min": scalar(p.min_value), "max": scalar(p.max_value),
+                                "frozen": p.frozen, "identifiable": p.identifiable,
+                                **({"warm_start": scalar(p.warm_start)} if p.warm_start else {})}
+                       for p in result.parameters},
+        "metrics": result.metrics,
+        "notes": list(result.notes),
+        "timings_s": result.timings_s,
+    }
+
+
+def write_results(result: IdentificationResult, out_dir: str | Path) -> dict[str, Path]:
+    """Write identified.yaml, the identified MJCF at full precision, the library's save_results output
+    (in `mujoco_sysid/`) and an offline report.html. Returns the paths written."""
+    from .report import write_report
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"yaml": out / "identified.yaml", "mjcf": out / f"{result.problem.name}.xml",
+             "library": out / "mujoco_sysid", "report": out / "report.html"}
+    paths["yaml"].write_text(yaml.safe_dump(results_document(result), sort_keys=False))
+    paths["mjcf"].write_text(identified_xml(result.identified_spec, result.problem.parameters, result.opt_params))
+    ms = result.model_sequences
+    sysid.apply_param_modifiers_spec(result.opt_params, ms.spec)  # the library writes ms.spec as it is
+    with quiet_output(result.problem.optimizer.quiet):
+        sysid.save_results(paths["library"], [ms], result.initial_params, result.opt_params, result.opt_result,
+                           result.residual_fn)
+    write_report(result, paths["report"])
+    return paths

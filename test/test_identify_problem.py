@@ -1,0 +1,130 @@
+"""Problem files: parsed, and every mistake refused with a message naming it BEFORE any optimisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mujoco import sysid
+from rosbags.typesys import Stores, get_typestore
+
+from sysid_ros.core.bags import BagWriter
+from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.errors import ConfigError, DataError, SysidRosError
+from sysid_ros.core.identify import identify, load_problem, problem_from_dict
+from sysid_ros.core.identify.synthetic import multisine, record_effort
+from sysid_ros.core.paths import config_dir
+from sysid_ros.core.signals import JointSamples
+from sysid_ros.core.sim import SimRobot
+
+TS = get_typestore(Stores.ROS2_JAZZY)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data")
+    robot = SimRobot("pendulum", start_time_ns=1_700_000_000_000_000_001)
+    t = np.arange(0, 1.0 + 1e-9, 0.002)
+    u = multisine(t, [1.0, 2.0], 1.5)
+    samples, commands = record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], 1.0)
+    save_npz(d / "ok.npz", samples, {"/effort_controller/commands": commands})
+    position = samples.position.copy()
+    position[250, 0] = np.inf
+    save_npz(d / "inf.npz", JointSamples(samples.joint_names, samples.time_ns, position, samples.velocity,
+                                         samples.effort), {"/effort_controller/commands": commands})
+    save_npz(d / "other.npz", JointSamples(("elbow",), samples.time_ns, samples.position, samples.velocity,
+                                           samples.effort))
+    bag = d / "other_bag"
+    js = TS.types["sensor_msgs/msg/JointState"]
+    with BagWriter(bag) as w:
+        for k in range(50):
+            tk = int(samples.time_ns[k])
+            header = TS.types["std_msgs/msg/Header"](
+                stamp=TS.types["builtin_interfaces/msg/Time"](sec=tk // 10**9, nanosec=tk % 10**9), frame_id="")
+            w.write_message("/joint_states", "sensor_msgs/msg/JointState", tk,
+                            js(header=header, name=["elbow"], position=samples.position[k],
+                               velocity=samples.velocity[k], effort=samples.effort[k]))
+    return d
+
+
+@pytest.fixture(autouse=True)
+def no_optimisation(monkeypatch):
+    """Every refusal here must come before the optimiser runs."""
+    def boom(*args, **kwargs):
+        raise AssertionError("optimize was called before the problem was checked")
+    monkeypatch.setattr(sysid, "optimize", boom)
+
+
+def _doc(d, **changes):
+    doc = {"model": "pendulum", "joints": ["hinge"], "training": [str(d / "ok.npz")],
+           "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
+                          {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0, "max": 1}]}
+    doc.update(changes)
+    return doc
+
+
+def _param(**p):
+    return [{"name": "p", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, **p}]
+
+
+@pytest.mark.parametrize("params, message", [
+    (_param(body="pole2"), r"no body named 'pole2'.*parameter=p"),
+    ([{"name": "d", "kind": "joint_damping", "joint": "knee", "min": 0, "max": 1}], r"no joint named 'knee'.*parameter=d"),
+    ([{"name": "g", "kind": "actuator_gain", "actuator": "m", "min": 0.5, "max": 2}], r"no actuator named 'm'"),
+    ([{"name": "b", "kind": "signal_bias", "signal": "*_vel", "min": -1, "max": 1}], r"no signal named '\*_vel'.*hinge_qpos"),
+    (_param(min=2.0, max=2.0), r"min \[2.0\] must be below max \[2.0\].*parameter=p"),
+    (_param(start=7.0), r"start \[7.0\] is outside the bounds.*parameter=p"),
+    (_param(min=0.0), r"mass bound must be > 0"),
+    ([{"name": "f", "kind": "joint_frictionloss", "joint": "hinge", "min": -1, "max": 1, "start": 0.1}],
+     r"cannot be negative.*parameter=f"),
+    (_param(frozen=True), r"every parameter is frozen"),
+    (_param() + _param(), r"share this name.*parameter=p"),
+])
+def test_bad_parameters_are_refused(data, params, message):
+    with pytest.raises(ConfigError, match=message):
+        identify(problem_from_dict(_doc(data, parameters=params)))
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"name": "x", "kind": "body_volume", "body": "pole", "min": 0, "max": 1}, r"unknown parameter kind 'body_volume'"),
+    ({"name": "x", "kind": "body_mass", "min": 0, "max": 1}, r"must name its body"),
+    ({"name": "x", "kind": "body_mass", "body": "pole", "min": 1}, r"needs min and max"),
+    ({"name": "x", "kind": "body_mass", "body": "pole", "min": "a", "max": 1}, r"min must be a number"),
+])
+def test_malformed_parameter_entries(data, entry, message):
+    with pytest.raises(ConfigError, match=message):
+        problem_from_dict(_doc(data, parameters=[entry]))
+
+
+def test_data_without_the_mapped_joints(data):
+    with pytest.raises(DataError, match=r"no joints \['hinge'\]"):
+        identify(problem_from_dict(_doc(data, training=[str(data / "other.npz")])))
+    with pytest.raises(SysidRosError, match="hinge"):
+        identify(problem_from_dict(_doc(data, training=[{"bag": str(data / "other_bag")}])))
+
+
+def test_non_finite_data_and_missing_files(data):
+    with pytest.raises(DataError, match=r"non-finite position.*joint=hinge, time_s=0\.5"):
+        identify(problem_from_dict(_doc(data, training=[str(data / "inf.npz")])))
+    with pytest.raises(ConfigError, match=r"does not exist.*nothere\.npz"):
+        identify(problem_from_dict(_doc(data, validation=[str(data / "nothere.npz")])))
+    with pytest.raises(DataError, match=r"no command topic '/nope'"):
+        identify(problem_from_dict(_doc(data, training=[{"npz": str(data / "ok.npz"), "command_topic": "/nope"}])))
+
+
+def test_bad_model_and_mapping(data):
+    with pytest.raises(SysidRosError, match="model not found"):
+        identify(problem_from_dict(_doc(data, model="no_such_robot")))
+    with pytest.raises(ConfigError, match=r"no such joint.*joint=hinge, mjcf_joint=pivot"):
+        identify(problem_from_dict(_doc(data, joints={"hinge": {"joint": "pivot"}})))
+    with pytest.raises(ConfigError, match=r"unknown keys.*\['optimiser'\]"):
+        problem_from_dict(_doc(data, optimiser={}))
+    with pytest.raises(ConfigError, match="unknown optimizer backend"):
+        problem_from_dict(_doc(data, optimizer={"backend": "adam"}))
+
+
+@pytest.mark.parametrize("name", ["identify_pendulum.yaml", "identify_arm3.yaml"])
+def test_shipped_problem_files_parse(name):
+    problem = load_problem(config_dir() / name)
+    assert problem.parameters and problem.training
+    assert all(src.path.is_absolute() and "recordings" in str(src.path) for src in problem.training)
+    assert any(p.frozen for p in problem.parameters) and not all(p.frozen for p in problem.parameters)
