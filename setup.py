@@ -29,6 +29,7 @@ setup(
         "console_scripts": [
             "sim_robot = sysid_ros.nodes.sim_robot:main",
             "tape_recorder = sysid_ros.nodes.tape_recorder:main",
+            "identifier = sysid_ros.nodes.identifier:main",
             "sysid-ros = sysid_ros.cli:main",
         ],
     },

@@ -47,6 +47,34 @@ def _repair(args: argparse.Namespace) -> int:
     return 0
 
 
+def _identify(args: argparse.Namespace) -> int:
+    from .core.identify import identify, load_problem, write_results
+    from .core.identify.overrides import with_data
+
+    problem = with_data(load_problem(args.problem), args.train or (), args.validate or (), args.control)
+    last = [-1]
+
+    def progress(stage: str, fraction: float, message: str) -> None:
+        percent = int(fraction * 100)
+        if percent != last[0] or stage != "optimize":
+            last[0] = percent
+            print(f"\r{percent:3d}% {stage:<10} {message[:60]:<60}", end="", flush=True)
+
+    result = identify(problem, progress=None if args.quiet else progress)
+    paths = write_results(result, args.out)
+    print()
+    print(f"{'parameter':<24}{'value':>14}{'+- 95 %':>12}{'start':>12}  identifiable")
+    for p in result.parameters:
+        value = p.value[0] if len(p.value) == 1 else list(p.value)
+        half = p.half_width_95[0] if len(p.half_width_95) == 1 else max(p.half_width_95)
+        start = p.start[0] if len(p.start) == 1 else list(p.start)
+        print(f"{p.name:<24}{value!s:>14.14}{half:>12.4g}{start!s:>12.12}  {'yes' if p.identifiable else 'NO'}")
+    for note in result.notes:
+        print(f"note: {note}")
+    print(f"results: {paths['yaml']}  report: {paths['report']}")
+    return 0
+
+
 def _record(args: argparse.Namespace) -> int:
     from .nodes.record_cli import record
 
@@ -79,6 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
     repair = bag.add_parser("repair", help="make a recording cut short by a crash readable again")
     repair.add_argument("bag", type=Path)
     repair.set_defaults(run=_repair)
+
+    ident = commands.add_parser("identify", help="identify a MuJoCo model's parameters from bags (problem YAML)")
+    ident.add_argument("problem", type=Path, help="problem YAML (see config/identify_pendulum.yaml)")
+    ident.add_argument("--out", type=Path, required=True, help="results folder")
+    ident.add_argument("--train", nargs="+", default=None, help="training bags (replace the problem's)")
+    ident.add_argument("--validate", nargs="+", default=None, help="held-out bags (replace the problem's)")
+    ident.add_argument("--control", default="auto", choices=("auto", "commands", "effort"),
+                       help="with --train/--validate: drive the model with the effort commands or the measured effort")
+    ident.add_argument("--quiet", action="store_true", help="no progress line")
+    ident.set_defaults(run=_identify)
 
     record = commands.add_parser("record", help="play a tape on the robot and record it (no lifecycle manager)")
     record.add_argument("--params-file", type=Path, default=config_dir() / "tape_recorder.yaml",

@@ -1,0 +1,107 @@
+"""`identifier`: identifies a MuJoCo model from bags on request, off the executor thread.
+
+Lifecycle: configure loads and checks the problem file (FAILURE: it cannot be read or names what the
+model lacks); activate accepts requests. `~/identify` (std_srvs/Trigger) starts a run on the bags named by
+`training_bags`/`validation_bags` (or the problem's own) and answers at once; progress, the result folder
+and the identified values go to `/diagnostics` and `~/result` (std_msgs/String, YAML of identified.yaml).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from ..core.errors import SysidRosError
+from ..core.identify import identify, load_problem, write_results
+from ..core.identify.overrides import with_data
+from ..core.identify.pipeline import results_document
+from .common import declare, diagnostic, publish_diagnostics, run
+
+
+class IdentifierNode(LifecycleNode):
+    """Runs `sysid_ros.core.identify` on request and publishes what it found."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("identifier", **kwargs)
+        declare(self, "problem_file", "", "identification problem YAML (see config/identify_pendulum.yaml)")
+        declare(self, "training_bags", [], "bag names to train on (empty: the problem's own)")
+        declare(self, "validation_bags", [], "held-out bag names (empty: the problem's own)")
+        declare(self, "control", "effort", "drive the model with: effort (measured), commands, or auto")
+        declare(self, "output_dir", "identified", "results go to <output_dir>/<problem name>_<UTC time>")
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.result_pub = self.create_publisher(String, "~/result", 10)
+        self.create_service(Trigger, "~/identify", self._on_identify)
+        self._problem = None
+        self._worker: threading.Thread | None = None
+        self._progress = (0.0, "idle")
+        self._done: tuple[str, str, str] | None = None  # (level, message, result yaml) for the executor to publish
+        self.create_timer(0.5, self._report)
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        value = lambda name: self.get_parameter(name).value  # noqa: E731
+        try:
+            problem = load_problem(Path(value("problem_file")).expanduser())
+            self._problem = with_data(problem, value("training_bags"), value("validation_bags"), value("control"))
+        except (SysidRosError, OSError) as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self.get_logger().info(f"configured: problem {self._problem.name}, {len(self._problem.training)} training "
+                               f"and {len(self._problem.validation)} held-out data sets")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._problem = None
+        return TransitionCallbackReturn.SUCCESS
+
+    def _on_identify(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self._state_machine.current_state[1] != "active":
+            response.success, response.message = False, "not active: configure and activate identifier first"
+        elif self._worker is not None and self._worker.is_alive():
+            response.success, response.message = False, "an identification is already running"
+        else:
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+            out = Path(self.get_parameter("output_dir").value).expanduser() / f"{self._problem.name}_{stamp}"
+            self._done, self._progress = None, (0.0, "starting")
+            self._worker = threading.Thread(target=self._run, args=(self._problem, out), daemon=True)
+            self._worker.start()
+            response.success, response.message = True, f"identifying {self._problem.name} into {out}"
+        return response
+
+    def _run(self, problem, out: Path) -> None:
+        """The worker thread: the whole identification, with progress kept for the executor to publish."""
+        try:
+            result = identify(problem, progress=lambda stage, fraction, message: setattr(
+                self, "_progress", (fraction, f"{stage}: {message}")))
+            paths = write_results(result, out)
+            document = yaml.safe_dump(results_document(result), sort_keys=False)
+            self._done = ("ok", f"identified {problem.name} -> {paths['yaml']}", document)
+        except Exception as exc:  # a failed run is reported, never fatal to the node
+            self._done = ("error", f"identification failed: {exc}", "")
+
+    def _report(self) -> None:
+        done, self._done = self._done, None
+        if done is not None:
+            level, message, document = done
+            (self.get_logger().info if level == "ok" else self.get_logger().error)(message)
+            if document:
+                self.result_pub.publish(String(data=document))
+            publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message))
+        elif self._worker is not None and self._worker.is_alive():
+            fraction, message = self._progress
+            publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok", "identifying",
+                                                                {"progress": f"{fraction:.3f}", "stage": message}))
+
+
+def main(args: list[str] | None = None) -> None:
+    run(IdentifierNode, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The full path over DDS: sim_robot with hidden physics -> tape_recorder -> bag -> identifier (and the CLI).
+
+The pendulum of the lesson (1.3 kg at 0.5 m, damping 0.08, friction loss 0.05) is hidden in sim_robot;
+the estimators start from a nominal guess (1.0 kg, no damping, no friction). The robot is driven by
+multisine torque tapes (five sines in 0.2-3 Hz, 1.6 N m peak, 10 s) and reports its angle with
+0.5 mrad of noise at 500 Hz.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from sysid_ros.core.identify import identify, problem_from_dict
+from sysid_ros.nodes.client import RosClient, wait_for
+from sysid_ros.nodes.processes import NodeProcess
+
+pytestmark = pytest.mark.ros
+
+TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
+SIM = {"use_sim_time": True, "real_time_factor": 2.0, "forward_interface": "effort", "noise.position_rad": 5e-4,
+       "physics.pole.mass": 1.3, "physics.hinge.damping": 0.08, "physics.hinge.frictionloss": 0.05}
+RECORDER = {"joints": ["hinge"], "forward_interface": "effort", "command_rate_hz": 500.0, "tape.kind": "multisine",
+            "safety.stale_after_s": 0.5, "envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 1.5,
+            "envelope.hinge.max_speed_rad_s": 6.0, "envelope.hinge.max_torque_nm": 2.0}
+
+
+def problem_document(training: list[str], validation: list[str]) -> dict:
+    return {"name": "pendulum", "model": "pendulum", "joints": ["hinge"],
+            "training": [{"bag": b, "control": "effort"} for b in training],
+            "validation": [{"bag": b, "control": "effort"} for b in validation],
+            "noise": {"position_rad": 5e-4, "velocity_rad_s": 5e-3},
+            "parameters": [
+                {"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 1.0, "min": 0.2, "max": 5.0},
+                {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "start": 0.0, "min": 0.0, "max": 1.0},
+                {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "start": 0.0,
+                 "min": 0.0, "max": 1.0}],
+            "optimizer": {"backend": "mujoco", "max_iters": 100, "quiet": True}}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """Two multisine torque tapes (training seed 1, held-out seed 7) recorded over DDS from the hidden pendulum."""
+    folder = tmp_path_factory.mktemp("e2e")
+    sim = NodeProcess("sim_robot", "sim_robot", SIM, folder / "logs")
+    recorder = NodeProcess("tape_recorder", "tape_recorder", {**RECORDER, "output_dir": str(folder / "bags")},
+                           folder / "logs")
+    client = RosClient("e2e_client")
+    bags = []
+    try:
+        diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
+        assert client.change_state("tape_recorder", "configure")[0]
+        assert client.change_state("tape_recorder", "activate")[0]
+        for seed in (1, 7):
+            assert all(r.successful for r in client.set_parameters("tape_recorder", {"tape.seed": seed}))
+            seen = len(diagnostics)
+            response = wait_for(lambda: (lambda r: None if "no fresh" in r.message else r)(
+                client.call(Trigger, "/tape_recorder/play", Trigger.Request())), what="the robot")
+            assert response.success, response.message
+            status = wait_for(lambda: next((s for a in diagnostics[seen:] for s in a.status if s.name == "/tape_recorder"
+                                            and s.message.startswith(("finished", "aborted"))), None),
+                              timeout_s=120, what="the tape to end")
+            assert status.message.startswith("finished"), status.message
+            bags.append(next(kv.value for kv in status.values if kv.key == "bag"))
+    finally:
+        client.close()
+        recorder.stop()
+        sim.stop()
+    return folder, bags
+
+
+def test_identifier_node_recovers_the_hidden_pendulum(recorded):
+    folder, (train, held_out) = recorded
+    problem_file = folder / "problem.yaml"
+    problem_file.write_text(yaml.safe_dump(problem_document([held_out], [train])))  # the node swaps them back
+    node = NodeProcess("identifier", "identifier", {"problem_file": str(problem_file), "training_bags": [train],
+                                                    "validation_bags": [held_out], "control": "effort",
+                                                    "output_dir": str(folder / "identified")}, folder / "logs")
+    client = RosClient("e2e_identify")
+    try:
+        results = client.collect(String, "/identifier/result", 10)
+        assert client.change_state("identifier", "configure") == (True, "inactive")
+        assert client.call(Trigger, "/identifier/identify", Trigger.Request()).success is False  # not active yet
+        assert client.change_state("identifier", "activate") == (True, "active")
+        response = client.call(Trigger, "/identifier/identify", Trigger.Request())
+        assert response.success, response.message
+        document = yaml.safe_load(wait_for(lambda: results, timeout_s=300, what="the identification")[0].data)
+    finally:
+        client.close()
+        node.stop()
+    values = document["parameters"]
+    # 10 s at 500 Hz with 0.5 mrad noise: the direct fit lands within 0.1-0.2 % (see docs/identification.md);
+    # 0.5 % is the issue's bar, left generous for the DDS-recorded data.
+    for name, truth in TRUTH.items():
+        assert values[name]["value"] == pytest.approx(truth, rel=5e-3), (name, values[name])
+        assert values[name]["identifiable"] is True
+    # Held-out angle RMS at the noise floor (0.5 mrad): the model predicts motion it was not fitted to.
+    assert document["metrics"]["validation_position_rms_rad"]["hinge"] < 1.0e-3, document["metrics"]
+
+
+def test_cli_identify_and_regression_warm_start(recorded, tmp_path):
+    folder, (train, held_out) = recorded
+    problem_file = tmp_path / "problem.yaml"
+    problem_file.write_text(yaml.safe_dump({**problem_document([train], [held_out]), "warm_start": True}))
+    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "identify", str(problem_file), "--out",
+                           str(tmp_path / "out"), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    identified = yaml.safe_load((tmp_path / "out" / "identified.yaml").read_text())
+    values = identified["parameters"]
+    for name, truth in TRUTH.items():
+        assert values[name]["value"] == pytest.approx(truth, rel=5e-3), (name, values[name])
+    assert (tmp_path / "out" / "report.html").read_text().count("<svg") >= 2  # offline plots
+    # The identified MJCF carries the values at full precision (the library's own XML rounds to 6 digits).
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "out" / "pendulum.xml"))
+    assert model.body("pole").mass[0] == values["pole_mass"]["value"]
+    assert model.dof_frictionloss[0] == values["hinge_frictionloss"]["value"]
+
+
+def test_bad_problem_refused_before_any_motion_or_optimization(recorded, tmp_path):
+    folder, (train, _) = recorded
+    bad = problem_document([train], [])
+    bad["parameters"][0]["body"] = "no_such_link"
+    with pytest.raises(Exception, match="no_such_link"):
+        identify(problem_from_dict(bad, tmp_path))
+    bad = problem_document([train], [])
+    bad["joints"] = ["elbow"]
+    with pytest.raises(Exception, match="elbow"):
+        identify(problem_from_dict(bad, tmp_path))
