@@ -1,8 +1,10 @@
 """The main job on the embedded simulated robot: `make demo` (or `python -m sysid_ros.demo`).
 
-Starts `sim_robot` (the 3-link arm, simulated time, faster than real time) in its own process on a DDS
-domain of its own, drives a trajectory through the joint trajectory controller, and prints what the
-robot reported. Later stages (record -> identify -> tune -> propose) join here as they land.
+1. start `sim_robot` (the pendulum, its true mass, damping and friction loss hidden from everything else)
+   and `tape_recorder` as processes on a DDS domain of their own, on simulated time faster than real time;
+2. record: play two multisine torque tapes (training, held out) inside the envelope into rosbag2 bags;
+3. identify: the regression estimate, then `mujoco.sysid` from the bags; print truth vs identified;
+4. tune and propose: the servo tuner (when present) on a twin of the identified model.
 """
 
 from __future__ import annotations
@@ -11,74 +13,98 @@ import argparse
 import tempfile
 from pathlib import Path
 
-import numpy as np
-from builtin_interfaces.msg import Duration
-from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from diagnostic_msgs.msg import DiagnosticArray
+from std_srvs.srv import Trigger
 
-from .core.params import load_ros_parameters
-from .core.paths import config_dir
-from .nodes.client import RosClient, stamp_ns, wait_for
+from .core.identify import identify, problem_from_dict, write_results
+from .nodes.client import RosClient, wait_for
 from .nodes.processes import NodeProcess, isolate_ros_environment
 
-WAYPOINTS = [  # (time from start in s, shoulder, elbow, wrist) in rad
-    (1.5, 0.5, -0.8, 0.4), (3.0, -0.3, 0.6, -0.5), (4.5, 0.2, -0.2, 0.8), (6.0, 0.0, 0.0, 0.0)]
+TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
+NOMINAL = {"pole_mass": 1.0, "hinge_damping": 0.0, "hinge_frictionloss": 0.0}
+NOISE_RAD = 5e-4
 
 
-def _sim_parameters(real_time_factor: float) -> dict:
-    params = load_ros_parameters(config_dir() / "sim_robot_arm3.yaml", "sim_robot")
-    return {**params, "use_sim_time": True, "real_time_factor": real_time_factor}
+def record(folder: Path, real_time_factor: float) -> list[str]:
+    """Record a training and a held-out multisine torque tape from the hidden pendulum; return the bags."""
+    sim = NodeProcess("sim_robot", "sim_robot", {
+        "use_sim_time": True, "real_time_factor": real_time_factor, "forward_interface": "effort",
+        "noise.position_rad": NOISE_RAD, "physics.pole.mass": TRUTH["pole_mass"],
+        "physics.hinge.damping": TRUTH["hinge_damping"], "physics.hinge.frictionloss": TRUTH["hinge_frictionloss"]},
+        folder / "logs")
+    recorder = NodeProcess("tape_recorder", "tape_recorder", {
+        "joints": ["hinge"], "forward_interface": "effort", "command_rate_hz": 500.0, "tape.kind": "multisine",
+        "output_dir": str(folder / "bags"), "model": "pendulum", "safety.stale_after_s": 0.5,
+        "envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 1.5, "envelope.hinge.max_speed_rad_s": 6.0,
+        "envelope.hinge.max_torque_nm": 2.0}, folder / "logs")
+    client = RosClient("sysid_ros_demo")
+    bags = []
+    try:
+        diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
+        for transition in ("configure", "activate"):
+            ok, state = client.change_state("tape_recorder", transition)
+            if not ok:
+                raise RuntimeError(f"tape_recorder did not {transition} (state {state}); see {folder / 'logs'}")
+        for seed, role in ((1, "training"), (7, "held out")):
+            client.set_parameters("tape_recorder", {"tape.seed": seed})
+            seen = len(diagnostics)
+            response = wait_for(lambda: (lambda r: None if "no fresh" in r.message else r)(
+                client.call(Trigger, "/tape_recorder/play", Trigger.Request())), what="the robot")
+            if not response.success:
+                raise RuntimeError(response.message)
+            status = wait_for(lambda: next((s for a in diagnostics[seen:] for s in a.status
+                                            if s.name == "/tape_recorder" and s.message.startswith(("finished", "aborted"))),
+                                           None), timeout_s=300, what="the tape to end")
+            bag = next(kv.value for kv in status.values if kv.key == "bag")
+            print(f"  {role:<9} {status.message} -> {bag}")
+            if not status.message.startswith("finished"):
+                raise RuntimeError(status.message)
+            bags.append(bag)
+    finally:
+        client.close()
+        recorder.stop()
+        sim.stop()
+    return bags
 
 
-def drive_trajectory(client: RosClient, joints: list[str]) -> list[JointState]:
-    """Send the demo trajectory and return the joint states from its start until 1 s after its end."""
-    received = client.collect(JointState, "/joint_states")
-    goal_pub = client.publisher(JointTrajectory, "/joint_trajectory_controller/joint_trajectory")
-    client.wait_for_subscribers(goal_pub)
-    wait_for(lambda: received, what="joint states from sim_robot")
-    goal = JointTrajectory(joint_names=joints)
-    for t, *q in WAYPOINTS:
-        goal.points.append(JointTrajectoryPoint(positions=q, velocities=[0.0] * len(q),
-                                                time_from_start=Duration(sec=int(t), nanosec=int(t % 1 * 1e9))))
-    start = stamp_ns(received[-1])
-    goal_pub.publish(goal)
-    end = start + int((WAYPOINTS[-1][0] + 1.0) * 1e9)
-    wait_for(lambda: stamp_ns(received[-1]) > end, timeout_s=120.0, what="the trajectory to finish")
-    return [m for m in received if start <= stamp_ns(m) <= end]
-
-
-def report(states: list[JointState]) -> str:
-    names = list(states[0].name)
-    t = np.array([stamp_ns(m) for m in states]) * 1e-9
-    q = np.array([m.position for m in states])
-    v = np.array([m.velocity for m in states])
-    tau = np.array([m.effort for m in states])
-    lines = [f"{len(states)} joint states over {t[-1] - t[0]:.2f} s simulated "
-             f"({len(states) / (t[-1] - t[0]):.0f} Hz, every {np.median(np.diff(t)) * 1e3:.1f} ms)",
-             f"{'joint':<10}{'final q (rad)':>15}{'target':>10}{'error (mrad)':>14}{'peak |qd|':>11}{'torque range (N m)':>22}"]
-    target = WAYPOINTS[-1][1:]
-    for j, name in enumerate(names):
-        lines.append(f"{name:<10}{q[-1, j]:>15.4f}{target[j]:>10.3f}{(q[-1, j] - target[j]) * 1e3:>14.2f}"
-                     f"{np.abs(v[:, j]).max():>11.2f}{tau[:, j].min():>11.2f} .. {tau[:, j].max():<8.2f}")
-    return "\n".join(lines)
+def identify_pendulum(folder: Path, training: str, held_out: str):
+    """Identify mass, damping and friction loss from the bags, starting from a nominal guess."""
+    problem = problem_from_dict({
+        "name": "pendulum", "model": "pendulum", "joints": ["hinge"],
+        "training": [{"bag": training, "control": "effort"}], "validation": [{"bag": held_out, "control": "effort"}],
+        "noise": {"position_rad": NOISE_RAD, "velocity_rad_s": 5e-3}, "warm_start": True,
+        "parameters": [
+            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": NOMINAL["pole_mass"], "min": 0.2, "max": 5.0},
+            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "start": 0.0, "min": 0.0, "max": 1.0},
+            {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "start": 0.0,
+             "min": 0.0, "max": 1.0}],
+        "optimizer": {"backend": "mujoco", "max_iters": 100, "quiet": True}}, folder)
+    result = identify(problem)
+    paths = write_results(result, folder / "identified")
+    print(f"  {'parameter':<20}{'truth':>10}{'nominal':>10}{'regression':>12}{'identified':>12}{'+-95 %':>10}{'error':>9}")
+    for p in result.parameters:
+        truth = TRUTH[p.name]
+        warm = f"{p.warm_start[0]:.4f}" if p.warm_start else "-"
+        print(f"  {p.name:<20}{truth:>10.4f}{NOMINAL[p.name]:>10.4f}{warm:>12}{p.value[0]:>12.5f}"
+              f"{p.half_width_95[0]:>10.5f}{(p.value[0] / truth - 1):>+9.2%}")
+    rms = result.metrics.get("validation_position_rms_rad", {})
+    print(f"  held-out angle RMS: {', '.join(f'{j} {v * 1e3:.3f} mrad' for j, v in rms.items())} "
+          f"(noise {NOISE_RAD * 1e3:.1f} mrad); report: {paths['report']}")
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--real-time-factor", type=float, default=4.0)
-    parser.add_argument("--out", type=Path, default=None, help="folder for logs (default: a temporary one)")
+    parser.add_argument("--real-time-factor", type=float, default=3.0)
+    parser.add_argument("--out", type=Path, default=None, help="folder for bags, results and logs")
     args = parser.parse_args(argv)
     domain = isolate_ros_environment()
-    folder = args.out or Path(tempfile.mkdtemp(prefix="sysid_ros_demo_"))
-    print(f"sysid_ros demo: sim_robot (arm3) on ROS_DOMAIN_ID={domain}, logs in {folder}")
-    sim = NodeProcess("sim_robot", "sim_robot", _sim_parameters(args.real_time_factor), folder)
-    client = RosClient("sysid_ros_demo")
-    try:
-        states = drive_trajectory(client, ["shoulder", "elbow", "wrist"])
-        print(report(states))
-    finally:
-        client.close()
-        sim.stop()
+    folder = (args.out or Path(tempfile.mkdtemp(prefix="sysid_ros_demo_"))).resolve()
+    print(f"sysid_ros demo on ROS_DOMAIN_ID={domain}; everything it writes goes to {folder}")
+    print("1-2. record: sim_robot (pendulum, hidden physics) + tape_recorder, multisine torque tapes")
+    training, held_out = record(folder, args.real_time_factor)
+    print("3. identify: regression warm start, then mujoco.sysid")
+    identify_pendulum(folder, training, held_out)
     return 0
 
 
