@@ -15,3 +15,30 @@ os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "1")
 def pytest_report_header(config: pytest.Config) -> str:
     return (f"ROS_DOMAIN_ID={DOMAIN_ID} (LOCALHOST discovery), "
             f"AMENT_PREFIX_PATH={os.environ['AMENT_PREFIX_PATH']}")
+
+
+@pytest.fixture
+def client():
+    """This test's own ROS client node (background executor), closed after the test."""
+    from sysid_ros.nodes.client import RosClient
+
+    c = RosClient("test_client")
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def nodes(tmp_path):
+    """Start sysid_ros nodes as processes: `nodes(node, name, params)`; every one is stopped by pid afterwards."""
+    from sysid_ros.nodes.processes import NodeProcess
+
+    started: list[NodeProcess] = []
+
+    def start(node: str, name: str, params: dict) -> NodeProcess:
+        process = NodeProcess(node, name, params, tmp_path / "logs")
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()

@@ -13,8 +13,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from sysid_ros.nodes.client import RosClient, stamp_ns, wait_for
-from sysid_ros.nodes.processes import NodeProcess
+from sysid_ros.nodes.client import stamp_ns, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -22,25 +21,16 @@ RTF = 2.0  # simulated seconds per wall second in these tests (1000 joint states
 
 
 @pytest.fixture
-def probe():
-    p = RosClient("probe")
-    yield p
-    p.close()
+def probe(client):
+    return client
 
 
 @pytest.fixture
-def start_sim(tmp_path):
-    started: list[NodeProcess] = []
+def start_sim(nodes):
+    def start(name: str = "sim_robot", **params):
+        return nodes("sim_robot", name, {"use_sim_time": True, "real_time_factor": RTF, **params})
 
-    def start(name: str = "sim_robot", **params) -> NodeProcess:
-        params = {"use_sim_time": True, "real_time_factor": RTF, **params}
-        node = NodeProcess("sim_robot", name, params, tmp_path)
-        started.append(node)
-        return node
-
-    yield start
-    for node in started:
-        node.stop()
+    return start
 
 
 def states_after(received: list, count: int, t0_ns: int = 0) -> list:

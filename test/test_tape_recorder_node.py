@@ -16,7 +16,6 @@ from sysid_ros.core import tapes
 from sysid_ros.core.bags import read_joint_states, read_metadata, read_recording, repair
 from sysid_ros.core.envelope import Envelope
 from sysid_ros.nodes.client import RosClient, wait_for
-from sysid_ros.nodes.processes import NodeProcess
 
 pytestmark = pytest.mark.ros
 
@@ -40,27 +39,6 @@ def recorder_params(out: Path, **extra) -> dict:
               **{f"envelope.hinge.{k}": v for k, v in ENVELOPE.items()}}
     params.update(extra)
     return params
-
-
-@pytest.fixture
-def client():
-    c = RosClient("test_client")
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def nodes(tmp_path):
-    started: list[NodeProcess] = []
-
-    def start(node: str, name: str, params: dict) -> NodeProcess:
-        process = NodeProcess(node, name, params, tmp_path / "logs")
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.stop()
 
 
 def recorder_status(diagnostics: list, node: str = "/tape_recorder") -> list[DiagnosticStatus]:
