@@ -236,6 +236,7 @@ class TapeRecorderNode(LifecycleNode):
             if self._playback is not None:
                 raise ValueError(f"already playing {self._playback.tape.name}")
             c = self._config
+            self._drain()
             feedback = self._last_feedback
             age_s = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
             if feedback is None or age_s > c["margins"].stale_after_s:
@@ -248,6 +249,7 @@ class TapeRecorderNode(LifecycleNode):
                 raise ValueError(f"no controller is listening on {self._command_topic}")
             positions = dict(zip(names, position.tolist()))
             tape = self._build_tape({j: positions[j] for j in c["joints"]})
+            self._drain()  # building took time: start the tape at the robot's time now
             playback = Playback(tape, c["envelopes"], c["margins"], self._now_ns())
             self._open_bag(playback)
         except (SysidRosError, ValueError, OSError) as exc:
@@ -394,14 +396,18 @@ class TapeRecorderNode(LifecycleNode):
         that fell behind catches up at once instead of streaming commands for times already past.
         """
         self._take(data)
+        self._drain()
+        if self._playback is not None:
+            self._advance(self._now_ns())
+
+    def _drain(self) -> None:
+        """Take every feedback sample already queued, so robot time and the last position are current."""
         for _ in range(MAX_BATCH):
             with self._feedback_sub.handle:
                 taken = self._feedback_sub.handle.take_message(JointState, True)
             if taken is None:
                 break
             self._take(taken[0])
-        if self._playback is not None:
-            self._advance(self._now_ns())
 
     def _take(self, data: bytes) -> None:
         """Record one feedback sample and check it against the envelope (stopping the motion on a breach)."""
