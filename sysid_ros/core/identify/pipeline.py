@@ -145,6 +145,9 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     _report(progress, "validate", 0.1, f"{len(train)} training and {len(val)} validation segments")
 
     notes: list[str] = []
+    if not problem.estimate_initial_state:
+        notes.append("windows start from measured states: the intervals leave out that state's noise and were "
+                     "measured 6-8x too narrow (bench/bench_coverage.py); read them as optimistic")
     params = build_parameters(spec, problem.parameters, starts)
     warm: dict[str, float] = {}
     if problem.warm_start:

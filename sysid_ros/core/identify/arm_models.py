@@ -1,0 +1,174 @@
+"""A URDF arm as an identification model: inertials only, no meshes, no contacts, a payload, torque motors.
+
+Traps handled (measured, see FACTS.md "Whole-arm identification"): compiling a URDF spec fuses jointless
+bodies (the base link, a payload) into their parents, so `fusestatic` is turned off; a URDF inertia is a
+`fullinertia`, which a mass change does not scale, so every body gets MuJoCo's principal form (mass, ipos,
+iquat, diagonal inertia) and scales like SimRobot's hidden physics; `add_body(pos=...)` without `ipos`
+doubles the centre-of-mass offset, so the payload's is explicit; a base mesh fused into the world rubs
+link 1, so contacts are disabled (and meshes dropped: the file then loads from anywhere).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from ..errors import ConfigError, ModelError
+
+IIWA_URDF = "kuka_iiwa/model.urdf"
+IIWA_JOINTS = tuple(f"lbr_iiwa_joint_{i}" for i in range(1, 8))
+IIWA_FLANGE = "lbr_iiwa_link_7"
+IIWA_TORQUE_LIMITS_NM = (320.0, 320.0, 176.0, 176.0, 110.0, 40.0, 40.0)  # KUKA LBR iiwa 14 data sheet
+
+
+@dataclass(frozen=True)
+class Payload:
+    """A mass rigidly attached to `parent` (the flange), centre at `com_m` in the parent's frame."""
+
+    mass_kg: float
+    com_m: tuple[float, float, float] = (0.0, 0.0, 0.08)
+    radius_m: float = 0.03  # a solid sphere: inertia 2/5 m r^2 about each axis
+    parent: str = IIWA_FLANGE
+    name: str = "payload"
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.mass_kg) and self.mass_kg > 0 and self.radius_m > 0):
+            raise ConfigError(f"payload mass and radius must be > 0, got {self.mass_kg} kg, {self.radius_m} m",
+                              body=self.name)
+
+
+def pybullet_data_file(relative: str = IIWA_URDF) -> Path:
+    """A file shipped in pybullet's `pybullet_data` (a test-only dependency), e.g. the KUKA iiwa URDF."""
+    found = importlib.util.find_spec("pybullet_data")
+    if found is None or not found.submodule_search_locations:
+        raise ModelError("pybullet_data is not installed (pip install pybullet==3.2.7)", model=relative)
+    path = Path(list(found.submodule_search_locations)[0]) / relative
+    if not path.is_file():
+        raise ModelError("not in pybullet_data", model=str(path))
+    return path
+
+
+def _principal_inertials(spec: mujoco.MjSpec) -> None:
+    """Rewrite every body's inertial as mass, ipos, iquat and diagonal inertia (MuJoCo's compiled form)."""
+    model = spec.copy().compile()
+    for body in spec.bodies[1:]:
+        b = model.body(body.name).id
+        body.explicitinertial = True
+        body.mass = float(model.body_mass[b])
+        body.ipos = np.array(model.body_ipos[b])
+        body.iquat = np.array(model.body_iquat[b])
+        body.inertia = np.array(model.body_inertia[b])
+        body.fullinertia = np.array([np.nan, 0, 0, 0, 0, 0])
+
+
+def arm_spec_from_urdf(urdf: str | Path, *, payload: Payload | None = None,
+                       armature_kg_m2: float | Sequence[float] = 0.0,
+                       damping_nm_s_rad: float | Sequence[float] | None = None,
+                       torque_limits_nm: Sequence[float] | None = None, timestep_s: float = 0.002) -> mujoco.MjSpec:
+    """The URDF arm as an MjSpec ready for SimRobot and identification (see the module docstring).
+
+    Hinge joints in URDF order get `armature_kg_m2` (reflected rotor inertia, known), optionally new
+    `damping_nm_s_rad`, and a torque motor `<joint>_motor` limited to `torque_limits_nm`.
+    """
+    try:
+        spec = mujoco.MjSpec.from_file(str(urdf))
+    except Exception as exc:
+        raise ModelError(f"cannot load the URDF: {exc}", model=str(urdf)) from exc
+    spec.compiler.fusestatic = False
+    spec.option.timestep = timestep_s
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    _principal_inertials(spec)
+    for geom in list(spec.geoms):
+        spec.delete(geom)
+    for mesh in list(spec.meshes):
+        spec.delete(mesh)
+    joints = [j for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_HINGE]
+    n = len(joints)
+    armature = np.broadcast_to(np.asarray(armature_kg_m2, dtype=float), (n,))
+    limits = None if torque_limits_nm is None else np.asarray(torque_limits_nm, dtype=float)
+    if limits is not None and limits.shape != (n,):
+        raise ConfigError(f"{len(limits)} torque limits for {n} joints", model=str(urdf))
+    damping = None if damping_nm_s_rad is None else np.broadcast_to(np.asarray(damping_nm_s_rad, dtype=float), (n,))
+    for k, joint in enumerate(joints):
+        joint.armature = float(armature[k])
+        joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE  # the motor's ctrlrange is the one limit
+        if damping is not None:
+            joint.damping[0] = float(damping[k])
+        motor = spec.add_actuator(name=f"{joint.name}_motor", target=joint.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        if limits is not None:
+            motor.ctrllimited = True
+            motor.ctrlrange = [-limits[k], limits[k]]
+    if payload is not None:
+        parent = spec.body(payload.parent)
+        if parent is None:
+            raise ModelError("payload parent body not in the model", body=payload.parent, model=str(urdf))
+        inertia = 0.4 * payload.mass_kg * payload.radius_m ** 2
+        parent.add_body(name=payload.name, pos=[0, 0, 0], ipos=list(payload.com_m), mass=payload.mass_kg,
+                        inertia=[inertia] * 3, explicitinertial=True)
+    try:
+        spec.copy().compile()
+    except Exception as exc:
+        raise ModelError(f"the identification model does not compile: {exc}", model=str(urdf)) from exc
+    return spec
+
+
+def write_mjcf(spec: mujoco.MjSpec, path: str | Path) -> Path:
+    """Write the spec as an MJCF file (no meshes: it loads from any folder) and check it compiles back."""
+    path = Path(path)
+    path.write_text(spec.to_xml())
+    try:
+        mujoco.MjModel.from_xml_path(str(path))
+    except Exception as exc:
+        raise ModelError(f"the written MJCF does not load: {exc}", model=str(path)) from exc
+    return path
+
+
+def iiwa_mjcf(path: str | Path, *, payload: Payload | None = None, armature_kg_m2: float | Sequence[float] = 0.05,
+              damping_nm_s_rad: float | Sequence[float] | None = None) -> Path:
+    """pybullet's KUKA LBR iiwa with its data-sheet torque limits, written to `path` as MJCF."""
+    spec = arm_spec_from_urdf(pybullet_data_file(IIWA_URDF), payload=payload, armature_kg_m2=armature_kg_m2,
+                              damping_nm_s_rad=damping_nm_s_rad, torque_limits_nm=IIWA_TORQUE_LIMITS_NM)
+    return write_mjcf(spec, path)
+
+
+def mass_sum_groups(model: mujoco.MjModel, bodies: Sequence[str], samples: int = 60,
+                    seed: int = 0) -> tuple[tuple[str, ...], ...]:
+    """Bodies whose masses joint data cannot tell apart once their centres of mass and inertias are unknown.
+
+    From the structural base parameters of the whole-arm regressor (random states in the joint ranges):
+    masses with identical coefficients in every base parameter (e.g. two bodies fixed to the last link,
+    their centres on its axis) enter the dynamics only as their sum. A mass-only fit still "splits" them,
+    but only through the centres of mass the model assumes. Groups of one are identifiable apart.
+    """
+    from ..arm_regressor import ArmRegressor, structural_base_parameters
+
+    arm = ArmRegressor(model, joint_terms=())
+    base = structural_base_parameters(arm, samples=samples, seed=seed)
+    index = {name: i for i, name in enumerate(base.names)}
+    independent, dependent = list(base.independent), list(base.dependent)
+    vectors = {}
+    for body in bodies:
+        i = index.get(f"{body}.m")
+        if i is None:
+            raise ModelError("no such moving body in the model", body=body)
+        if i in independent:
+            v = np.zeros(base.rank)
+            v[independent.index(i)] = 1.0
+        else:
+            v = base.beta[:, dependent.index(i)]
+        vectors[body] = v
+    groups: list[list[str]] = []
+    for body, v in vectors.items():
+        scale = max(float(np.abs(v).max(initial=0.0)), 1e-12)
+        for group in groups:
+            if np.allclose(vectors[group[0]], v, rtol=0.0, atol=1e-6 * scale):
+                group.append(body)
+                break
+        else:
+            groups.append([body])
+    return tuple(tuple(g) for g in groups)

@@ -1,0 +1,158 @@
+"""A real 7-joint arm: pybullet's KUKA LBR iiwa URDF, a hidden flange payload and hidden joint damping.
+
+The robot (SimRobot on the MJCF that `arm_models` makes of the URDF) tracks multisine setpoints with its
+PID drives; the measured effort (the torque applied, held 2 ms) is replayed in 0.25 s windows that each
+start from the measured (smoothed) state. Feedback noise 0.2 mrad and 2 mrad/s. Skipped without pybullet.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pybullet_data")
+pytestmark = pytest.mark.slow  # three recordings and two 7-joint identifications: about 15 s of CPU
+
+import mujoco  # noqa: E402
+
+from sysid_ros.core.bags.arrays_io import save_npz  # noqa: E402
+from sysid_ros.core.gains import PidGains  # noqa: E402
+from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
+from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf, mass_sum_groups  # noqa: E402
+from sysid_ros.core.identify.synthetic import multisine, record_position  # noqa: E402
+from sysid_ros.core.sim import FeedbackNoise, SimRobot  # noqa: E402
+
+DT_S = 0.002
+NOMINAL_PAYLOAD = Payload(0.5, com_m=(0.0, 0.0, 0.08))
+TRUE_PAYLOAD_KG = 0.8
+TRUE_DAMPING = (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)  # N m s/rad; the model file says 0.5 everywhere
+HIDDEN = {"payload.mass": TRUE_PAYLOAD_KG, **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, TRUE_DAMPING)}}
+POSE_RAD = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.9, 0.0])  # elbow bent, away from singularities and limits
+AMPLITUDE_RAD = np.array([0.5, 0.35, 0.5, 0.4, 0.6, 0.5, 0.8])
+FREQS_HZ = (0.2, 0.5, 0.8, 1.1, 1.5)  # peak speeds 2-4.5 rad/s; no torque limit reached
+GAINS = {j: PidGains(p=p, i=0.0, d=d) for j, p, d in zip(IIWA_JOINTS, (600, 600, 200, 300, 100, 60, 40),
+                                                         (30, 30, 8, 15, 4, 2.5, 1.5))}
+NOISE = FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3)
+LINK7 = "lbr_iiwa_link_7"
+
+
+def record(model_path, seed: int, seconds: float, physics: dict[str, float]):
+    """PID tracking of multisine setpoints around POSE_RAD, starting on the first setpoint."""
+    t = np.arange(0, seconds + 1e-9, DT_S)
+    setpoints = POSE_RAD + np.column_stack([a * multisine(t, FREQS_HZ, 1.0, seed=10 * seed + j)
+                                            for j, a in enumerate(AMPLITUDE_RAD)])
+    robot = SimRobot(str(model_path), physics=physics, noise=NOISE, seed=seed, initial_positions=list(setpoints[0]))
+    samples = record_position(robot, lambda ts: setpoints[int(round(ts / DT_S))], seconds, GAINS)
+    assert np.all(np.abs(samples.effort) < 0.98 * robot.torque_limits_nm)  # never saturated
+    return samples
+
+
+def problem(model_path, train, val, parameters):
+    doc = {"model": str(model_path), "joints": list(IIWA_JOINTS),
+           "training": [{"npz": str(train), "control": "effort"}],
+           "validation": [{"npz": str(val), "control": "effort"}] if val else [],
+           "window_s": 0.25, "smoothing_samples": 7, "initial_state": "measured",
+           "noise": {"position_rad": NOISE.position_rad}, "warm_start": False, "parameters": parameters,
+           "optimizer": {"max_iters": 30}}
+    return problem_from_dict(doc)
+
+
+def damping_parameters(frozen_at: tuple[float, ...] | None = None) -> list[dict]:
+    return [{"name": f"joint{k + 1}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 3.0,
+             "start": 0.5 if frozen_at is None else frozen_at[k], "frozen": frozen_at is not None}
+            for k, j in enumerate(IIWA_JOINTS)]
+
+
+@pytest.fixture(scope="module")
+def nominal_model(tmp_path_factory):
+    return iiwa_mjcf(tmp_path_factory.mktemp("iiwa") / "iiwa.xml", payload=NOMINAL_PAYLOAD)
+
+
+@pytest.fixture(scope="module")
+def payload_and_damping(nominal_model, tmp_path_factory):
+    d = tmp_path_factory.mktemp("iiwa_data")
+    train = save_npz(d / "train.npz", record(nominal_model, 1, 4.0, HIDDEN))
+    val = save_npz(d / "val.npz", record(nominal_model, 2, 2.0, HIDDEN))
+    parameters = damping_parameters() + [
+        {"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0, "start": 0.5}]
+    return identify(problem(nominal_model, train, val, parameters))
+
+
+def test_model_from_urdf(nominal_model):
+    model = mujoco.MjModel.from_xml_path(str(nominal_model))
+    assert model.nu == 7 and model.njnt == 7 and model.ngeom == 0
+    assert model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONTACT
+    # the payload stays a body (not fused into link 7) with its centre where it was put, not doubled
+    assert model.body("payload").mass[0] == 0.5 and np.allclose(model.body("payload").ipos, [0, 0, 0.08])
+    # link masses as the URDF has them (FACTS: 4, 4, 3, 2.7, 1.7, 1.8, 0.3 kg)
+    masses = [model.body(f"lbr_iiwa_link_{i}").mass[0] for i in range(1, 8)]
+    assert masses == pytest.approx([4, 4, 3, 2.7, 1.7, 1.8, 0.3])
+
+
+def test_payload_and_damping_within_half_percent(payload_and_damping):
+    by_name = {p.name: p for p in payload_and_damping.parameters}
+    truth = {f"joint{k + 1}_damping": d for k, d in enumerate(TRUE_DAMPING)} | {"payload_mass": TRUE_PAYLOAD_KG}
+    for name, value in truth.items():
+        p = by_name[name]
+        # the brief's 0.5 %; measured <= 0.2 % on this record (4 s, 16 windows, 0.2 mrad), but the bench's
+        # 10 s records of other seeds reach 0.42 % / 0.55 % on the gravity-loaded joints 2 and 4. The windowed
+        # intervals are optimistic (errors up to ~7 half-widths: each window's measured start state is
+        # noisy), so only the error is asserted, and that the fit calls these identifiable.
+        assert p.value[0] == pytest.approx(value, rel=5e-3), (name, p.value, value)
+        assert p.identifiable, name
+    assert payload_and_damping.metrics["training_segments"] == 16
+
+
+def test_held_out_windows_at_the_noise_floor(payload_and_damping):
+    # 0.2 mrad white noise plus each window's start-state error (measured 0.25-0.37 mrad); a payload or
+    # damping 10 % off leaves mrad-level errors.
+    for split in ("training_position_rms_rad", "validation_position_rms_rad"):
+        for joint, rms in payload_and_damping.metrics[split].items():
+            assert 1.8e-4 < rms < 5e-4, (split, joint, rms)
+
+
+def test_flange_masses_enter_only_as_their_sum(nominal_model):
+    """Link 7 and the payload (both on the joint-7 axis, in the flange frame) have identical columns in every
+    base parameter of the whole-arm regressor: joint data see only their sum. Link 6 and 5 stay apart."""
+    model = mujoco.MjModel.from_xml_path(str(nominal_model))
+    groups = mass_sum_groups(model, ["lbr_iiwa_link_5", "lbr_iiwa_link_6", LINK7, "payload"])
+    assert (LINK7, "payload") in groups and ("lbr_iiwa_link_6",) in groups and ("lbr_iiwa_link_5",) in groups
+
+
+@pytest.fixture(scope="module")
+def displaced_payload(nominal_model, tmp_path_factory):
+    """Truth: the payload's centre of mass 1 cm further out than the model says (0.09 m, not 0.08 m)."""
+    d = tmp_path_factory.mktemp("iiwa_displaced")
+    truth_model = iiwa_mjcf(d / "truth.xml", payload=Payload(TRUE_PAYLOAD_KG, com_m=(0.0, 0.0, 0.09)))
+    train = save_npz(d / "train.npz", record(truth_model, 3, 4.0, {}))
+    parameters = damping_parameters(frozen_at=(0.5,) * 7) + [  # damping as in the model file: the truth here
+        {"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0, "start": 0.5},
+        {"name": "link7_mass", "kind": "body_mass", "body": LINK7, "min": 0.01, "max": 2.0, "start": 0.3}]
+    return identify(problem(nominal_model, train, None, parameters))
+
+
+def test_sum_on_the_axis_survives_a_wrong_centre_of_mass(displaced_payload):
+    by_name = {p.name: p for p in displaced_payload.parameters}
+    total = by_name["payload_mass"].value[0] + by_name["link7_mass"].value[0]
+    # the identifiable combination: within 0.5 % of 0.8 + 0.3 kg although the payload's centre is wrong
+    # (measured +0.002 %; with the centre 2 cm off, link 7 runs into its 0.01 kg bound and the sum is +0.9 %)
+    assert total == pytest.approx(TRUE_PAYLOAD_KG + 0.3, rel=5e-3), total
+
+
+def test_split_on_the_axis_is_the_models_assumption(displaced_payload):
+    """The mass-only fit splits link 7 and the payload only through the centres of mass the model assumes:
+    with the payload's 1 cm off, the split moves by tens of percent (measured payload +19 %, link 7 -52 %,
+    both with half-widths under 0.1 % and called identifiable). What does show it is the residual: the
+    wrist joints leave 0.9-1.3 mrad RMS, 4-6x the 0.2 mrad noise (the correct model: 0.24-0.26 mrad)."""
+    by_name = {p.name: p for p in displaced_payload.parameters}
+    payload = by_name["payload_mass"]
+    assert abs(payload.value[0] / TRUE_PAYLOAD_KG - 1) > 0.1, payload.value
+    rms = displaced_payload.metrics["training_position_rms_rad"]
+    assert rms["lbr_iiwa_joint_5"] > 5e-4, rms  # the bound test_held_out_windows_at_the_noise_floor keeps
+
+
+@pytest.mark.xfail(strict=True, reason="identify() does not yet flag the link-7/payload split (it gives tight "
+                   "intervals that rest on the assumed centres of mass); see docs/identification_arm.md")
+def test_split_on_the_axis_is_reported_unidentifiable(displaced_payload):
+    by_name = {p.name: p for p in displaced_payload.parameters}
+    assert not by_name["payload_mass"].identifiable and not by_name["link7_mass"].identifiable
