@@ -1,0 +1,66 @@
+"""Servo tuner benchmark: the full refine grid against twin screening, on several SimPlant joints.
+
+For each joint: seconds of plant motion per stage, the held-out (verify) cost of the delivered controller
+against as found (2.0), the identified model against the hidden truth, and the wall time. Twin screening
+plays refine candidates on a MuJoCo twin of the identified model first and the plant only those the twin
+cannot rule out; its sweep starts two rungs below where the twin's own sweep stopped ringing.
+
+    .venv/bin/python bench/bench_tuner.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sysid_ros.core.tuner.joints import DemoJoint, direct_drive, shoulder, with_gains
+from sysid_ros.core.tuner.model import Gains, Goal
+from sysid_ros.core.tuner.pipeline import tune
+
+
+def joints(quick: bool) -> dict[str, Callable[[], DemoJoint]]:
+    out = {
+        "shoulder 3.6 kg m^2, 200 Hz": lambda: shoulder(),
+        "direct drive 6.6e-5 kg m^2, 500 Hz": lambda: direct_drive(),
+    }
+    if not quick:
+        out["shoulder, 0.1 mrad encoder noise"] = lambda: shoulder(noise_rad=1e-4)
+        out["direct drive, soft factory gains, 250 Hz"] = lambda: with_gains(direct_drive(command_rate_hz=250.0),
+                                                                              Gains(0.1, 0.002))
+    return out
+
+
+def run(make: Callable[[], DemoJoint], twin: bool) -> dict[str, Any]:
+    joint: DemoJoint = make()
+    t0 = time.perf_counter()
+    result = tune(joint.servo, joint.plant, Goal(twin_screening=twin), twin=twin)
+    wall = time.perf_counter() - t0
+    model = result.identification.model
+    played = sum(c.played_on_plant for c in result.refine.candidates)
+    return {"plant_s": result.seconds["total"], "seconds": result.seconds, "cost": result.verify.chosen.cost,
+            "improved": result.improved, "wall_s": wall, "played": played, "tried": len(result.refine.candidates),
+            "J_err": model.inertia_kg_m2 / joint.truth.inertia_kg_m2 - 1,
+            "tc_err": model.coulomb_nm / joint.truth.coulomb_nm - 1,
+            "delay_ms": 1e3 * result.identification.delay_s, "delay_true_ms": 1e3 * joint.plant.delay_s,
+            "wn_max": result.sweep.wn_max_rad_s, "rungs": len(result.sweep.rungs)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="two joints only")
+    args = parser.parse_args()
+    print(f"{'joint':<42} {'mode':<6} {'plant s':>8} {'cost':>6} {'played':>7} {'rungs':>5} {'J err':>7} "
+          f"{'tc err':>7} {'delay ms':>12} {'wall s':>7}")
+    for name, make in joints(args.quick).items():
+        for twin in (False, True):
+            r = run(make, twin)
+            print(f"{name:<42} {'twin' if twin else 'grid':<6} {r['plant_s']:8.0f} {r['cost']:6.3f} "
+                  f"{r['played']:>3}/{r['tried']:<3} {r['rungs']:5d} {r['J_err']:+7.1%} {r['tc_err']:+7.1%} "
+                  f"{r['delay_ms']:5.2f}/{r['delay_true_ms']:<5.1f} {r['wall_s']:7.1f}")
+            print(f"{'':<42} stages: " + ", ".join(f"{k} {v:.0f}" for k, v in r["seconds"].items()))
+
+
+if __name__ == "__main__":
+    main()

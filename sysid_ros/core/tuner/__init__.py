@@ -1,0 +1,32 @@
+"""The servo tuner (seed 004), ROS-free: every motion goes through the `Plant` seam.
+
+Stage 0 `analytic_start` (moves nothing), then `tune`: Stage 1 `identify`, limits from the as-found run,
+Stage 2 `run_sweep` (ringing sweep, deploy ceiling), Stage 3 `refine` (three coordinate passes, gates,
+cost; optional twin screening), Stage 4 `verify` on held-out tapes; `proposal` / `to_yaml` for a person
+and for the ROS side. `tune_arm` tunes an arm tip to base and checks it whole; `fine_tune` re-tunes a
+deployed joint from its logs and `FineTuneResult.canary` keeps or rolls back.
+"""
+
+from .analytic import AnalyticStart, analytic_start
+from .arm import ArmResult, ArmRound, JointOutcome, outcome_of, tune_arm
+from .arm_plant import ArmPlant, JointInArm
+from .fine_tune import CanaryVerdict, FineTuneResult, Log, fine_tune, learn_feedforward
+from .identify import Identification, identify
+from .model import Controller, Gains, Goal, Loop, Servo, feedforward_from, gains_for, loop_of, to_pid_gains
+from .pipeline import TuneResult, plan_seconds, stage_tapes, tune
+from .plant import Plant, SimPlant, Telemetry, twin_plant, twin_xml
+from .proposal import gains_from_proposal, proposal, to_yaml
+from .refine import Candidate, RefineResult
+from .scoring import Limits, Score, cost, gate_failures, score
+from .sweep import Rung, SweepResult, eased, limits_from, run_sweep
+from .verify import Verified, VerifyResult, verify
+
+__all__ = [
+    "AnalyticStart", "ArmPlant", "ArmResult", "ArmRound", "CanaryVerdict", "Candidate", "Controller",
+    "FineTuneResult", "Gains", "Goal", "Identification", "JointInArm", "JointOutcome", "Limits", "Log", "Loop",
+    "Plant", "RefineResult", "Rung", "Score", "Servo", "SimPlant", "SweepResult", "Telemetry", "TuneResult",
+    "Verified", "VerifyResult", "analytic_start", "cost", "eased", "feedforward_from", "fine_tune",
+    "gains_for", "gains_from_proposal", "gate_failures", "identify", "learn_feedforward", "limits_from",
+    "loop_of", "outcome_of", "plan_seconds", "proposal", "run_sweep", "score", "stage_tapes", "to_pid_gains",
+    "to_yaml", "tune", "tune_arm", "twin_plant", "twin_xml", "verify",
+]

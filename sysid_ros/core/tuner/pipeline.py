@@ -1,0 +1,134 @@
+"""tune(): Stage 1 identify, limits from the as-found run, Stage 2 sweep, Stage 3 refine, Stage 4 verify.
+
+Every motion goes through the Plant seam. `plan_seconds` says beforehand how long the joint will move.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..joint_model import JointModel
+from ..tapes import Tape, chirp, evaluation, identification, steps
+from ..tapes import plan_seconds as tape_seconds
+from .identify import Identification, identify
+from .model import Controller, Goal, Servo, loop_of
+from .plant import Plant, twin_plant
+from .refine import COULOMB_SCALES, WN_FRACTIONS, ZETAS, Judge, RefineResult, evaluate, refine
+from .scoring import Limits, Score, score
+from .sweep import SweepResult, eased, limits_from, run_sweep
+from .verify import VerifyResult, verify
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What tune() found and decided; `deployed` is the controller to run (as found when not improved)."""
+
+    servo: Servo
+    identification: Identification
+    limits: Limits
+    as_found_score: Score
+    sweep: SweepResult
+    refine: RefineResult
+    verify: VerifyResult
+    deployed: Controller
+    improved: bool
+    seconds: dict[str, float]
+    notes: tuple[str, ...]
+
+    @property
+    def before(self) -> Score:
+        return self.verify.entries[0].score
+
+    @property
+    def after(self) -> Score:
+        return self.verify.chosen.score
+
+
+def stage_tapes(servo: Servo, command_rate_hz: float, goal: Goal,
+                model: JointModel | None = None) -> dict[str, list[Tape]]:
+    """The tapes of each stage (eased to `model` when given)."""
+    envelopes = servo.envelopes()
+    ease = (lambda t: eased(t, model, servo.torque_limit_nm)) if model is not None else (lambda t: t)
+    return {
+        "identify": identification(envelopes, command_rate_hz) + [chirp(envelopes, command_rate_hz)] * 2,
+        "sweep": [ease(steps(envelopes, command_rate_hz))],
+        "refine": [ease(t) for t in evaluation(envelopes, command_rate_hz, goal.refine_seed)],
+        "verify": [ease(t) for t in evaluation(envelopes, command_rate_hz, goal.verify_seed)],
+    }
+
+
+def plan_seconds(servo: Servo, command_rate_hz: float, goal: Goal = Goal(),
+                 seed: Controller | None = None) -> dict[str, float]:
+    """Seconds of motion per stage at worst-case rung and candidate counts; tapes eased to the servo's priors
+    when it has them (the identified model eases them again, so the real plan can differ a little)."""
+    tapes_ = stage_tapes(servo, command_rate_hz, goal, servo.priors)
+    n_ff = 1 + len(COULOMB_SCALES)
+    n_seed = (1 + n_ff) if seed is not None else 0
+    n_wn = 1 + len(WN_FRACTIONS) + (1 if seed is not None else 0)
+    candidates = 1 + n_ff + n_seed + n_wn * len(ZETAS) + n_ff  # + the as-found run
+    repeats = {"identify": 1, "sweep": goal.max_rungs + 2, "refine": candidates * goal.repeats,
+               "verify": (2 + (1 if seed is not None else 0)) * goal.repeats}
+    out = tape_seconds(tapes_, repeats)
+    return {"identify": out["identify"], "sweep (worst case)": out["sweep"], "refine": out["refine"],
+            "verify": out["verify"]}
+
+
+def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | None = None,
+         twin: Plant | bool | None = None) -> TuneResult:
+    """Tune one joint through `plant`. `seed` (e.g. the analytic start) starts the sweep, joins the search and
+    is the incumbent at verify; `twin=True` (default: `goal.twin_screening`) screens the sweep's start and the
+    refine candidates on a MuJoCo twin of the identified model; a Plant given as `twin` is used as the twin."""
+    seed = seed or servo.seed
+    twin = goal.twin_screening if twin is None else twin
+    seconds: dict[str, float] = {}
+    mark = plant.motion_s
+    ident = identify(servo, plant, seed=seed)
+    seconds["identify"] = plant.motion_s - mark
+    model = ident.model
+    tapes_ = stage_tapes(servo, plant.command_rate_hz, goal, model)
+    notes = list(ident.notes)
+
+    mark = plant.motion_s
+    as_found = servo.as_found
+    af_steps = score([plant.play(tapes_["sweep"][0], as_found)])
+    af_eval = evaluate(plant, as_found, tapes_["refine"], goal.repeats)
+    limits, why = limits_from([af_steps, af_eval], goal, plant.torque_limit_nm)
+    notes += why
+    seconds["as found"] = plant.motion_s - mark
+
+    twin_ = None
+    twin_base = None
+    start_wn = loop_of((seed or as_found).gains, model).wn_rad_s
+    if twin:
+        twin_ = twin if not isinstance(twin, bool) else twin_plant(
+            servo.name, model, servo.envelope, command_rate_hz=plant.command_rate_hz,
+            torque_limit_nm=plant.torque_limit_nm, delay_s=ident.delay_s, noise_rad=1e-3 * af_eval.noise_mrad)
+        twin_base = evaluate(twin_, as_found, tapes_["refine"], goal.repeats)
+        if seed is None:  # the twin's own sweep says where the plant's can start
+            pre = run_sweep(servo, twin_, model, limits, goal, start_wn, tapes_["sweep"][0])
+            if pre.wn_quiet_rad_s is not None:
+                near = pre.wn_quiet_rad_s / goal.rung_ratio ** goal.twin_sweep_margin_rungs
+                if near > start_wn:
+                    notes.append(f"the twin's sweep was quiet to wn {pre.wn_quiet_rad_s:.4g}: the plant's sweep "
+                                 f"starts {goal.twin_sweep_margin_rungs} rungs below, at {near:.4g} rad/s")
+                    start_wn = near
+
+    mark = plant.motion_s
+    sweep = run_sweep(servo, plant, model, limits, goal, start_wn, tapes_["sweep"][0])
+    seconds["sweep"] = plant.motion_s - mark
+
+    mark = plant.motion_s
+    judge = Judge(plant, tapes_["refine"], model, limits, af_eval, sweep.wn_max_rad_s, goal, twin_, twin_base)
+    refined = refine(judge, servo, seed, plant.feedforward_terms)
+    seconds["refine"] = plant.motion_s - mark
+
+    mark = plant.motion_s
+    pick = refined.pick.controller if refined.pick else None
+    checked = verify(plant, tapes_["verify"], model, limits, sweep.wn_max_rad_s, as_found, pick, seed, goal.repeats)
+    seconds["verify"] = plant.motion_s - mark
+    seconds["total"] = sum(seconds.values())
+    if not math.isfinite(sweep.wn_max_rad_s):
+        notes.append("no finite deploy ceiling")
+    return TuneResult(servo, ident, limits, af_eval, sweep, refined, checked, checked.chosen.controller,
+                      checked.improved, seconds, tuple(notes) + sweep.notes + refined.notes + checked.notes)

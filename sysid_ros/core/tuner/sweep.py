@@ -1,0 +1,174 @@
+"""Limits from the as-found run, tape easing, and Stage 2: the guarded ringing sweep and the deploy ceiling.
+
+"Turn it up until it oscillates, then back off", one rung at a time on the step tape: wn x1.2 per rung
+(zeta 0.8), at most 14 rungs; stop at the first rung that rings past the threshold, crosses the target 4
+or more times in one stop, aborts, or chatters past the limit (chatter alone must repeat on a second
+run). If the first rung rings, walk down /1.2 until quiet. The ceiling is wn_quiet / sqrt(gain_margin),
+or wn_quiet itself when the stop was chatter growing like sensor noise through kd, or the guard when
+nothing rang.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..joint_model import JointModel
+from ..tapes import Tape, probe_times, sample, shrunk, stretched
+from .model import Controller, Gains, Goal, Servo, gains_for
+from .plant import Plant
+from .scoring import Limits, Score, score
+
+EASE_TORQUE_USE = 0.8
+
+
+def eased(tape: Tape, model: JointModel, torque_limit_nm: float, use: float = EASE_TORQUE_USE) -> Tape:
+    """The tape stretched (or shrunk, if gravity alone is too much) until the model follows it on 80 % of the cap."""
+    budget = use * torque_limit_nm
+
+    def peaks(candidate: Tape) -> tuple[float, float]:
+        got = sample(candidate, probe_times(candidate, 2e-3))
+        q, qd, qdd = got.position[:, 0], got.velocity[:, 0], got.acceleration[:, 0]
+        total = float(np.max(np.abs(model.torque(q, qd, qdd))))
+        gravity = model.gravity_sin_nm * np.sin(q) + model.gravity_cos_nm * np.cos(q) + model.offset_nm
+        static = float(np.max(np.abs(gravity)))
+        return total, static
+
+    total, static = peaks(tape)
+    if total <= budget:
+        return tape
+    out = tape
+    factor = 1.0
+    while static > budget and factor > 0.05:
+        factor *= 0.9
+        out = shrunk(tape, factor)
+        total, static = peaks(out)
+    stretch = 1.0
+    base = out
+    while total > budget and stretch < 20.0:
+        stretch *= 1.1
+        out = stretched(base, stretch)
+        total, _ = peaks(out)
+    return out
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One sweep rung: its loop, gains, score and why it stopped the sweep (None when quiet)."""
+
+    wn_rad_s: float
+    zeta: float
+    gains: Gains
+    score: Score
+    stop: str | None
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        return {"wn_rad_s": self.wn_rad_s, "zeta": self.zeta, "kp": self.gains.kp, "kd": self.gains.kd,
+                "ringing_mrad": self.score.ringing_mrad, "crossings": self.score.crossings,
+                "chatter_nm": self.score.chatter_nm, "stop": self.stop, "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The rungs played, the last quiet rung, the deploy ceiling and how it was set."""
+
+    rungs: tuple[Rung, ...]
+    wn_quiet_rad_s: float | None
+    wn_max_rad_s: float
+    rule: str
+    notes: tuple[str, ...]
+
+
+def stop_reason(s: Score, limits: Limits) -> tuple[str | None, bool]:
+    """Why a rung stops the sweep, and whether that is chatter alone."""
+    reasons = []
+    if s.aborted or not s.finite:
+        reasons.append(f"aborted: {s.aborted or 'telemetry not finite'}")
+    if s.ringing_mrad > limits.ringing_mrad:
+        reasons.append(f"rings {s.ringing_mrad:.3g} > {limits.ringing_mrad:.3g} mrad")
+    if s.crossings >= 4:
+        reasons.append(f"crosses the target {s.crossings} times in one stop")
+    chatter = s.chatter_nm > limits.chatter_nm
+    if chatter:
+        reasons.append(f"chatters {s.chatter_nm:.3g} > {limits.chatter_nm:.3g} N m")
+    return ("; ".join(reasons) or None), (chatter and len(reasons) == 1)
+
+
+def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: Limits, goal: Goal, start_wn_rad_s: float,
+              step_tape: Tape) -> SweepResult:
+    """Stage 2 on `step_tape` from `start_wn_rad_s` (clipped to the guard)."""
+    ceiling = servo.wn_ceiling_rad_s(model.inertia_kg_m2)
+    notes: list[str] = []
+
+    def play(wn: float) -> Rung:
+        gains, why = gains_for(wn, goal.zeta, model, servo, servo.gains)
+        got = score([plant.play(step_tape, Controller(gains, None, f"rung wn={wn:.4g}"))])
+        reason, chatter_only = stop_reason(got, limits)
+        extra = list(why)
+        if reason and chatter_only:  # a chatter-only stop must repeat on a second run
+            again = score([plant.play(step_tape, Controller(gains, None, f"rung wn={wn:.4g} again"))])
+            reason2, _ = stop_reason(again, limits)
+            if reason2 is None:
+                extra.append(f"chatter {got.chatter_nm:.3g} N m did not repeat ({again.chatter_nm:.3g})")
+                reason = None
+            else:
+                reason = f"chatter only, repeated: {reason}"
+        return Rung(wn, goal.zeta, gains, got, reason, tuple(extra))
+
+    wn = min(start_wn_rad_s, ceiling)
+    if start_wn_rad_s > ceiling:
+        notes.append(f"start wn {start_wn_rad_s:.4g} clipped to the guard {ceiling:.4g} rad/s")
+    rungs = [play(wn)]
+    if rungs[0].stop:  # walk down until quiet
+        while len(rungs) < goal.max_rungs and rungs[-1].stop:
+            rungs.append(play(rungs[-1].wn_rad_s / goal.rung_ratio))
+        quiet = [r for r in rungs if not r.stop]
+        if not quiet:
+            wn_low = rungs[-1].wn_rad_s / goal.rung_ratio
+            notes.append("no quiet rung found walking down: the ceiling is one rung below the last")
+            return SweepResult(tuple(rungs), None, wn_low / math.sqrt(goal.gain_margin), "walked down", tuple(notes))
+        stopper = rungs[-2]
+        return _ceiling(tuple(rungs), quiet[0], stopper, goal, ceiling, notes)
+    while len(rungs) < goal.max_rungs and not rungs[-1].stop and rungs[-1].wn_rad_s < ceiling * (1 - 1e-9):
+        rungs.append(play(min(rungs[-1].wn_rad_s * goal.rung_ratio, ceiling)))
+    stopper = rungs[-1] if rungs[-1].stop else None
+    quiet = [r for r in rungs if not r.stop]
+    return _ceiling(tuple(rungs), quiet[-1], stopper, goal, ceiling, notes)
+
+
+def _ceiling(rungs: tuple[Rung, ...], quiet: Rung, stopper: Rung | None, goal: Goal, guard_wn: float,
+             notes: list[str]) -> SweepResult:
+    if stopper is None:
+        notes.append("nothing rang: the ceiling is the guard; another session after writing could go further")
+        return SweepResult(rungs, quiet.wn_rad_s, guard_wn, "guard", tuple(notes))
+    if stopper.stop and stopper.stop.startswith("chatter only"):
+        chatter_ratio = stopper.score.chatter_nm / max(quiet.score.chatter_nm, 1e-300)
+        kd_ratio = stopper.gains.kd / max(quiet.gains.kd, 1e-300)
+        if chatter_ratio <= 2.0 * kd_ratio:
+            notes.append(f"chatter grew {chatter_ratio:.2f}x for {kd_ratio:.2f}x kd: a noise limit, the ceiling is "
+                         "the last quiet rung")
+            return SweepResult(rungs, quiet.wn_rad_s, quiet.wn_rad_s, "noise limit", tuple(notes))
+    wn_max = quiet.wn_rad_s / math.sqrt(goal.gain_margin)
+    return SweepResult(rungs, quiet.wn_rad_s, wn_max, "gain margin", tuple(notes))
+
+
+def limits_from(as_found: list[Score], goal: Goal, torque_limit_nm: float) -> tuple[Limits, tuple[str, ...]]:
+    """Ringing threshold and chatter limit from the as-found run(s), as the seed sets them."""
+    noise = max(s.noise_mrad for s in as_found)
+    ringing_af = max(s.ringing_mrad for s in as_found)
+    chatter_af = max(s.chatter_nm for s in as_found)
+    if goal.ringing_mrad is not None:
+        ringing = goal.ringing_mrad
+        why = "Goal.ringing_mrad"
+    else:
+        ringing = max(3.0 * noise, 0.05, 1.5 * ringing_af)
+        why = f"max(3 x hold noise {noise:.3g}, 0.05, 1.5 x as-found ringing {ringing_af:.3g}) mrad"
+    notes = [f"ringing threshold {min(ringing, goal.ringing_cap_mrad):.3g} mrad from {why}"]
+    if ringing > goal.ringing_cap_mrad:
+        notes.append(f"ringing threshold capped at {goal.ringing_cap_mrad} mrad")
+    chatter = max(0.02 * torque_limit_nm, 1.5 * chatter_af)
+    limits = Limits(min(ringing, goal.ringing_cap_mrad), chatter, goal.stop_allocation_mrad, torque_limit_nm)
+    return limits, tuple(notes)

@@ -1,0 +1,76 @@
+"""tune_arm's whole-arm check on arm3 (shoulder, elbow, wrist in a vertical plane, MuJoCo, 200 Hz, 5 ms
+encoder delay, 0.02 mrad noise, mj_inverse feed-forward from the nominal model). Each joint's own tuning is
+stood in for by a fixed controller so the test isolates the arm rules; the plays are real physics."""
+
+from __future__ import annotations
+
+import pytest
+
+from sysid_ros.core.envelope import Envelope
+from sysid_ros.core.joint_model import JointModel
+from sysid_ros.core.tuner.arm import MAX_ROUNDS, JointOutcome, tune_arm
+from sysid_ros.core.tuner.arm_plant import BOX_TERMS_WITH_ARM_MODEL, ArmPlant
+from sysid_ros.core.tuner.model import Controller, Gains, Goal, Servo, feedforward_from, gains_for, loop_of
+from sysid_ros.core.tuner.plant import Plant
+from sysid_ros.core.tuner.scoring import Limits
+
+ENVELOPES = {"shoulder": Envelope(0.3, 0.3, 1.0, 60.0), "elbow": Envelope(0.4, 0.3, 1.0, 30.0),
+             "wrist": Envelope(0.2, 0.3, 1.5, 10.0)}
+BOXES = {"shoulder": JointModel(0.9, 0.5, 0.3), "elbow": JointModel(0.3, 0.3, 0.2),
+         "wrist": JointModel(0.05, 0.1, 0.05)}
+CEILING = 20.0
+
+
+def _arm() -> tuple[ArmPlant, list[Servo]]:
+    arm = ArmPlant("arm3", ("shoulder", "elbow", "wrist"), ENVELOPES, 200.0, noise_rad=2e-5, delay_s=0.005)
+    servos = [Servo(j, Gains(*g), arm.caps[j], ENVELOPES[j], kp_max_nm_rad=1e4, kd_max_nm_s_rad=500.0)
+              for j, g in zip(arm.joints, ((100.0, 10.0), (40.0, 4.0), (10.0, 0.5)))]
+    return arm, servos
+
+
+def _stand_in(wn: dict[str, float], order: list[str], box_offset_nm: float = 0.0):
+    def tune_joint(servo: Servo, plant: Plant, goal: Goal) -> JointOutcome:
+        order.append(servo.name)
+        model = BOXES[servo.name]
+        assert plant.feedforward_terms == BOX_TERMS_WITH_ARM_MODEL  # the arm model carries gravity and inertia
+        gains, _ = gains_for(wn[servo.name], 0.8, model, servo)
+        ff = feedforward_from(model, 1.0, plant.feedforward_terms)
+        if servo.name == "wrist" and box_offset_nm:
+            ff = ff.replace_terms({"offset_nm": box_offset_nm})
+        limits = Limits(0.1, 0.02 * servo.torque_limit_nm, 1.0, servo.torque_limit_nm)
+        return JointOutcome(servo, model, Controller(gains, ff, "stand-in"), CEILING, limits)
+    return tune_joint
+
+
+def test_joints_tune_tip_to_base_and_an_offender_backs_off_to_its_ceiling() -> None:
+    arm, servos = _arm()
+    order: list[str] = []
+    result = tune_arm(servos, arm, Goal(), tune_joint=_stand_in({"shoulder": 15.0, "elbow": 15.0, "wrist": 30.0},
+                                                                order))
+    assert order == ["wrist", "elbow", "shoulder"]
+    assert arm.arm_feedforward is True  # an open chain with every joint driven: mj_inverse feed-forward on
+    assert all(not why for why in result.as_found.offences.values())
+    first = result.rounds[0]
+    assert first.offenders == ("wrist",)
+    assert "above its deploy ceiling" in first.offences["wrist"]
+    # wn 30 x 0.8 = 24 is still above the 20 rad/s ceiling: never above it
+    wrist = loop_of(result.delivered["wrist"].gains, BOXES["wrist"]).wn_rad_s
+    assert wrist == pytest.approx(CEILING)
+    assert not result.rounds[-1].offenders and result.improved
+    for joint in ("shoulder", "elbow"):  # the joints that did not offend keep their new controllers
+        assert result.delivered[joint] == first.controllers[joint]
+        assert result.rounds[-1].costs[joint] < 0.9 * 2.0
+
+
+def test_offenders_that_remain_leave_the_arm_as_found() -> None:
+    arm, servos = _arm()
+    # the wrist's box pushes a constant 2 N m: its stops are off by ~2 / kp whatever its bandwidth
+    result = tune_arm(servos, arm, Goal(), tune_joint=_stand_in({"shoulder": 15.0, "elbow": 15.0, "wrist": 18.0},
+                                                                [], box_offset_nm=2.0))
+    assert len(result.rounds) == MAX_ROUNDS + 1
+    assert all("wrist" in r.offenders for r in result.rounds)
+    wn = [loop_of(r.controllers["wrist"].gains, BOXES["wrist"]).wn_rad_s for r in result.rounds]
+    assert all(b == pytest.approx(0.8 * a) for a, b in zip(wn, wn[1:]))
+    assert not result.improved
+    assert result.delivered == {s.name: s.as_found for s in servos}
+    assert any("stays as found" in n for n in result.notes)
