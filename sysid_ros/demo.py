@@ -4,7 +4,9 @@
    and `tape_recorder` as processes on a DDS domain of their own, on simulated time faster than real time;
 2. record: play two multisine torque tapes (training, held out) inside the envelope into rosbag2 bags;
 3. identify: the regression estimate, then `mujoco.sysid` from the bags; print truth vs identified;
-4. tune and propose: the servo tuner (when present) on a twin of the identified model.
+4. tune and propose: the servo tuner's staged pipeline (identify, sweep, refine screened on a MuJoCo twin,
+   verify on held-out tapes) on the simulated 3.6 kg m^2 arm shoulder with poor factory gains, in-process
+   (the ROS plant and the apply/canary loop over parameter services come with the servo_tuner node).
 """
 
 from __future__ import annotations
@@ -93,6 +95,31 @@ def identify_pendulum(folder: Path, training: str, held_out: str):
     return result
 
 
+def tune_shoulder(folder: Path) -> dict:
+    """Tune the simulated shoulder from poor factory gains; print and write the proposal."""
+    from .core.tuner import Gains, Goal, proposal, to_yaml, tune
+    from .core.tuner.joints import shoulder
+
+    joint = shoulder(gains=Gains(800.0, 80.0))
+    result = tune(joint.servo, joint.plant, Goal(twin_screening=True))
+    data = proposal(result)
+    path = folder / "proposal_shoulder.yaml"
+    path.write_text(to_yaml(data))
+    model = result.identification.model
+    truth = joint.truth
+    print(f"  identified J {model.inertia_kg_m2:.3f} (true {truth.inertia_kg_m2}) kg m^2, b {model.viscous_nm_s_rad:.2f} "
+          f"({truth.viscous_nm_s_rad}), Coulomb {model.coulomb_nm:.2f} ({truth.coulomb_nm}) N m, "
+          f"gravity {model.gravity_sin_nm:.1f} ({truth.gravity_sin_nm:.1f}) N m")
+    before, after = data["as_found"]["drive_parameters"], data["proposed"]["drive_parameters"]
+    print(f"  gains before: p {before['gains.shoulder.p']:.0f}, d {before['gains.shoulder.d']:.1f}; "
+          f"proposed: p {after['gains.shoulder.p']:.0f}, d {after['gains.shoulder.d']:.1f}"
+          + (" + host feed-forward" if data["proposed"]["host_feedforward"] else ""))
+    print(f"  {data['summary']}")
+    seconds = data["seconds_of_motion"]
+    print(f"  plant motion: {', '.join(f'{k} {v:.0f} s' for k, v in seconds.items())}; proposal: {path}")
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--real-time-factor", type=float, default=3.0)
@@ -105,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     training, held_out = record(folder, args.real_time_factor)
     print("3. identify: regression warm start, then mujoco.sysid")
     identify_pendulum(folder, training, held_out)
+    print("4. tune and propose: the servo tuner on the simulated arm shoulder (poor factory gains)")
+    tune_shoulder(folder)
     return 0
 
 
