@@ -80,8 +80,19 @@ class RosClient:
         request = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
         return list(self.call(SetParameters, f"/{node_name}/set_parameters", request).results)
 
-    def get_parameters(self, node_name: str, names: list[str]) -> list[Any]:
-        response = self.call(GetParameters, f"/{node_name}/get_parameters", GetParameters.Request(names=names))
+    def set_parameters_atomically(self, node_name: str, values: dict[str, Any], timeout_s: float = TIMEOUT_S):
+        """All or nothing: the node's `SetParametersResult` for the whole batch."""
+        from rcl_interfaces.srv import SetParametersAtomically
+
+        request = SetParametersAtomically.Request(
+            parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
+        return self.call(SetParametersAtomically, f"/{node_name}/set_parameters_atomically", request,
+                         timeout_s).result
+
+    def get_parameters(self, node_name: str, names: list[str], timeout_s: float = TIMEOUT_S) -> list[Any]:
+        """Values of `names` on the node (None for a parameter it does not have)."""
+        response = self.call(GetParameters, f"/{node_name}/get_parameters", GetParameters.Request(names=names),
+                             timeout_s)
         return [Parameter.from_parameter_msg(_named(n, v)).value for n, v in zip(names, response.values)]
 
     def change_state(self, node_name: str, transition: str) -> tuple[bool, str]:

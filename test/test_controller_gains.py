@@ -1,0 +1,79 @@
+"""Changing a live controller's gains over its parameter services (sim_robot over DDS): all or nothing,
+journaled first, undone exactly, recovered after a crash."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sysid_ros.core.errors import GainsError
+from sysid_ros.core.gains import GainGuard
+from sysid_ros.core.journal import GainsJournal
+from sysid_ros.nodes.client import wait_for
+from sysid_ros.nodes.controller_gains import ControllerGains
+
+pytestmark = pytest.mark.ros
+
+START = {"gains.hinge.p": 20.0, "gains.hinge.d": 0.75, "gains.hinge.i": 0.0}
+NAMES = list(START)
+
+
+@pytest.fixture
+def controller(nodes, client, tmp_path):
+    nodes("sim_robot", "sim_robot", {"use_sim_time": True, "real_time_factor": 2.0, "gain_guard.p_max": 100.0,
+                                     **START})
+    wait_for(lambda: "set_parameters_atomically" in str(client.node.get_service_names_and_types()),
+             what="sim_robot's parameter services")
+    return ControllerGains(client, "sim_robot", GainsJournal(tmp_path / "journal" / "gains.jsonl"),
+                           GainGuard(p_max=1000.0))
+
+
+def test_apply_keep_and_rollback_exactly(controller):
+    new = {"gains.hinge.p": 42.123456789012345, "gains.hinge.d": 1.0 / 3.0, "gains.hinge.i": 0.5}
+    change = controller.apply(new, "test")
+    assert controller.read(NAMES) == new
+    assert change.previous == START
+    controller.rollback(change)
+    assert controller.read(NAMES) == START  # bit for bit
+    assert controller.journal.changes()[change.change_id].state == "rolled_back"
+    kept = controller.apply(new)
+    controller.keep(kept)
+    assert controller.journal.unfinished() == [] and controller.read(NAMES) == new
+
+
+def test_a_refused_gain_changes_nothing(controller):
+    # Our guard allows p = 500; the controller's own guard (p_max 100) refuses it: the batch is atomic.
+    with pytest.raises(GainsError, match="no gain changed: refused"):
+        controller.apply({"gains.hinge.p": 500.0, "gains.hinge.d": 2.0, "gains.hinge.i": 1.0})
+    assert controller.read(NAMES) == START
+    [entry] = controller.journal.changes().values()
+    assert entry.state == "failed" and "refused" in entry.reason
+
+
+def test_gains_outside_our_guard_are_never_sent(controller):
+    for bad in (math.inf, -1.0, 5000.0):
+        with pytest.raises(GainsError, match="not sent"):
+            controller.apply({"gains.hinge.p": bad, "gains.hinge.d": 1.0, "gains.hinge.i": 0.0})
+    with pytest.raises(GainsError, match="not a gain parameter"):
+        controller.apply({"physics.hinge.damping": 1.0})
+    assert controller.read(NAMES) == START and controller.journal.changes() == {}
+
+
+def test_missing_controller_and_missing_parameter(client, tmp_path, controller):
+    gone = ControllerGains(client, "no_such_controller", GainsJournal(tmp_path / "other.jsonl"), timeout_s=1.0)
+    with pytest.raises(GainsError, match="parameter service missing"):
+        gone.apply({"gains.hinge.p": 30.0})
+    with pytest.raises(GainsError, match=r"does not have all of the parameters \['gains.elbow.p'\]"):
+        controller.apply({"gains.elbow.p": 30.0})
+    assert controller.read(NAMES) == START
+
+
+def test_recover_rolls_back_what_a_crash_left_applied(controller, client):
+    change = controller.apply({"gains.hinge.p": 60.0, "gains.hinge.d": 2.5, "gains.hinge.i": 0.25})
+    controller.journal.advance(change, "canary")  # ... and then the tuner was killed mid-canary
+    restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path))
+    [recovered] = restarted.recover()
+    assert recovered.change_id == change.change_id and recovered.state == "rolled_back"
+    assert restarted.read(NAMES) == START
+    assert restarted.recover() == []
