@@ -134,3 +134,17 @@ def test_trajectory_tracked_by_the_drive():
     robot.follow(Trajectory(("hinge",), robot.time_ns, [1.0, 2.0], [[0.2], [0.3]], [[0.2], [0.0]]))
     samples = robot.advance(robot.time_ns + 4 * S)
     assert samples[-1].position[0] == pytest.approx(0.3, abs=2e-3)  # integral action removes the sag
+
+
+def test_a_real_arm_description_from_a_registry_package():
+    """The KUKA iiwa URDF that pybullet's wheel ships: motors are added, its effort limits kept."""
+    pybullet_data = pytest.importorskip("pybullet_data")
+    from pathlib import Path
+
+    robot = SimRobot(str(Path(pybullet_data.getDataPath()) / "kuka_iiwa" / "model.urdf"), physics_dt_s=0.001)
+    assert robot.joint_names == tuple(f"lbr_iiwa_joint_{k}" for k in range(1, 8))
+    assert np.all(robot.torque_limits_nm == 300.0)
+    robot.command("effort", [0.0] * 7)
+    samples = robot.advance(robot.time_ns + S // 2)
+    assert len(samples) == 251 and np.all(np.isfinite(positions(samples)))
+    assert abs(samples[-1].position[1]) > 1e-3  # unpowered, the arm sags under gravity

@@ -109,7 +109,10 @@ class SimRobot:
         else:
             ranges = m.actuator_ctrlrange[self._act] * self._gear[:, None]
             limited = m.actuator_ctrllimited[self._act].astype(bool)
-            self.torque_limits_nm = np.where(limited, np.abs(ranges).min(axis=1), np.inf)
+            from_motor = np.where(limited, np.abs(ranges).min(axis=1), np.inf)
+            joint_limited = m.jnt_actfrclimited[self._jid].astype(bool)  # a URDF's <limit effort=...>
+            from_joint = np.where(joint_limited, np.abs(m.jnt_actfrcrange[self._jid]).min(axis=1), np.inf)
+            self.torque_limits_nm = np.minimum(from_motor, from_joint)
         if np.any(~(self.torque_limits_nm > 0)):
             raise ConfigError("torque limits must be > 0")
         self.dt_ns = int(round(m.opt.timestep * 1e9))
