@@ -30,6 +30,7 @@ setup(
             "sim_robot = sysid_ros.nodes.sim_robot:main",
             "tape_recorder = sysid_ros.nodes.tape_recorder:main",
             "identifier = sysid_ros.nodes.identifier:main",
+            "online_estimator = sysid_ros.nodes.online_estimator:main",
             "sysid-ros = sysid_ros.cli:main",
         ],
     },

@@ -1,0 +1,68 @@
+"""online_estimator over DDS: sim_robot's pendulum picks up a payload mid-run; the estimator follows it."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+
+from sysid_ros.nodes.client import wait_for
+
+pytestmark = pytest.mark.ros
+
+SIM = {"use_sim_time": True, "real_time_factor": 2.0, "forward_interface": "effort", "noise.position_rad": 5e-4,
+       "physics.pole.mass": 1.3, "physics.hinge.damping": 0.08, "physics.hinge.frictionloss": 0.05}
+RECORDER = {"joints": ["hinge"], "forward_interface": "effort", "command_rate_hz": 500.0, "tape.kind": "multisine",
+            "safety.stale_after_s": 0.5, "envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 1.5,
+            "envelope.hinge.max_speed_rad_s": 6.0, "envelope.hinge.max_torque_nm": 2.0}
+
+
+def play_tape(client, diagnostics, seed: int) -> None:
+    client.set_parameters("tape_recorder", {"tape.seed": seed})
+    seen = len(diagnostics)
+    response = wait_for(lambda: (lambda r: None if "no fresh" in r.message else r)(
+        client.call(Trigger, "/tape_recorder/play", Trigger.Request())), what="the robot")
+    assert response.success, response.message
+    status = wait_for(lambda: next((s for a in diagnostics[seen:] for s in a.status if s.name == "/tape_recorder"
+                                    and s.message.startswith(("finished", "aborted"))), None),
+                      timeout_s=120, what="the tape to end")
+    assert status.message.startswith("finished"), status.message
+
+
+def test_follows_a_payload_change(nodes, client, tmp_path):
+    nodes("sim_robot", "sim_robot", SIM)
+    nodes("tape_recorder", "tape_recorder", {**RECORDER, "output_dir": str(tmp_path / "bags")})
+    nodes("online_estimator", "online_estimator", {"joint": "hinge", "length_m": 0.5, "rotor_inertia_kg_m2": 1e-4})
+    diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
+    estimates = client.collect(DiagnosticArray, "/online_estimator/estimate", 1000)
+    arrays = client.collect(Float64MultiArray, "/online_estimator/estimate_array", 1000)
+    events = client.collect(String, "/online_estimator/events", 100)
+    for node in ("tape_recorder", "online_estimator"):
+        assert client.change_state(node, "configure") == (True, "inactive")
+        assert client.change_state(node, "activate") == (True, "active")
+
+    def mass() -> tuple[float, float]:
+        """The mass estimate and the confidence weight behind it (the latest window's confidence drops when the
+        tape tapers to rest, while the estimate holds)."""
+        values = {kv.key: kv.value for kv in estimates[-1].status[0].values}
+        return float(values["mass_kg.value"]), float(values["mass_kg.weight"])
+
+    play_tape(client, diagnostics, seed=1)
+    value, weight = mass()
+    # 2 s windows of 0.5 mrad, 500 Hz data: the mass is pinned to ~0.5 %; 2 % is the issue's bar.
+    assert value == pytest.approx(1.3, rel=0.02) and weight > 1.0
+    assert arrays and arrays[-1].layout.dim[1].size == 3
+    assert all(yaml.safe_load(e.data)["type"] != "ChangeDetected" for e in events)  # no false change
+    assert client.get_parameters("online_estimator", ["estimate.mass_kg"])[0] == pytest.approx(value)
+    [refused] = client.set_parameters("online_estimator", {"estimate.mass_kg": 5.0})
+    assert not refused.successful and "read-only" in refused.reason
+
+    assert all(r.successful for r in client.set_parameters("sim_robot", {"physics.pole.mass": 1.8}))  # a payload
+    play_tape(client, diagnostics, seed=2)
+    kinds = [yaml.safe_load(e.data) for e in events]
+    assert any(k["type"] == "ChangeDetected" and "mass_kg" in k["parameters"] for k in kinds), (
+        kinds, [kv for kv in estimates[-1].status[0].values])
+    value, weight = mass()
+    assert value == pytest.approx(1.8, rel=0.02) and weight > 1.0, (value, weight)
