@@ -148,3 +148,12 @@ def test_a_real_arm_description_from_a_registry_package():
     samples = robot.advance(robot.time_ns + S // 2)
     assert len(samples) == 251 and np.all(np.isfinite(positions(samples)))
     assert abs(samples[-1].position[1]) > 1e-3  # unpowered, the arm sags under gravity
+
+
+def test_a_torque_limit_above_the_motor_range_is_applied_as_reported():
+    # The pendulum's motor range is +-3 N m; a 6 N m override must reach the physics, not only the report.
+    free = SimRobot("pendulum", torque_limits_nm=[6.0], physics={"hinge.damping": 0.0, "hinge.frictionloss": 0.0})
+    free.command("effort", [5.0])
+    samples = free.advance(S // 10)
+    assert samples[-1].effort[0] == 5.0
+    assert free.data.qfrc_actuator[0] == pytest.approx(5.0)

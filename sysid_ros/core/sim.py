@@ -115,6 +115,10 @@ class SimRobot:
             self.torque_limits_nm = np.minimum(from_motor, from_joint)
         if np.any(~(self.torque_limits_nm > 0)):
             raise ConfigError("torque limits must be > 0")
+        finite = np.isfinite(self.torque_limits_nm)  # the motors apply exactly the limit the drive reports
+        m.actuator_ctrllimited[self._act[finite]] = 1
+        m.actuator_ctrlrange[self._act[finite]] = np.c_[-self.torque_limits_nm, self.torque_limits_nm][finite] / \
+            self._gear[finite, None]
         self.dt_ns = int(round(m.opt.timestep * 1e9))
         self.control_steps = _rate_steps(command_rate_hz, self.dt_ns, "command_rate_hz")
         self.publish_steps = _rate_steps(publish_rate_hz, self.dt_ns, "publish_rate_hz")
