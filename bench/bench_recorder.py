@@ -15,10 +15,9 @@ from pathlib import Path
 import numpy as np
 import psutil
 from diagnostic_msgs.msg import DiagnosticArray
-from std_srvs.srv import Trigger
 
 from sysid_ros.core.bags import read_joint_states, read_recording
-from sysid_ros.nodes.client import RosClient, wait_for
+from sysid_ros.nodes.client import RosClient, play_tape, status_value
 from sysid_ros.nodes.processes import NodeProcess, isolate_ros_environment
 
 JOINTS = [f"j{k}" for k in range(1, 8)]
@@ -58,18 +57,13 @@ def main() -> None:
         diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
         assert client.change_state("tape_recorder", "configure")[0]
         assert client.change_state("tape_recorder", "activate")[0]
-        response = wait_for(lambda: (lambda r: None if "no fresh" in r.message else r)(
-            client.call(Trigger, "/tape_recorder/play", Trigger.Request())), what="the robot")
-        assert response.success, response.message
         procs = {name: psutil.Process(p.pid) for name, p in (("sim_robot", sim), ("tape_recorder", recorder))}
         cpu0 = {n: p.cpu_times() for n, p in procs.items()}
         wall0 = time.monotonic()
-        status = wait_for(lambda: next((s for a in diagnostics for s in a.status
-                                        if s.name == "/tape_recorder" and s.message.startswith(("finished", "aborted"))),
-                                       None), timeout_s=600, what="the tape to end")
+        status = play_tape(client, diagnostics, timeout_s=600)
         wall = time.monotonic() - wall0
         cpu = {n: sum(p.cpu_times()[:2]) - sum(cpu0[n][:2]) for n, p in procs.items()}
-        bag = Path(next(kv.value for kv in status.values if kv.key == "bag"))
+        bag = Path(status_value(status, "bag"))
         feedback = read_joint_states(bag, time_source="header", max_gap_s=10.0)
         t = np.concatenate([s.time_ns for s in feedback.segments])
         expected = int(round((t[-1] - t[0]) / 1e6)) + 1

@@ -16,10 +16,9 @@ import tempfile
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray
-from std_srvs.srv import Trigger
 
 from .core.identify import identify, problem_from_dict, write_results
-from .nodes.client import RosClient, wait_for
+from .nodes.client import RosClient, play_tape, status_value
 from .nodes.processes import NodeProcess, isolate_ros_environment
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
@@ -49,15 +48,8 @@ def record(folder: Path, real_time_factor: float) -> list[str]:
                 raise RuntimeError(f"tape_recorder did not {transition} (state {state}); see {folder / 'logs'}")
         for seed, role in ((1, "training"), (7, "held out")):
             client.set_parameters("tape_recorder", {"tape.seed": seed})
-            seen = len(diagnostics)
-            response = wait_for(lambda: (lambda r: None if "no fresh" in r.message else r)(
-                client.call(Trigger, "/tape_recorder/play", Trigger.Request())), what="the robot")
-            if not response.success:
-                raise RuntimeError(response.message)
-            status = wait_for(lambda: next((s for a in diagnostics[seen:] for s in a.status
-                                            if s.name == "/tape_recorder" and s.message.startswith(("finished", "aborted"))),
-                                           None), timeout_s=300, what="the tape to end")
-            bag = next(kv.value for kv in status.values if kv.key == "bag")
+            status = play_tape(client, diagnostics)
+            bag = status_value(status, "bag")
             print(f"  {role:<9} {status.message} -> {bag}")
             if not status.message.startswith("finished"):
                 raise RuntimeError(status.message)

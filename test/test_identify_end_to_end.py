@@ -19,7 +19,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.identify import identify, problem_from_dict
-from sysid_ros.nodes.client import RosClient, wait_for
+from sysid_ros.nodes.client import RosClient, play_tape, status_value, wait_for
 from sysid_ros.nodes.processes import NodeProcess
 
 pytestmark = pytest.mark.ros
@@ -60,15 +60,9 @@ def recorded(tmp_path_factory):
         assert client.change_state("tape_recorder", "activate")[0]
         for seed in (1, 7):
             assert all(r.successful for r in client.set_parameters("tape_recorder", {"tape.seed": seed}))
-            seen = len(diagnostics)
-            response = wait_for(lambda: (lambda r: None if "no fresh" in r.message else r)(
-                client.call(Trigger, "/tape_recorder/play", Trigger.Request())), what="the robot")
-            assert response.success, response.message
-            status = wait_for(lambda: next((s for a in diagnostics[seen:] for s in a.status if s.name == "/tape_recorder"
-                                            and s.message.startswith(("finished", "aborted"))), None),
-                              timeout_s=120, what="the tape to end")
+            status = play_tape(client, diagnostics)
             assert status.message.startswith("finished"), status.message
-            bags.append(next(kv.value for kv in status.values if kv.key == "bag"))
+            bags.append(status_value(status, "bag"))
     finally:
         client.close()
         recorder.stop()

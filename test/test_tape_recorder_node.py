@@ -15,7 +15,7 @@ from std_srvs.srv import SetBool, Trigger
 from sysid_ros.core import tapes
 from sysid_ros.core.bags import read_joint_states, read_metadata, read_recording, repair
 from sysid_ros.core.envelope import Envelope
-from sysid_ros.nodes.client import RosClient, wait_for
+from sysid_ros.nodes.client import play_tape, request_play, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -45,24 +45,8 @@ def recorder_status(diagnostics: list, node: str = "/tape_recorder") -> list[Dia
     return [s for a in diagnostics for s in a.status if s.name == node]
 
 
-def request_play(client: RosClient, node: str = "tape_recorder") -> Trigger.Response:
-    """Ask to play, retrying only while the recorder has not yet heard from the robot."""
-    return wait_for(lambda: (lambda r: None if "no fresh feedback" in r.message else r)(
-        client.call(Trigger, f"/{node}/play", Trigger.Request())), what=f"{node} to hear the robot")
-
-
-def play(client: RosClient, diagnostics: list, node: str = "tape_recorder", timeout_s: float = 120.0) -> DiagnosticStatus:
-    """Play the configured tape and wait for its end; return the final status."""
-    before = len(recorder_status(diagnostics, f"/{node}"))
-    response = request_play(client, node)
-    assert response.success, response.message
-
-    def ended():
-        statuses = recorder_status(diagnostics, f"/{node}")[before:]
-        done = [s for s in statuses if s.message.startswith(("finished", "aborted"))]
-        return done[0] if done else None
-
-    return wait_for(ended, timeout_s, "the tape to end")
+def play(client, diagnostics: list, node: str = "tape_recorder", timeout_s: float = 120.0) -> DiagnosticStatus:
+    return play_tape(client, diagnostics, node, timeout_s)
 
 
 def values(status: DiagnosticStatus) -> dict[str, str]:

@@ -122,3 +122,32 @@ def _named(name: str, value: Any):
 
 def stamp_ns(msg: Any) -> int:
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+def status_value(status: Any, key: str, default: str = "") -> str:
+    """One key of a DiagnosticStatus's values."""
+    return next((kv.value for kv in status.values if kv.key == key), default)
+
+
+def request_play(client: RosClient, recorder: str = "tape_recorder") -> Any:
+    """Ask a tape_recorder to play (std_srvs/Trigger), again only while it has not yet heard from the robot."""
+    from std_srvs.srv import Trigger
+
+    return wait_for(lambda: (lambda r: None if "no fresh feedback" in r.message else r)(
+        client.call(Trigger, f"/{recorder}/play", Trigger.Request())), what=f"{recorder} to hear the robot")
+
+
+def play_tape(client: RosClient, diagnostics: list, recorder: str = "tape_recorder",
+              timeout_s: float = 300.0) -> Any:
+    """Have a tape_recorder play its configured tape and wait for the end; the final DiagnosticStatus.
+
+    `diagnostics` is the list `client.collect(DiagnosticArray, "/diagnostics")` fills; a refused play
+    raises RuntimeError with the recorder's reason.
+    """
+    seen = len(diagnostics)
+    response = request_play(client, recorder)
+    if not response.success:
+        raise RuntimeError(response.message)
+    return wait_for(lambda: next((s for array in diagnostics[seen:] for s in array.status
+                                  if s.name == f"/{recorder}" and s.message.startswith(("finished", "aborted"))),
+                                 None), timeout_s, f"{recorder} to finish")
