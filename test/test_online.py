@@ -253,3 +253,27 @@ def test_a_joint_model_follows_a_damping_change() -> None:
     assert not any(isinstance(e, ExcitationRequest) for e in events)
     assert est.estimate.value("viscous_nm_s_rad") == pytest.approx(0.4, rel=0.1)
     assert est.estimate.value("inertia_kg_m2") == pytest.approx(1.3 * 0.25 + 1e-4, rel=0.02)
+
+
+def test_free_motion_is_not_a_change_to_zero():
+    """A pendulum swinging freely after a torque tape (no torque applied) fits every parameter at zero:
+    such windows are discarded, so the end of each tape raises no false change."""
+    import numpy as np
+
+    from sysid_ros.core.online import OnlineEstimator, pendulum_config
+    from sysid_ros.core.signals import JointSamples
+    from sysid_ros.core.sim import FeedbackNoise, SimRobot
+
+    robot = SimRobot("pendulum", noise=FeedbackNoise(position_rad=5e-4), initial_positions=[0.6],
+                     physics={"pole.mass": 1.3, "hinge.damping": 0.02, "hinge.frictionloss": 0.0})
+    robot.command("effort", [0.0])
+    estimator = OnlineEstimator(pendulum_config("hinge", 0.5, 1e-4, initial={"mass_kg": 1.3}))
+    events = []
+    for _ in range(40):  # 10 s of free swinging, fast all along
+        fb = robot.advance(robot.time_ns + 250_000_000)
+        events += estimator.update(JointSamples(("hinge",), np.array([f.time_ns for f in fb]),
+                                                np.array([f.position for f in fb]), None,
+                                                np.array([f.effort for f in fb])))
+    assert not [e for e in events if type(e).__name__ in ("ChangeDetected", "ParameterChange")]
+    assert estimator.estimate.value("mass_kg") == 1.3
+    assert "free motion" in estimator.last_window.note

@@ -1,4 +1,4 @@
-"""online_estimator over DDS: sim_robot's pendulum picks up a payload mid-run; the estimator follows it."""
+"""online_estimator over DDS: sim_robot's pendulum picks up a payload and puts it down; the estimator follows."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import Float64MultiArray, String
 
-from sysid_ros.nodes.client import play_tape
+from sysid_ros.nodes.client import play_tape, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -24,10 +24,11 @@ def play_seed(client, diagnostics, seed: int) -> None:
     assert status.message.startswith("finished"), status.message
 
 
-def test_follows_a_payload_change(nodes, client, tmp_path):
+def test_follows_two_payload_changes_and_asks_for_excitation(nodes, client, tmp_path):
     nodes("sim_robot", "sim_robot", SIM)
     nodes("tape_recorder", "tape_recorder", {**RECORDER, "output_dir": str(tmp_path / "bags")})
-    nodes("online_estimator", "online_estimator", {"joint": "hinge", "length_m": 0.5, "rotor_inertia_kg_m2": 1e-4})
+    nodes("online_estimator", "online_estimator", {"joint": "hinge", "length_m": 0.5, "rotor_inertia_kg_m2": 1e-4,
+                                                   "request_excitation": True})
     diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
     estimates = client.collect(DiagnosticArray, "/online_estimator/estimate", 1000)
     arrays = client.collect(Float64MultiArray, "/online_estimator/estimate_array", 1000)
@@ -59,3 +60,20 @@ def test_follows_a_payload_change(nodes, client, tmp_path):
         kinds, [kv for kv in estimates[-1].status[0].values])
     value, weight = mass()
     assert value == pytest.approx(1.8, rel=0.02) and weight > 1.0, (value, weight)
+
+    assert all(r.successful for r in client.set_parameters("sim_robot", {"physics.pole.mass": 1.1}))  # put down
+    play_seed(client, diagnostics, seed=3)
+    changes = [k for k in (yaml.safe_load(e.data) for e in events) if k["type"] == "ChangeDetected"]
+    assert sum("mass_kg" in k["parameters"] for k in changes) == 2, changes
+    value, weight = mass()
+    assert value == pytest.approx(1.1, rel=0.02) and weight > 1.0, (value, weight)
+
+    # The robot now holds still: the mass is no longer excited; after request_after_s (5 s of robot time)
+    # the estimator asks for excitation, and the recorder, asked by it, plays a tape by itself.
+    seen = len(diagnostics)
+    requests = lambda: sum(yaml.safe_load(e.data)["type"] == "ExcitationRequest" for e in events)  # noqa: E731
+    before = requests()
+    wait_for(lambda: requests() > before, what="an excitation request")
+    assert mass()[0] == pytest.approx(value, rel=1e-9)  # the estimate was held while nothing was excited
+    wait_for(lambda: any(s.name == "/tape_recorder" and s.message.startswith("playing")
+                         for a in diagnostics[seen:] for s in a.status), what="the recorder to play")

@@ -96,6 +96,8 @@ class OnlineConfig:
     errors on any parameter straddles a change and is discarded whole (0 turns the check off).
     `initial`: a prior estimate (e.g. from offline identification); without it the first confident
     window sets each parameter.
+    `min_torque_rms_nm`: a window whose applied torque (on its moving rows) is weaker than this is discarded:
+    free motion fits every parameter at zero.
     """
 
     joint: str
@@ -118,6 +120,7 @@ class OnlineConfig:
     min_rows: int = 100
     filter_torque: bool = True
     halves_z_max: float = 4.0
+    min_torque_rms_nm: float = 0.05
 
     def __post_init__(self) -> None:
         checks = {"window_s": self.window_s > 0, "hop_s": 0 < self.hop_s <= self.window_s,

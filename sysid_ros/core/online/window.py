@@ -144,6 +144,13 @@ def fit_window(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np
         return discarded(end, p, f"{used} rows move faster than {config.selection.slow_speed_rad_s} rad/s", used)
     phi = config.model.columns(qf, qd, qdd)
     y = _filtered(tau, kernels[:1])[0] if config.filter_torque else np.asarray(tau, dtype=np.float64)
+    # Free motion (no torque applied) satisfies the model with every parameter at zero: without input the
+    # window cannot tell the scale of anything, however fast the joint moves. Seen as false "changes to 0"
+    # at the end of every torque tape, when the joint swings out freely.
+    torque_rms = float(np.sqrt(np.mean(np.square(np.asarray(tau, dtype=np.float64)[rows]))))
+    if not torque_rms >= config.min_torque_rms_nm:
+        return discarded(end, p, f"torque RMS {torque_rms:.3g} N m below {config.min_torque_rms_nm} N m: "
+                         "free motion does not scale the parameters", used)
     y = y - config.model.known_torque(qdd)
     rows &= np.isfinite(y)
     try:
