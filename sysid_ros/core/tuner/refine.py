@@ -154,7 +154,7 @@ class RefineResult:
 
 def refine(judge: Judge, servo: Servo, seed: Controller | None, terms: tuple[str, ...]) -> RefineResult:
     """Stage 3's three coordinate passes."""
-    model, goal = judge.model, judge.goal
+    model = judge.model
     found = servo.gains
     notes: list[str] = []
     all_cands: list[Candidate] = []
