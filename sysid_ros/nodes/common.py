@@ -42,15 +42,15 @@ def run(make_node: Callable[[], Node], args: list[str] | None = None) -> None:
 
 
 def declare(node: Node, name: str, default: Any, description: str = "", *, read_only: bool = False) -> Any:
-    """Declare a parameter with a description and return its value."""
+    """Declare a parameter with a description and return its value.
+
+    For an array with no default, pass its type (`Parameter.Type.STRING_ARRAY`): an empty list has none.
+    """
     from rcl_interfaces.msg import ParameterDescriptor
 
     descriptor = ParameterDescriptor(description=description, read_only=read_only)
-    if isinstance(default, list) and not default:
-        # An empty list has no type of its own: declare it by the type its description names.
-        kind = Parameter.Type.STRING_ARRAY if "names" in description else Parameter.Type.DOUBLE_ARRAY
-        descriptor.dynamic_typing = False
-        return node.declare_parameter(name, kind, descriptor).value or []
+    if isinstance(default, Parameter.Type):
+        return node.declare_parameter(name, default, descriptor).value or []
     return node.declare_parameter(name, default, descriptor).value
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.parameter import Parameter
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -31,8 +32,9 @@ class IdentifierNode(LifecycleNode):
     def __init__(self, **kwargs) -> None:
         super().__init__("identifier", **kwargs)
         declare(self, "problem_file", "", "identification problem YAML (see config/identify_pendulum.yaml)")
-        declare(self, "training_bags", [], "bag names to train on (empty: the problem's own)")
-        declare(self, "validation_bags", [], "held-out bag names (empty: the problem's own)")
+        bags = Parameter.Type.STRING_ARRAY
+        declare(self, "training_bags", bags, "bags to train on (empty: the problem's own)")
+        declare(self, "validation_bags", bags, "held-out bags (empty: the problem's own)")
         declare(self, "control", "effort", "drive the model with: effort (measured), commands, or auto")
         declare(self, "output_dir", "identified", "results go to <output_dir>/<problem name>_<UTC time>")
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)

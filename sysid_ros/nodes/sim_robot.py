@@ -40,7 +40,8 @@ class SimRobotNode(Node):
         super().__init__("sim_robot", **kwargs)
         p = lambda name, default, text="": declare(self, name, default, text, read_only=True)  # noqa: E731
         model = p("model", "pendulum", "embedded model name (pendulum, arm3) or an MJCF/URDF path")
-        joints = p("joints", [], "names of the controlled joints (empty: every hinge and slide joint)")
+        joints = p("joints", Parameter.Type.STRING_ARRAY,
+                   "names of the controlled joints (empty: every hinge and slide joint)")
         self.forward_interface = p("forward_interface", "effort", "effort, position or velocity")
         forward = p("forward_controller", "forward_command_controller", "takes Float64MultiArray commands")
         trajectory = p("trajectory_controller", "joint_trajectory_controller", "takes JointTrajectory goals")
@@ -62,9 +63,11 @@ class SimRobotNode(Node):
                 command_rate_hz=p("command_rate_hz", 500.0, "drive update rate (sample-and-hold)"),
                 publish_rate_hz=p("publish_rate_hz", 500.0, "joint_states rate"),
                 noise=noise, seed=p("seed", 0, "noise seed"),
-                torque_limits_nm=p("torque_limits_nm", [], "per joint (empty: the motors' ctrlrange)") or None,
+                torque_limits_nm=p("torque_limits_nm", Parameter.Type.DOUBLE_ARRAY,
+                                   "per joint (empty: the motors' ctrlrange)") or None,
                 gain_guard=guard,
-                initial_positions=p("initial_positions", [], "per joint (empty: the model's qpos0)") or None,
+                initial_positions=p("initial_positions", Parameter.Type.DOUBLE_ARRAY,
+                                    "per joint (empty: the model's qpos0)") or None,
                 start_time_ns=int(round(start_s * 1e9)))
         except SysidRosError as exc:  # stay up and say why, rather than vanish from the graph
             self.robot = None

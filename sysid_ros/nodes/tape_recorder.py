@@ -26,6 +26,7 @@ import yaml
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
+from rclpy.parameter import Parameter
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
@@ -54,7 +55,7 @@ class TapeRecorderNode(LifecycleNode):
     def __init__(self, **kwargs) -> None:
         super().__init__("tape_recorder", **kwargs)
         d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
-        d("joints", [], "names of the joints to move, in the controller's command order")
+        d("joints", Parameter.Type.STRING_ARRAY, "names of the joints to move, in the controller's command order")
         d("command_mode", "stream", "stream (Float64MultiArray at command_rate_hz) or trajectory (JointTrajectory)")
         d("forward_controller", "forward_command_controller", "takes /<name>/commands in stream mode")
         d("forward_interface", "position", "the forward controller's interface: position or effort")
