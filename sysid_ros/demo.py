@@ -25,19 +25,25 @@ TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
 NOMINAL = {"pole_mass": 1.0, "hinge_damping": 0.0, "hinge_frictionloss": 0.0}
 NOISE_RAD = 5e-4
 
+# sim_robot parameters of the hidden pendulum (torque-driven, 0.5 mrad angle noise, simulated time), and the
+# tape_recorder's for multisine torque tapes on it (1.6 N m peak, inside a 1.5 rad / 6 rad/s envelope).
+# The end-to-end tests drive the same robot with the same tapes.
+HIDDEN_PENDULUM = {"use_sim_time": True, "real_time_factor": 2.0, "forward_interface": "effort",
+                   "noise.position_rad": NOISE_RAD, "physics.pole.mass": TRUTH["pole_mass"],
+                   "physics.hinge.damping": TRUTH["hinge_damping"],
+                   "physics.hinge.frictionloss": TRUTH["hinge_frictionloss"]}
+TORQUE_TAPES = {"joints": ["hinge"], "forward_interface": "effort", "command_rate_hz": 500.0,
+                "tape.kind": "multisine", "model": "pendulum", "safety.stale_after_s": 0.5,
+                "envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 1.5,
+                "envelope.hinge.max_speed_rad_s": 6.0, "envelope.hinge.max_torque_nm": 2.0}
+
 
 def record(folder: Path, real_time_factor: float) -> list[str]:
     """Record a training and a held-out multisine torque tape from the hidden pendulum; return the bags."""
-    sim = NodeProcess("sim_robot", "sim_robot", {
-        "use_sim_time": True, "real_time_factor": real_time_factor, "forward_interface": "effort",
-        "noise.position_rad": NOISE_RAD, "physics.pole.mass": TRUTH["pole_mass"],
-        "physics.hinge.damping": TRUTH["hinge_damping"], "physics.hinge.frictionloss": TRUTH["hinge_frictionloss"]},
-        folder / "logs")
-    recorder = NodeProcess("tape_recorder", "tape_recorder", {
-        "joints": ["hinge"], "forward_interface": "effort", "command_rate_hz": 500.0, "tape.kind": "multisine",
-        "output_dir": str(folder / "bags"), "model": "pendulum", "safety.stale_after_s": 0.5,
-        "envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 1.5, "envelope.hinge.max_speed_rad_s": 6.0,
-        "envelope.hinge.max_torque_nm": 2.0}, folder / "logs")
+    sim = NodeProcess("sim_robot", "sim_robot", {**HIDDEN_PENDULUM, "real_time_factor": real_time_factor},
+                      folder / "logs")
+    recorder = NodeProcess("tape_recorder", "tape_recorder", {**TORQUE_TAPES, "output_dir": str(folder / "bags")},
+                           folder / "logs")
     client = RosClient("sysid_ros_demo")
     bags = []
     try:

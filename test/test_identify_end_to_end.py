@@ -18,17 +18,13 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.identify import identify, problem_from_dict
+from sysid_ros.demo import HIDDEN_PENDULUM, TORQUE_TAPES, TRUTH
 from sysid_ros.nodes.client import RosClient, play_tape, status_value, wait_for
 from sysid_ros.nodes.processes import NodeProcess
 
 pytestmark = pytest.mark.ros
 
-TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
-SIM = {"use_sim_time": True, "real_time_factor": 2.0, "forward_interface": "effort", "noise.position_rad": 5e-4,
-       "physics.pole.mass": 1.3, "physics.hinge.damping": 0.08, "physics.hinge.frictionloss": 0.05}
-RECORDER = {"joints": ["hinge"], "forward_interface": "effort", "command_rate_hz": 500.0, "tape.kind": "multisine",
-            "safety.stale_after_s": 0.5, "envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 1.5,
-            "envelope.hinge.max_speed_rad_s": 6.0, "envelope.hinge.max_torque_nm": 2.0}
+SIM, RECORDER = HIDDEN_PENDULUM, TORQUE_TAPES  # the demo's robot (its truth: TRUTH) and tapes
 
 
 def problem_document(training: list[str], validation: list[str]) -> dict:

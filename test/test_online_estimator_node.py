@@ -7,15 +7,12 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import Float64MultiArray, String
 
+from sysid_ros.demo import HIDDEN_PENDULUM, TORQUE_TAPES
 from sysid_ros.nodes.client import play_tape, wait_for
 
 pytestmark = pytest.mark.ros
 
-SIM = {"use_sim_time": True, "real_time_factor": 2.0, "forward_interface": "effort", "noise.position_rad": 5e-4,
-       "physics.pole.mass": 1.3, "physics.hinge.damping": 0.08, "physics.hinge.frictionloss": 0.05}
-RECORDER = {"joints": ["hinge"], "forward_interface": "effort", "command_rate_hz": 500.0, "tape.kind": "multisine",
-            "safety.stale_after_s": 0.5, "envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 1.5,
-            "envelope.hinge.max_speed_rad_s": 6.0, "envelope.hinge.max_torque_nm": 2.0}
+SIM, RECORDER = HIDDEN_PENDULUM, TORQUE_TAPES  # the demo's robot and tapes
 
 
 def play_seed(client, diagnostics, seed: int) -> None:
