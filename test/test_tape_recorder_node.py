@@ -278,3 +278,32 @@ def test_record_command_line(nodes, tmp_path):
     assert "completed" in done.stdout and "100.0%" in done.stdout
     [bag] = list((tmp_path / "cli_bags").iterdir())
     assert bag.name.startswith("sweep-s2") and read_metadata(bag)[-1]["result"]["completed"] is True
+
+
+def test_cleanup_undoes_configure(tmp_path):
+    """configure -> cleanup -> configure -> shutdown, in this process: each transition succeeds and cleanup
+    leaves no subscription, watchdog or command publisher behind."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from sysid_ros.nodes.tape_recorder import TapeRecorderNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        params = recorder_params(tmp_path / "bags")
+        node = TapeRecorderNode(context=context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        node.trigger_configure()
+        assert node._state_machine.current_state[1] == "inactive"
+        assert node.count_publishers("/forward_command_controller/commands") == 1
+        node.trigger_cleanup()
+        assert node._state_machine.current_state[1] == "unconfigured"
+        assert node.count_publishers("/forward_command_controller/commands") == 0
+        assert node._feedback_sub is None and node._watchdog is None and node._config is None
+        node.trigger_configure()
+        assert node._state_machine.current_state[1] == "inactive"
+        node.trigger_shutdown()
+        assert node._state_machine.current_state[1] == "finalized"
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)

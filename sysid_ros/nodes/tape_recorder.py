@@ -73,6 +73,7 @@ class TapeRecorderNode(LifecycleNode):
         d("storage", "mcap", "mcap (survives a crash: sysid-ros bag repair) or sqlite3")
         d("model", "", "robot model reference recorded with the bag")
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._feedback_sub = self._watchdog = self._command_pub = None
         self._config: dict | None = None
         self._playback: Playback | None = None
         self._writer: BagWriter | None = None
@@ -129,14 +130,14 @@ class TapeRecorderNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _teardown(self) -> None:
-        for name in ("_feedback_sub", "_watchdog"):
-            entity = getattr(self, name, None)
-            if entity is not None:
-                (self.destroy_subscription if name == "_feedback_sub" else self.destroy_timer)(entity)
-                setattr(self, name, None)
-        if getattr(self, "_command_pub", None) is not None:
+        """Undo configure: feedback subscription, watchdog and command publisher go."""
+        if self._feedback_sub is not None:
+            self.destroy_subscription(self._feedback_sub)
+        if self._watchdog is not None:
+            self.destroy_timer(self._watchdog)
+        if self._command_pub is not None:
             self.destroy_lifecycle_publisher(self._command_pub)
-            self._command_pub = None
+        self._feedback_sub = self._watchdog = self._command_pub = None
         self._config = None
 
     def _declare_envelopes(self, joints: list[str]) -> None:
