@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..joint_model import JointModel
 from ..tapes import Tape, duration_s, pickplace, sample, stretched
-from .arm_plant import ArmPlant
+from .arm_plant import Arm
 from .model import Controller, Goal, Servo, gains_for, loop_of
 from .pipeline import TuneResult, tune
 from .plant import Plant, Telemetry
@@ -83,7 +83,7 @@ class ArmResult:
     notes: tuple[str, ...]
 
 
-def arm_check_tapes(arm: ArmPlant, models: dict[str, JointModel], use: float = 0.8) -> list[Tape]:
+def arm_check_tapes(arm: Arm, models: dict[str, JointModel], use: float = 0.8) -> list[Tape]:
     """Four held-out pick-and-place tape sets over all joints, stretched until every joint's model follows
     its part on 80 % of its cap."""
     out = []
@@ -126,11 +126,11 @@ def _ringing_over(tel: Telemetry, mask: np.ndarray, min_s: float = 0.2) -> float
     return 1e3 * worst
 
 
-def _run(arm: ArmPlant, tapes_: Sequence[Tape], controllers: dict[str, Controller]) -> list[dict[str, Telemetry]]:
+def _run(arm: Arm, tapes_: Sequence[Tape], controllers: dict[str, Controller]) -> list[dict[str, Telemetry]]:
     return [arm.play(tape, controllers) for tape in tapes_]
 
 
-def offences(arm: ArmPlant, tapes_: Sequence[Tape], runs: list[dict[str, Telemetry]],
+def offences(arm: Arm, tapes_: Sequence[Tape], runs: list[dict[str, Telemetry]],
              base_runs: list[dict[str, Telemetry]], controllers: dict[str, Controller],
              outcomes: dict[str, JointOutcome], goal: Goal) -> ArmRound:
     """Judge every joint of one whole-arm run against the as-found arm's run, by the seed's offender rules."""
@@ -192,7 +192,7 @@ def _only(tape: Tape, joint: str) -> Tape:
     return replace(tape, joints=(joint,), curves=(tape.curves[k],))
 
 
-def tune_arm(servos: Sequence[Servo], arm: ArmPlant, goal: Goal = Goal(), *,
+def tune_arm(servos: Sequence[Servo], arm: Arm, goal: Goal = Goal(), *,
              tune_joint: TuneJoint = _default_tune) -> ArmResult:
     """Tune `servos` (given base to tip) tip to base through `arm`, then check and back off the whole arm."""
     by_name = {s.name: s for s in servos}

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..envelope import Envelope, check_sample
 from ..errors import ConfigError
-from ..sim import Feedback, load_spec
+from ..sim import Feedback, SimRobot, load_spec
 from ..tapes import Tape, duration_s, sample
 from ..trajectory import Trajectory
 from .model import Controller, to_pid_gains
@@ -52,21 +52,17 @@ def inverse_dynamics(nominal: mujoco.MjModel, joints: tuple[str, ...], q: np.nda
 
 
 @dataclass
-class ArmPlant:
-    """An arm of several joints, each under its own controller, with hidden physics, noise and delay."""
+class Arm:
+    """What every arm plant shares: the joints, their envelopes and torque caps, home, and the host feed-forward
+    of the nominal model. A subclass plays tapes (`ArmPlant` in MuJoCo, the ROS plant on a robot)."""
 
     model: str | Path
     joints: tuple[str, ...]
     envelopes: dict[str, Envelope]
     command_rate_hz: float = 200.0
     torque_limits_nm: dict[str, float] | None = None
-    physics: dict[str, float] = field(default_factory=dict)
-    noise_rad: float = 0.0
-    delay_s: float = 0.0
-    seed: int = 0
     arm_feedforward: bool | None = None  # None: on, unless the model is a closed chain or has passive joints
     motion_s: float = 0.0
-    plays: int = 0
 
     def __post_init__(self) -> None:
         self.joints = tuple(self.joints)
@@ -80,24 +76,27 @@ class ArmPlant:
                                                                         mujoco.mjtJoint.mjJNT_SLIDE)}
             passive = [m.joint(j).name for j in actuated if m.joint(j).name not in self.joints]
             self.arm_feedforward = not (m.neq > 0 or passive)
-        probe = _Drive(self.model, list(self.joints), command_rate_hz=self.command_rate_hz,
-                       publish_rate_hz=self.command_rate_hz)
+        probe = SimRobot(self.model, list(self.joints), command_rate_hz=self.command_rate_hz,
+                         publish_rate_hz=self.command_rate_hz)
         caps = self.torque_limits_nm or {}
         self.caps = {j: float(caps.get(j, probe.torque_limits_nm[k])) for k, j in enumerate(self.joints)}
         self.home = {j: self.envelopes[j].origin_rad for j in self.joints}
+
+    def play(self, tape: Tape, controllers: dict[str, Controller]) -> dict[str, Telemetry]:
+        raise NotImplementedError
 
     @property
     def box_terms(self) -> tuple[str, ...]:
         return BOX_TERMS_WITH_ARM_MODEL if self.arm_feedforward else ALL_BOX_TERMS
 
-    def play(self, tape: Tape, controllers: dict[str, Controller]) -> dict[str, Telemetry]:
-        """Play `tape` (its joints move, the rest hold home) under `controllers`; telemetry for every joint."""
+    def reference(self, tape: Tape, controllers: dict[str, Controller]) -> tuple[np.ndarray, ...]:
+        """The play of `tape` on the command grid: times (N,), and (N, J) positions, velocities, accelerations
+        and host feed-forward for every arm joint (joints the tape does not move hold home)."""
         unknown = [j for j in tape.joints if j not in self.joints]
         if unknown or set(controllers) != set(self.joints):
             raise ConfigError(f"tape joints {unknown} unknown, or controllers not given for every arm joint")
-        rate = self.command_rate_hz
-        n = int(math.ceil(duration_s(tape) * rate - 1e-9)) + 1
-        t = np.arange(n) / rate
+        n = int(math.ceil(duration_s(tape) * self.command_rate_hz - 1e-9)) + 1
+        t = np.arange(n) / self.command_rate_hz
         got = sample(tape, t)
         q = np.tile([self.home[j] for j in self.joints], (n, 1)).astype(float)
         qd, qdd = np.zeros_like(q), np.zeros_like(q)
@@ -109,6 +108,26 @@ class ArmPlant:
             box = controllers[joint].feedforward
             if box is not None:
                 ff[:, k] += box.torque(q[:, k], qd[:, k], qdd[:, k])
+        return t, q, qd, qdd, ff
+
+    def joint_plant(self, joint: str, others: dict[str, Controller]) -> "JointInArm":
+        return JointInArm(self, joint, dict(others))
+
+
+@dataclass
+class ArmPlant(Arm):
+    """An arm in MuJoCo, each joint under its own controller, with hidden physics, noise and delay."""
+
+    physics: dict[str, float] = field(default_factory=dict)
+    noise_rad: float = 0.0
+    delay_s: float = 0.0
+    seed: int = 0
+    plays: int = 0
+
+    def play(self, tape: Tape, controllers: dict[str, Controller]) -> dict[str, Telemetry]:
+        """Play `tape` (its joints move, the rest hold home) under `controllers`; telemetry for every joint."""
+        t, q, qd, _, ff = self.reference(tape, controllers)
+        rate, n = self.command_rate_hz, len(t)
         robot = _Drive(self.model, list(self.joints), command_rate_hz=rate, publish_rate_hz=rate,
                        torque_limits_nm=[self.caps[j] for j in self.joints], physics=self.physics,
                        initial_positions=list(q[0]), seed=self.seed + self.plays)
@@ -149,15 +168,12 @@ class ArmPlant:
                                    controllers[joint].gains.kp, controllers[joint].gains.kd)
         return out
 
-    def joint_plant(self, joint: str, others: dict[str, Controller]) -> "JointInArm":
-        return JointInArm(self, joint, dict(others))
-
 
 @dataclass
 class JointInArm:
     """The Plant seam for one arm joint while the others hold home under `others`."""
 
-    arm: ArmPlant
+    arm: Arm
     joint: str
     others: dict[str, Controller]
     torque_sample_phase: float = 0.5
