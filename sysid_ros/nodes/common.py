@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,32 @@ def declare(node: Node, name: str, default: Any, description: str = "", *, read_
     if isinstance(default, Parameter.Type):
         return node.declare_parameter(name, default, descriptor).value or []
     return node.declare_parameter(name, default, descriptor).value
+
+
+ENVELOPE_FIELDS = ("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm", "max_accel_rad_s2")
+
+
+def declare_envelopes(node: Node, joints: list[str]) -> None:
+    """Declare `envelope.<joint>.*` for each joint (NaN until set: `read_envelopes` refuses unset limits)."""
+    for joint in joints:
+        for field in ENVELOPE_FIELDS:
+            name = f"envelope.{joint}.{field}"
+            if not node.has_parameter(name):
+                declare(node, name, 0.0 if field == "max_accel_rad_s2" else math.nan,
+                        f"{joint}'s envelope" + (" (0: no limit)" if field == "max_accel_rad_s2" else ""))
+
+
+def read_envelopes(node: Node, joints: list[str]) -> dict:
+    """Each joint's Envelope from its parameters; ValueError naming any that are not set."""
+    from ..core.playback import envelopes_from_parameters
+
+    declare_envelopes(node, joints)
+    flat = {name: node.get_parameter(name).value for joint in joints for name in
+            (f"envelope.{joint}.{field}" for field in ENVELOPE_FIELDS)}
+    missing = sorted(n for n, v in flat.items() if isinstance(v, float) and math.isnan(v))
+    if missing:
+        raise ValueError(f"envelope parameters not set: {missing}")
+    return envelopes_from_parameters(joints, flat)
 
 
 def diagnostic(node: Node, level: str, message: str, values: dict[str, Any] | None = None) -> DiagnosticStatus:

@@ -170,6 +170,9 @@ class SimRobotNode(Node):
             with_eff = all(len(pt.effort) == n for pt in points)
             stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             start = self.robot.time_ns if stamp == 0 else stamp - self._epoch_offset_ns
+            if start < self.robot.time_ns:  # a real controller starts it late too: say so
+                self.get_logger().warning(f"trajectory stamped to start {(self.robot.time_ns - start) * 1e-9:.3f} s "
+                                          "ago: started now, late")
             self.robot.follow(Trajectory(
                 tuple(msg.joint_names), start,
                 [pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9 for pt in points],

@@ -39,14 +39,14 @@ from ..core.bags import BagWriter
 from ..core.bags.fastcdr import decode_cdr, names_from_key
 from ..core.errors import SysidRosError
 from ..core.params import flatten
-from ..core.playback import Playback, SafetyMargins, envelopes_from_parameters
+from ..core.playback import Playback, SafetyMargins
 from .serialization import float64_array_cdr, msgtype_of, to_cdr
-from .common import COMMAND_QOS, SENSOR_QOS, declare, diagnostic, publish_diagnostics, run
+from .common import (COMMAND_QOS, SENSOR_QOS, declare, declare_envelopes, diagnostic, publish_diagnostics,
+                     read_envelopes, run)
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
 TRAJECTORY_POINTS_HZ = 100.0  # waypoint rate of a tape sent to a trajectory controller (cubic between them)
-ENVELOPE_FIELDS = ("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm", "max_accel_rad_s2")
 
 
 class TapeRecorderNode(LifecycleNode):
@@ -64,7 +64,8 @@ class TapeRecorderNode(LifecycleNode):
         d("feedback_topic", "/joint_states", "sensor_msgs/JointState feedback")
         d("tape.kind", "multisine", f"one of {', '.join(tapes.KINDS)}")
         d("tape.seed", 0, "seed of seeded kinds (evaluation tapes, multisine, dither)")
-        d("tape.file", "", "a tape as YAML (Tape.to_dict); overrides tape.kind")
+        d("tape.file", "", "a tape as YAML (Tape.to_dict), or a play {tape, feedforward}; overrides tape.kind")
+        d("trajectory_lead_s", 0.5, "robot seconds between sending a trajectory and its stamped start")
         d("safety.travel_margin_rad", 0.05, "feedback may pass the travel by this much before motion stops")
         d("safety.speed_margin_frac", 0.25, "and the top speed by this fraction")
         d("safety.torque_margin_frac", 0.0, "and the torque limit by this fraction")
@@ -76,6 +77,7 @@ class TapeRecorderNode(LifecycleNode):
         self._feedback_sub = self._watchdog = self._command_pub = None
         self._config: dict | None = None
         self._playback: Playback | None = None
+        self._feedforward: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._writer: BagWriter | None = None
         self._last_feedback: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
         self._names: dict[object, list[str]] = {}  # joint names by the CDR bytes that encode them
@@ -88,7 +90,7 @@ class TapeRecorderNode(LifecycleNode):
         self.create_service(Trigger, "~/play", self._on_play)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._declare_envelopes(list(self.get_parameter("joints").value))
+        declare_envelopes(self, list(self.get_parameter("joints").value))
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -140,25 +142,12 @@ class TapeRecorderNode(LifecycleNode):
         self._feedback_sub = self._watchdog = self._command_pub = None
         self._config = None
 
-    def _declare_envelopes(self, joints: list[str]) -> None:
-        """Declare `envelope.<joint>.*` for each joint (NaN until set: configure refuses unset limits)."""
-        for joint in joints:
-            for field in ENVELOPE_FIELDS:
-                name = f"envelope.{joint}.{field}"
-                if not self.has_parameter(name):
-                    declare(self, name, 0.0 if field == "max_accel_rad_s2" else math.nan,
-                            f"{joint}'s envelope" + (" (0: no limit)" if field == "max_accel_rad_s2" else ""))
-
     def _read_configuration(self) -> dict:
         value = lambda name: self.get_parameter(name).value  # noqa: E731
         joints = list(value("joints"))
         if not joints:
             raise ValueError("parameter joints is empty: name the joints to move")
-        self._declare_envelopes(joints)
-        flat = {p.name: p.value for p in self._parameters.values() if p.name.startswith("envelope.")}
-        missing = sorted(n for n, v in flat.items() if isinstance(v, float) and math.isnan(v))
-        if missing:
-            raise ValueError(f"envelope parameters not set: {missing}")
+        envelopes = read_envelopes(self, joints)
         mode = value("command_mode")
         if mode not in ("stream", "trajectory"):
             raise ValueError(f"command_mode must be stream or trajectory, not {mode!r}")
@@ -179,7 +168,7 @@ class TapeRecorderNode(LifecycleNode):
         kind = value("tape.kind")
         if not value("tape.file") and kind not in tapes.KINDS:
             raise ValueError(f"tape.kind {kind!r} is not one of {tapes.KINDS}")
-        return dict(joints=joints, envelopes=envelopes_from_parameters(joints, flat), command_mode=mode,
+        return dict(joints=joints, envelopes=envelopes, command_mode=mode,
                     forward_controller=value("forward_controller"), forward_interface=interface,
                     trajectory_controller=value("trajectory_controller"), command_rate_hz=rate,
                     feedback_topic=value("feedback_topic"), output_dir=output, storage=storage,
@@ -193,10 +182,17 @@ class TapeRecorderNode(LifecycleNode):
         return self._robot_now_ns or self.get_clock().now().nanoseconds
 
     def _build_tape(self, start: dict[str, float]) -> tapes.Tape:
+        """The tape to play (and its host feed-forward, kept in `_feedforward`)."""
         c = self._config
         path = self.get_parameter("tape.file").value
+        self._feedforward = {}
         if path:
-            tape = tapes.Tape.from_dict(yaml.safe_load(Path(path).read_text()))
+            data = yaml.safe_load(Path(path).read_text())
+            if isinstance(data, dict) and "tape" in data:  # a play: the tape plus host feed-forward samples
+                tape = tapes.Tape.from_dict(data["tape"])
+                self._feedforward = feedforward_of(data.get("feedforward") or {}, tape)
+            else:
+                tape = tapes.Tape.from_dict(data)
         else:
             kind = self.get_parameter("tape.kind").value
             options = {"start": start}
@@ -208,6 +204,8 @@ class TapeRecorderNode(LifecycleNode):
             raise ValueError(f"tape {tape.name} is an effort tape: it needs stream mode on an effort interface")
         if tape.interface == "position" and c["command_mode"] == "stream" and c["forward_interface"] != "position":
             raise ValueError(f"tape {tape.name} is a position tape: the forward interface is {c['forward_interface']}")
+        if self._feedforward and c["command_mode"] != "trajectory":
+            raise ValueError(f"tape {tape.name} carries host feed-forward: it needs command_mode trajectory")
         unknown = [j for j in tape.joints if j not in c["joints"]]
         if unknown:
             raise ValueError(f"tape {tape.name} moves joints {unknown} that are not configured")
@@ -252,7 +250,9 @@ class TapeRecorderNode(LifecycleNode):
             positions = dict(zip(names, position.tolist()))
             tape = self._build_tape({j: positions[j] for j in c["joints"]})
             self._drain()  # building took time: start the tape at the robot's time now
-            playback = Playback(tape, c["envelopes"], c["margins"], self._now_ns())
+            # a trajectory is stamped to start a little ahead, so the controller starts it exactly then
+            lead_ns = int(self.get_parameter("trajectory_lead_s").value * 1e9) if c["command_mode"] == "trajectory" else 0
+            playback = Playback(tape, c["envelopes"], c["margins"], self._now_ns() + max(lead_ns, 0))
             self._open_bag(playback)
         except (SysidRosError, ValueError, OSError) as exc:
             message = f"refused: {exc}"
@@ -298,10 +298,19 @@ class TapeRecorderNode(LifecycleNode):
         times = np.arange(0.0, playback.duration_s, 1.0 / TRAJECTORY_POINTS_HZ)[1:]
         times = np.append(times, playback.duration_s)
         position, velocity = playback.reference(times)
-        msg = JointTrajectory(joint_names=list(playback.tape.joints))
-        for t, q, v in zip(times, position, velocity):
+        joints = playback.tape.joints
+        effort = None
+        if self._feedforward:
+            effort = np.zeros_like(position)
+            for k, joint in enumerate(joints):
+                if joint in self._feedforward:
+                    effort[:, k] = np.interp(times, *self._feedforward[joint])
+        msg = JointTrajectory(joint_names=list(joints))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(playback.start_ns, 1_000_000_000)
+        for k, (t, q, v) in enumerate(zip(times, position, velocity)):
             sec = int(t)
             msg.points.append(JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist(),
+                                                   effort=[] if effort is None else effort[k].tolist(),
                                                    time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9))))
         return msg
 
@@ -447,6 +456,25 @@ class TapeRecorderNode(LifecycleNode):
             array.header.stamp.sec, array.header.stamp.nanosec = divmod(self._now_ns(), 1_000_000_000)
             self._record(writer, f"{self.get_fully_qualified_name()}/status", array, self._now_ns())
         return status
+
+
+def feedforward_of(data: object, tape: tapes.Tape) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A play's host feed-forward `{rate_hz, torque_nm: {joint: [...]}}` as (times, torques) per joint."""
+    if not isinstance(data, dict) or not data:
+        return {}
+    rate = float(data.get("rate_hz", 0.0))
+    torque = data.get("torque_nm")
+    if not (math.isfinite(rate) and rate > 0) or not isinstance(torque, dict):
+        raise ValueError("feedforward needs rate_hz > 0 and torque_nm: {joint: [N m, ...]}")
+    out = {}
+    for joint, values in torque.items():
+        if joint not in tape.joints:
+            raise ValueError(f"feedforward names joint {joint!r}, which tape {tape.name} does not move")
+        values = np.asarray(values, dtype=float)
+        if values.ndim != 1 or len(values) < 2 or not np.all(np.isfinite(values)):
+            raise ValueError(f"feedforward of {joint} must be at least two finite torques")
+        out[joint] = (np.arange(len(values)) / rate, values)
+    return out
 
 
 def main(args: list[str] | None = None) -> None:
