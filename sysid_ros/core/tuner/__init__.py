@@ -10,7 +10,8 @@ deployed joint from its logs and `FineTuneResult.canary` keeps or rolls back.
 from .analytic import AnalyticStart, analytic_start
 from .arm import ArmResult, ArmRound, JointOutcome, outcome_of, tune_arm
 from .arm_plant import Arm, ArmPlant, JointInArm
-from .fine_tune import CanaryVerdict, FineTuneResult, Log, fine_tune, learn_feedforward
+from .canary import CanaryVerdict, canary_threshold, judge_canary
+from .fine_tune import FineTuneResult, Log, fine_tune, learn_feedforward
 from .identify import Identification, identify
 from .model import Controller, Gains, Goal, Loop, Servo, feedforward_from, gains_for, loop_of, to_pid_gains
 from .pipeline import TuneResult, plan_seconds, stage_tapes, tune
@@ -23,6 +24,7 @@ from .verify import Verified, VerifyResult, verify
 
 __all__ = [
     "AnalyticStart", "Arm", "ArmPlant", "ArmResult", "ArmRound", "CanaryVerdict", "Candidate", "Controller",
+    "canary_threshold", "judge_canary",
     "FineTuneResult", "Gains", "Goal", "Identification", "JointInArm", "JointOutcome", "Limits", "Log", "Loop",
     "Plant", "RefineResult", "Rung", "Score", "Servo", "SimPlant", "SweepResult", "Telemetry", "TuneResult",
     "Verified", "VerifyResult", "analytic_start", "cost", "eased", "feedforward_from", "fine_tune",

@@ -21,6 +21,7 @@ from ..derivatives import quartic_derivatives
 from ..errors import DataError
 from ..joint_model import ALL_TERMS, REVOLUTE_TERMS, JointModel, joint_columns
 from ..tapes import Tape
+from .canary import CanaryVerdict, judge_canary
 from .identify import fit_model
 from .model import Controller, Goal, Servo, gains_for, loop_of
 from .plant import Plant, Telemetry, twin_plant
@@ -44,14 +45,6 @@ class Log:
 
 
 @dataclass(frozen=True)
-class CanaryVerdict:
-    keep: bool
-    live_ratio: float
-    threshold: float
-    reason: str
-
-
-@dataclass(frozen=True)
 class FineTuneResult:
     """Drift, learned feed-forward, twin check, trust-region search and the proposal (None: keep deployed)."""
 
@@ -70,14 +63,9 @@ class FineTuneResult:
     def canary(self, after_logs: Sequence[Log | Telemetry]) -> CanaryVerdict:
         """Keep the change if live cost / as-ran cost <= 1 - (1 - predicted) / 2, else roll back."""
         after = score([_tel(x) for x in after_logs])
-        before = self.before_cost_basis
-        live = cost(after, before, self.allocation_mrad) / 2.0  # type: ignore[arg-type]
-        threshold = 1.0 - 0.5 * (1.0 - self.predicted_ratio)
-        if after.aborted or not after.finite:
-            return CanaryVerdict(False, live, threshold, f"roll back: {after.aborted or 'telemetry not finite'}")
-        if live <= threshold:
-            return CanaryVerdict(True, live, threshold, f"keep: live ratio {live:.3f} <= {threshold:.3f}")
-        return CanaryVerdict(False, live, threshold, f"roll back: live ratio {live:.3f} > {threshold:.3f}")
+        live = cost(after, self.before_cost_basis, self.allocation_mrad) / 2.0  # type: ignore[arg-type]
+        failure = after.aborted or (None if after.finite else "telemetry not finite")
+        return judge_canary(live, self.predicted_ratio, failure)
 
 
 def _tel(item: Log | Telemetry) -> Telemetry:

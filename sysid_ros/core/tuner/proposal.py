@@ -8,15 +8,23 @@ rung and every candidate.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..errors import ConfigError
-from ..gains import parameter_name
+from ..gains import parameter_name, split_parameter_name
 from ..joint_model import REVOLUTE_TERMS, JointModel
+from ..tapes import Tape
+from .arm import ArmResult
 from .model import Controller, Gains, loop_of, to_pid_gains
 from .pipeline import TuneResult
+from .scoring import Score, cost
+
+TUNED_GAINS = ("p", "i", "d", "i_clamp")  # what the tuner sets; ff_velocity_scale stays as the drive has it
 
 FORMAT = "sysid_ros.servo_proposal/1"
 
@@ -96,3 +104,127 @@ def gains_from_proposal(data: dict[str, Any]) -> tuple[str, Gains, dict[str, flo
     gains = Gains(kp=params[parameter_name(joint, "p")], kd=params[parameter_name(joint, "d")],
                   ki=params[parameter_name(joint, "i")], i_clamp_nm=params[parameter_name(joint, "i_clamp")])
     return joint, gains, data["proposed"]["host_feedforward"]
+
+
+APPLY_FORMAT = "sysid_ros.gain_proposal/1"
+
+
+@dataclass(frozen=True)
+class GainProposal:
+    """What the servo tuner proposes for a controller's joints, and how a canary checks it on the robot.
+
+    `parameters` are the controller parameters to set at once; `as_found` what the tuner read before it
+    moved anything. The canary replays `canary_tapes` under the proposed controllers (gains plus host
+    feed-forward) and compares each joint's cost with `before` (the as-found run on the same tapes):
+    the live ratio sum(cost) / sum(as-found cost) must be <= 1 - (1 - predicted_ratio) / 2.
+    """
+
+    joints: tuple[str, ...]
+    improved: bool
+    parameters: dict[str, float]
+    as_found: dict[str, float]
+    feedforward: dict[str, JointModel | None]
+    canary_tapes: tuple[Tape, ...]
+    before: dict[str, Score]
+    allocation_mrad: dict[str, float]
+    predicted_ratio: float
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, value in self.parameters.items():
+            split = split_parameter_name(name)
+            if split is None or split[0] not in self.joints or not math.isfinite(value):
+                raise ConfigError(f"proposal parameter {name}={value!r} is not a finite gain of its joints")
+        if set(self.parameters) != set(self.as_found):
+            raise ConfigError("a proposal names the same parameters as proposed and as found")
+
+    def controllers(self) -> dict[str, Controller]:
+        """The proposed controller of every joint (gains as in `parameters`, host feed-forward)."""
+        out = {}
+        for joint in self.joints:
+            p = lambda g: self.parameters.get(parameter_name(joint, g), 0.0)  # noqa: E731
+            out[joint] = Controller(Gains(kp=p("p"), kd=p("d"), ki=p("i"), i_clamp_nm=p("i_clamp")),
+                                    self.feedforward.get(joint), "proposed")
+        return out
+
+    def live_ratio(self, after: dict[str, Score]) -> tuple[float, str | None]:
+        """(sum of live costs / sum of as-found costs, why the canary fails regardless) from live scores."""
+        failure = next((f"{j}: {s.aborted}" for j, s in after.items() if s.aborted), None)
+        failure = failure or next((f"{j}: telemetry not finite" for j, s in after.items() if not s.finite), None)
+        live = sum(cost(after[j], self.before[j], self.allocation_mrad[j]) for j in self.joints)
+        base = sum(cost(self.before[j], self.before[j], self.allocation_mrad[j]) for j in self.joints)
+        return live / base, failure
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean({
+            "format": APPLY_FORMAT, "summary": self.summary, "joints": list(self.joints),
+            "improved": self.improved, "parameters": self.parameters, "as_found": self.as_found,
+            "host_feedforward": {j: (asdict(m) if m is not None else None) for j, m in self.feedforward.items()},
+            "predicted_cost_ratio": self.predicted_ratio,
+            "canary": {"before": {j: s.as_dict() for j, s in self.before.items()},
+                       "allocation_mrad": self.allocation_mrad,
+                       "tapes": [t.to_dict() for t in self.canary_tapes]},
+            "details": self.details})
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "GainProposal":
+        if not isinstance(data, dict) or data.get("format") != APPLY_FORMAT:
+            raise ConfigError(f"not a gain proposal (format {data.get('format') if isinstance(data, dict) else None},"
+                              f" expected {APPLY_FORMAT})")
+        try:
+            canary = data["canary"]
+            return cls(tuple(data["joints"]), bool(data["improved"]),
+                       {k: float(v) for k, v in data["parameters"].items()},
+                       {k: float(v) for k, v in data["as_found"].items()},
+                       {j: (JointModel(**m) if m else None) for j, m in data["host_feedforward"].items()},
+                       tuple(Tape.from_dict(t) for t in canary["tapes"]),
+                       {j: Score(**{**s, "aborted": s.get("aborted")}) for j, s in canary["before"].items()},
+                       {j: float(v) for j, v in canary["allocation_mrad"].items()},
+                       float(data["predicted_cost_ratio"]), str(data.get("summary", "")), data.get("details") or {})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"gain proposal is incomplete or malformed: {exc!r}") from exc
+
+
+def gain_parameters(controllers: dict[str, Controller]) -> dict[str, float]:
+    """The controller parameters the tuner sets (p, i, d, i_clamp of each joint) for `controllers`."""
+    out = {}
+    for joint, controller in controllers.items():
+        pid = to_pid_gains(controller.gains).as_dict()
+        out.update({parameter_name(joint, g): float(pid[g]) for g in TUNED_GAINS})
+    return out
+
+
+def from_tune(result: TuneResult, canary_tapes: Sequence[Tape]) -> GainProposal:
+    """The proposal of one tuned joint; the canary replays its held-out verify tapes."""
+    joint = result.servo.name
+    before, after = result.verify.entries[0], result.verify.chosen
+    return GainProposal((joint,), result.improved, gain_parameters({joint: result.deployed}),
+                        gain_parameters({joint: result.servo.as_found}), {joint: result.deployed.feedforward},
+                        tuple(canary_tapes), {joint: before.score},
+                        {joint: result.limits.stop_allocation_mrad}, after.cost / before.cost,
+                        proposal(result)["summary"], {joint: proposal(result)})
+
+
+def from_arm(result: ArmResult, canary_tapes: Sequence[Tape]) -> GainProposal:
+    """The proposal of a tuned arm; the canary replays the whole-arm check tapes."""
+    joints = tuple(result.delivered)
+    delivered = next((r for r in result.rounds if r.controllers == result.delivered), result.as_found)
+    predicted = sum(delivered.costs.values()) / sum(result.as_found.costs.values())
+    as_found = {j: o.servo.as_found for j, o in result.outcomes.items()}
+    summary = (f"{', '.join(joints)}: {'change' if result.improved else 'keep as found'}; whole-arm check cost "
+               f"{sum(result.as_found.costs.values()):.3f} -> {sum(delivered.costs.values()):.3f}")
+    details = {j: proposal(o.result) for j, o in result.outcomes.items() if o.result is not None}
+    details["arm_notes"] = list(result.notes)
+    return GainProposal(joints, result.improved, gain_parameters(result.delivered), gain_parameters(as_found),
+                        {j: c.feedforward for j, c in result.delivered.items()}, tuple(canary_tapes),
+                        dict(result.as_found.scores),
+                        {j: o.limits.stop_allocation_mrad for j, o in result.outcomes.items()}, predicted,
+                        summary, details)
+
+
+def load_proposal(path: str | Path) -> GainProposal:
+    try:
+        return GainProposal.from_dict(yaml.safe_load(Path(path).read_text()))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read the gain proposal {path}: {exc}") from exc
