@@ -31,6 +31,7 @@ setup(
             "tape_recorder = sysid_ros.nodes.tape_recorder:main",
             "identifier = sysid_ros.nodes.identifier:main",
             "online_estimator = sysid_ros.nodes.online_estimator:main",
+            "servo_tuner = sysid_ros.nodes.servo_tuner:main",
             "sysid-ros = sysid_ros.cli:main",
         ],
     },

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .nodes.tuner_cli import add_commands as add_tuner_commands
 from .core.errors import SysidRosError
 from .core.paths import config_dir
 
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--out", type=Path, default=None, help="output folder (overrides output_dir)")
     record.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the robot")
     record.set_defaults(run=_record)
+    add_tuner_commands(commands)  # tune, apply, rollback: requests to a running servo_tuner
     return parser
 
 

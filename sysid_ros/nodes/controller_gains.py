@@ -68,6 +68,27 @@ class ControllerGains:
             raise GainsError(f"no gain changed: {why}", controller=self.controller)
         return self.journal.advance(change, "applied")
 
+    def begin_trials(self, names: list[str], reason: str) -> GainChange:
+        """Journal the current values of `names` before trial gains go out (a tuning session); `end_trials`,
+        or `recover` after a crash, restores them exactly."""
+        previous = self.read(names)
+        return self.journal.record(GainChange(uuid.uuid4().hex, self.controller, previous, dict(previous), "pending",
+                                              reason))
+
+    def try_gains(self, session: GainChange, values: dict[str, float]) -> None:
+        """Send trial gains inside `session` (guarded, all or nothing); GainsError when refused."""
+        unknown = sorted(set(values) - set(session.previous))
+        if unknown:
+            raise GainsError(f"trial gains {unknown} are outside the session's journaled parameters",
+                             controller=self.controller)
+        self._check(values)
+        why = self._set(values)
+        if why:
+            raise GainsError(f"trial gains not set: {why}", controller=self.controller)
+
+    def end_trials(self, session: GainChange, reason: str = "tuning session over") -> GainChange:
+        return self.rollback(session, reason)
+
     def keep(self, change: GainChange, reason: str = "") -> GainChange:
         return self.journal.advance(change, "kept", reason)
 

@@ -1,0 +1,44 @@
+"""Tune servos: `ros2 launch sysid_ros tune.launch.py [sim:=true] [model:=pendulum|arm3] [params_file:=...]`.
+
+Starts the servo_tuner and the tape_recorder it plays through (both lifecycle nodes, parameters from one
+file: config/servo_tuner.yaml, or servo_tuner_arm3.yaml for `model:=arm3`). With `sim:=true` it also
+starts sim_robot with that model, position-controlled at the tuner's rate on simulated time.
+On a real robot point `params_file` at a copy naming the robot's joints, controller, MJCF and envelopes.
+Configure and activate both nodes (`ros2 lifecycle set /tape_recorder configure`, `... activate`, the same
+for /servo_tuner), then `sysid-ros tune`, `sysid-ros apply`, and if ever needed `sysid-ros rollback`.
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import LifecycleNode, Node
+
+
+def _nodes(context):
+    share = get_package_share_directory("sysid_ros")
+    model = LaunchConfiguration("model").perform(context)
+    params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(
+        share, "config", "servo_tuner_arm3.yaml" if model == "arm3" else "servo_tuner.yaml")
+    nodes = [LifecycleNode(package="sysid_ros", executable=name, name=name, namespace="", output="screen",
+                           parameters=[params_file]) for name in ("tape_recorder", "servo_tuner")]
+    if LaunchConfiguration("sim").perform(context).lower() == "true":
+        sim_file = "sim_robot_arm3.yaml" if model == "arm3" else "sim_robot.yaml"
+        rate = 200.0 if model == "arm3" else 250.0
+        nodes.append(Node(package="sysid_ros", executable="sim_robot", name="sim_robot", output="screen",
+                          parameters=[os.path.join(share, "config", sim_file),
+                                      {"use_sim_time": True, "forward_interface": "position",
+                                       "command_rate_hz": rate, "publish_rate_hz": rate,
+                                       "real_time_factor": 1.0}]))
+    return nodes
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument("sim", default_value="false", description="also start sim_robot"),
+        DeclareLaunchArgument("model", default_value="pendulum", description="with sim: pendulum or arm3"),
+        DeclareLaunchArgument("params_file", default_value="", description="servo_tuner + tape_recorder parameters"),
+        OpaqueFunction(function=_nodes),
+    ])

@@ -1,0 +1,201 @@
+"""The tuner's Plant seam over ROS: a live arm moved only through its controller and a tape_recorder.
+
+`RosArm` is an `Arm` (joints, envelopes, torque caps, home, the nominal model's feed-forward) whose plays go
+to the robot:
+1. trial gains are sent all at once inside a journaled session (`trials()`): when it ends, or after a crash
+   at the next start, the controller gets back the exact gains it had before;
+2. when the controller's setpoint is not at a tape's start, a slow move takes every joint there first;
+3. the tape over every arm joint (the others hold home) and its host feed-forward go to the tape_recorder as
+   a play file; the recorder sends the stamped trajectory, guards the envelope and stale feedback, and
+   writes the bag;
+4. the bag's joint states, put on the command grid, are the play's Telemetry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
+
+from ..core.bags import read_joint_states
+from ..core.bags.write import read_metadata
+from ..core.errors import ConfigError, DataError
+from ..core.gains import parameter_name
+from ..core.journal import GainChange
+from ..core.tapes import KnotCurve, Tape, duration_s
+from ..core.tapes.moves import Path as MovePath
+from ..core.tapes.moves import room
+from ..core.tuner.arm_plant import Arm
+from ..core.tuner.model import Controller, Gains
+from ..core.tuner.proposal import TUNED_GAINS, gain_parameters
+from ..core.tuner.plant import Telemetry
+from .client import RosClient, play_tape, status_value, wait_for
+from .controller_gains import ControllerGains
+
+MOVE_SPEED_FRAC = 0.5  # moves to a tape's start go at half the room's speed
+SETTLE_S = 0.5  # and rest this long at the start
+
+
+@dataclass
+class RosArm(Arm):
+    """An arm on a live robot: gains through `gains`, motion through the tape_recorder `recorder`."""
+
+    client: RosClient | None = None
+    gains: ControllerGains | None = None
+    recorder: str = "tape_recorder"
+    feedback_topic: str = "/joint_states"
+    workdir: Path = Path("tuner")
+    torque_sample_phase: float = 0.5
+    play_timeout_s: float = 600.0
+    plays: int = 0
+    bags: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.client is None or self.gains is None:
+            raise ConfigError("RosArm needs a RosClient and the controller's ControllerGains")
+        self.workdir = Path(self.workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._diagnostics = self.client.collect(DiagnosticArray, "/diagnostics", 1000)
+        self._session: GainChange | None = None
+        self._on_controller: dict[str, float] = {}  # what we know the controller has now
+        self._setpoint: dict[str, float] | None = None  # where the controller was last told to be
+
+    # --- gains ---------------------------------------------------------------------------------------
+    def gain_names(self) -> list[str]:
+        return [parameter_name(j, g) for j in self.joints for g in TUNED_GAINS]
+
+    def read_gains(self) -> dict[str, Gains]:
+        """The controller's gains of every arm joint now."""
+        values = self.gains.read(self.gain_names())
+        self._on_controller.update(values)
+        return {j: Gains(kp=values[parameter_name(j, "p")], kd=values[parameter_name(j, "d")],
+                         ki=values[parameter_name(j, "i")], i_clamp_nm=values[parameter_name(j, "i_clamp")])
+                for j in self.joints}
+
+    def assume_gains(self, values: dict[str, float]) -> None:
+        """Plays under these gains need not set them: the controller has them (e.g. a change just applied)."""
+        self._on_controller.update(values)
+
+    @contextmanager
+    def trials(self, reason: str = "tuning: trial gains") -> Iterator[GainChange]:
+        """A session in which plays may set trial gains; on leaving it the journaled gains come back exactly."""
+        self._session = self.gains.begin_trials(self.gain_names(), reason)
+        self._on_controller.update(self._session.previous)
+        try:
+            yield self._session
+        finally:
+            session, self._session = self._session, None
+            self.gains.end_trials(session)
+            self._on_controller.update(session.previous)
+
+    def _ensure_gains(self, controllers: dict[str, Controller]) -> None:
+        wanted = gain_parameters({j: controllers[j] for j in self.joints})
+        changed = {k: v for k, v in wanted.items() if self._on_controller.get(k) != v}
+        if not changed:
+            return
+        if self._session is None:
+            raise ConfigError(f"gains {sorted(changed)} differ from the controller's, outside a trials() session")
+        self.gains.try_gains(self._session, changed)
+        self._on_controller.update(changed)
+
+    # --- motion --------------------------------------------------------------------------------------
+    def play(self, tape: Tape, controllers: dict[str, Controller]) -> dict[str, Telemetry]:
+        """Play `tape` (its joints move, the rest hold home) under `controllers`; telemetry for every joint."""
+        full = self._over_arm(tape)
+        self._ensure_gains(controllers)
+        start = {j: float(c.evaluate(np.zeros(1))[0][0]) for j, c in zip(full.joints, full.curves)}
+        here = self._setpoint or self._measured()
+        if max(abs(here[j] - start[j]) for j in self.joints) > 1e-6:
+            self._play(self._move(here, start), controllers)
+        return self._play(full, controllers)
+
+    def _measured(self) -> dict[str, float]:
+        """The arm's measured positions now (where a first move starts: the controller's setpoint is unknown)."""
+        got: list = []
+        sub = self.client.node.create_subscription(JointState, self.feedback_topic, got.append, 10)
+        try:
+            msg = wait_for(lambda: next((m for m in got if set(self.joints) <= set(m.name)), None), 10.0,
+                           f"joint states of {list(self.joints)} on {self.feedback_topic}")
+        finally:
+            self.client.node.destroy_subscription(sub)
+        return {j: float(msg.position[list(msg.name).index(j)]) for j in self.joints}
+
+    def _move(self, here: dict[str, float], target: dict[str, float]) -> Tape:
+        """A slow rest-to-rest move of every arm joint from `here` to `target`, then a short rest."""
+        rooms_ = [room(self.envelopes[j], here[j], joint=j) for j in self.joints]
+        path = MovePath(rooms_)
+        path.hold(0.1)
+        path.move([target[j] for j in self.joints], [MOVE_SPEED_FRAC * r.speed for r in rooms_])
+        path.hold(SETTLE_S)
+        return Tape("move_to_start", "fast_moves", "position", self.joints, path.curves(), self.command_rate_hz)
+
+    def _over_arm(self, tape: Tape) -> Tape:
+        """`tape` over every arm joint: the joints it does not move hold home."""
+        end = duration_s(tape)
+        curves = []
+        for joint in self.joints:
+            if joint in tape.joints:
+                curves.append(tape.curves[tape.joints.index(joint)])
+            else:
+                h = self.home[joint]
+                curves.append(KnotCurve((0.0, end), (h, h), (0.0, 0.0), (0.0, 0.0)))
+        return replace(tape, joints=self.joints, curves=tuple(curves))
+
+    def _play(self, tape: Tape, controllers: dict[str, Controller]) -> dict[str, Telemetry]:
+        t, q, qd, _, ff = self.reference(tape, controllers)
+        play: dict = {"tape": tape.to_dict()}
+        if np.any(ff):
+            play["feedforward"] = {"rate_hz": self.command_rate_hz,
+                                   "torque_nm": {j: ff[:, k].tolist() for k, j in enumerate(self.joints)}}
+        path = self.workdir / f"play_{self.plays:04d}_{tape.name}.yaml"
+        path.write_text(yaml.safe_dump(play, sort_keys=False))
+        self.plays += 1
+        results = self.client.set_parameters(self.recorder, {"tape.file": str(path.resolve())})
+        if not all(r.successful for r in results):
+            raise ConfigError(f"{self.recorder} refused tape.file: {[r.reason for r in results]}")
+        status = play_tape(self.client, self._diagnostics, self.recorder, self.play_timeout_s)
+        bag = status_value(status, "bag")
+        if not bag:
+            raise DataError(f"{self.recorder} recorded no bag: {status.message}")
+        self.bags.append(bag)
+        return self._telemetry(bag, tape.name, t, q, qd, ff, controllers)
+
+    def _telemetry(self, bag: str, name: str, t: np.ndarray, q: np.ndarray, qd: np.ndarray, ff: np.ndarray,
+                   controllers: dict[str, Controller]) -> dict[str, Telemetry]:
+        meta: dict = {}
+        for doc in read_metadata(bag):
+            if isinstance(doc, dict):
+                meta.update(doc)
+        read = read_joint_states(bag, joints=list(self.joints), time_source="header", on_gap="split")
+        segments = [s for s in read.segments if len(s)]
+        if not segments:
+            raise DataError(f"no joint states of {list(self.joints)} in {bag}")
+        stamps = np.concatenate([s.time_ns for s in segments])
+        arrays = {f: np.vstack([getattr(s, f) for s in segments]) for f in ("position", "velocity", "effort")}
+        grid = int(meta["start_ns"]) + np.round(t * 1e9).astype(np.int64)
+        m = int(np.searchsorted(grid, stamps[-1], side="right"))
+        result = meta.get("result") or {}
+        aborted = None if result.get("completed", False) else (result.get("abort_reason") or "play did not complete")
+        culprit = re.match(r"(?:envelope breach: )?joint (\S+):", aborted or "")
+        rel = (grid[:m] - stamps[0]).astype(float)
+        at = (stamps - stamps[0]).astype(float)
+        out = {}
+        for k, joint in enumerate(self.joints):
+            series = [np.interp(rel, at, arrays[f][:, k]) for f in ("position", "velocity", "effort")]
+            mine = aborted if (culprit is None or culprit.group(1) == joint) else None
+            out[joint] = Telemetry(name, t[:m], *series, q[:m, k], qd[:m, k], ff[:m, k], self.command_rate_hz,
+                                   self.caps[joint], mine, (f"stopped early: {aborted}",) if aborted else (),
+                                   controllers[joint].gains.kp, controllers[joint].gains.kd)
+        self.motion_s += m / self.command_rate_hz
+        # where the controller is told to be now: the tape's end, or the held position after a stop
+        end = arrays["position"][-1] if aborted else q[-1]
+        self._setpoint = dict(zip(self.joints, np.asarray(end, dtype=float).tolist()))
+        return out

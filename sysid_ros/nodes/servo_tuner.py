@@ -1,0 +1,339 @@
+"""`servo_tuner`: tunes a controller's joints over ROS, proposes gains, and applies them only when asked.
+
+Lifecycle: configure reads the joints, envelopes, guard and goal, opens the gains journal and rolls back
+every change a crash left unfinished (FAILURE when the controller cannot confirm it); activate accepts
+requests. Services (std_srvs/Trigger):
+- `~/tune` tunes the joints through the tape_recorder (every play in a bag) with trial gains inside a
+  journaled session, so the controller ends exactly as found; the proposal goes to disk (YAML), to the
+  read-only parameters `proposal.<joint>.<gain>`, and to `~/result`;
+- `~/apply` sets the proposal (or `apply.proposal_file`) on the controller all at once, journaled first;
+  a canary then replays the held-out tapes and keeps the change only if the live cost ratio
+  <= 1 - (1 - predicted) / 2, else rolls it back by itself;
+- `~/rollback` restores the exact gains from before the last change.
+`auto_apply` applies each new proposal that improves. Status on /diagnostics; outcomes on `~/result`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import fields
+from pathlib import Path
+
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from ..core.errors import SysidRosError
+from ..core.gains import GainGuard
+from ..core.journal import GainChange, GainsJournal
+from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
+from ..core.tuner.arm import arm_check_tapes
+from ..core.tuner.proposal import GainProposal, from_arm, from_tune, load_proposal
+from .client import RosClient
+from .common import declare, declare_envelopes, diagnostic, publish_diagnostics, read_envelopes, run
+from .controller_gains import ControllerGains
+from .ros_plant import RosArm
+
+RESULT_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+GOAL_PARAMETERS = ("repeats", "twin_screening", "stop_allocation_mrad", "max_rungs", "refine_seed", "verify_seed")
+
+
+class ServoTunerNode(LifecycleNode):
+    """Tune, propose, apply with a canary, roll back: every gain change journaled before it is sent."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("servo_tuner", **kwargs)
+        d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
+        d("joints", Parameter.Type.STRING_ARRAY, "joints to tune (all under one controller)")
+        d("controller", "joint_trajectory_controller", "node whose parameters gains.<joint>.p|i|d|i_clamp are set")
+        d("recorder", "tape_recorder", "tape_recorder node that plays the tapes (command_mode trajectory)")
+        d("model", "", "MJCF of the robot (embedded name or path): torque caps and the arm's feed-forward")
+        d("command_rate_hz", 250.0, "the controller's update rate (the recorder's command_rate_hz)")
+        d("feedback_topic", "/joint_states", "sensor_msgs/JointState feedback")
+        d("torque_sample_phase", 0.5, "where in its interval the drive's reported torque is taken (0.5: held)")
+        for f in fields(GainGuard):
+            d(f"guard.{f.name}", getattr(GainGuard(), f.name), "largest value the tuner may send")
+        goal = Goal()
+        for name in GOAL_PARAMETERS:
+            d(f"goal.{name}", getattr(goal, name), f"tuner Goal.{name}")
+        d("servo.encoder_noise_rad", 0.0, "encoder noise (rad) for the analytic bounds")
+        d("servo.delay_s", 0.0, "known feedback delay (s) for the analytic bounds")
+        d("output_dir", "tuner", "plays, bags' index and proposals go to <output_dir>/<action>_<UTC time>")
+        d("journal", "", "gains journal (default <output_dir>/gains_journal.jsonl)")
+        d("auto_apply", False, "apply each new proposal that improves (then the canary decides)")
+        d("apply.proposal_file", "", "a proposal YAML for ~/apply instead of the latest tune's")
+        d("controller_timeout_s", 10.0, "how long the controller's parameter services may take to answer")
+        declare_envelopes(self, list(self.get_parameter("joints").value))
+        self._proposal_lock = False  # proposal.* parameters are read-only except while this node writes them
+        self.add_on_set_parameters_callback(self._guard_proposal_parameters)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.result_pub = self.create_publisher(String, "~/result", RESULT_QOS)
+        for name, handler in (("~/tune", self._on_tune), ("~/apply", self._on_apply), ("~/rollback", self._on_rollback)):
+            self.create_service(Trigger, name, handler)
+        self._config: dict | None = None
+        self._client: RosClient | None = None
+        self._gains: ControllerGains | None = None
+        self._proposal: tuple[GainProposal, Path] | None = None
+        self._worker: threading.Thread | None = None
+        self._phase = "idle"
+        self._outbox: list[tuple[str, str, dict]] = []  # (level, message, result) for the executor to publish
+        self.create_timer(0.5, self._report)
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self._config = self._read_configuration()
+            self._client = RosClient(f"{self.get_name()}_client")
+            c = self._config
+            self._gains = ControllerGains(self._client, c["controller"], GainsJournal(c["journal"]), c["guard"],
+                                          c["controller_timeout_s"])
+            recovered = self._gains.recover()
+        except (SysidRosError, OSError, ValueError) as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            self._teardown()
+            return TransitionCallbackReturn.FAILURE
+        for change in recovered:
+            message = f"rolled back unfinished change {change.change_id} ({change.reason}): {change.previous}"
+            self.get_logger().warning(message)
+            self._post("warn", message, {"action": "recover", "ok": True, "change_id": change.change_id,
+                                         "restored": change.previous})
+        self.get_logger().info(f"configured: joints {c['joints']} of {c['controller']}, journal {c['journal']}")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if self._busy():
+            self.get_logger().error("cannot clean up while a tune or canary runs")
+            return TransitionCallbackReturn.FAILURE
+        self._teardown()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._teardown()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _teardown(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = self._gains = self._config = None
+
+    def _read_configuration(self) -> dict:
+        value = lambda name: self.get_parameter(name).value  # noqa: E731
+        joints = list(value("joints"))
+        if not joints:
+            raise ValueError("parameter joints is empty: name the joints to tune")
+        if not value("model"):
+            raise ValueError("parameter model is empty: name the robot's MJCF")
+        output = Path(value("output_dir")).expanduser()
+        output.mkdir(parents=True, exist_ok=True)
+        goal = Goal(**{name: value(f"goal.{name}") for name in GOAL_PARAMETERS})
+        guard = GainGuard(**{f.name: float(value(f"guard.{f.name}")) for f in fields(GainGuard)})
+        return dict(joints=joints, envelopes=read_envelopes(self, joints), controller=value("controller"),
+                    recorder=value("recorder"), model=value("model"), rate=float(value("command_rate_hz")),
+                    feedback_topic=value("feedback_topic"), phase=float(value("torque_sample_phase")), goal=goal,
+                    guard=guard, noise=float(value("servo.encoder_noise_rad")), delay=float(value("servo.delay_s")),
+                    output=output, journal=Path(value("journal") or output / "gains_journal.jsonl").expanduser(),
+                    controller_timeout_s=float(value("controller_timeout_s")))
+
+    # --- requests -----------------------------------------------------------------------------------
+    def _busy(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _refusal(self) -> str:
+        if self._state_machine.current_state[1] != "active":
+            return "not active: configure and activate servo_tuner first"
+        return f"busy: {self._phase}" if self._busy() else ""
+
+    def _start(self, phase: str, target, *args) -> None:
+        self._phase = phase
+        self._worker = threading.Thread(target=self._guarded, args=(phase, target, *args), daemon=True)
+        self._worker.start()
+
+    def _guarded(self, phase: str, target, *args) -> None:
+        """A worker: any failure is reported, never fatal to the node."""
+        try:
+            target(*args)
+        except Exception as exc:
+            message = f"{phase} failed: {exc}"
+            self.get_logger().error(message)
+            self._post("error", message, {"action": phase, "ok": False, "message": message})
+        finally:
+            self._phase = "idle"
+
+    def _on_tune(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        why = self._refusal()
+        if not why:
+            self._start("tune", self._tune, self._folder("tune"))
+        response.success, response.message = not why, why or f"tuning {self._config['joints']}"
+        return response
+
+    def _on_apply(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Set the proposal now (all or nothing, answered at once); the canary then runs in the background."""
+        why = self._refusal()
+        change = None
+        if not why:
+            try:
+                proposal, path = self._proposal_to_apply()
+                change = self._apply(proposal, path)
+            except (SysidRosError, ValueError, OSError) as exc:
+                why = f"not applied: {exc}"
+                self._post("error", why, {"action": "apply", "ok": False, "message": why})
+        if change is not None:
+            self._start("canary", self._canary, proposal, change, self._folder("canary"))
+        response.success = change is not None
+        response.message = why or f"applied {change.new}; canary running"
+        return response
+
+    def _on_rollback(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        why = self._refusal()
+        if not why:
+            try:
+                change = self._last_change()
+                self._gains.rollback(change, "rolled back by request")
+                message = f"rolled back {change.change_id}: {change.previous}"
+                self._post("ok", message, {"action": "rollback", "ok": True, "restored": change.previous})
+            except (SysidRosError, ValueError) as exc:
+                why = f"not rolled back: {exc}"
+        response.success, response.message = not why, why or message
+        return response
+
+    def _folder(self, action: str) -> Path:
+        return self._config["output"] / f"{action}_{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+
+    # --- work ---------------------------------------------------------------------------------------
+    def _arm(self, folder: Path) -> RosArm:
+        c = self._config
+        # one joint: its identified box model is the whole feed-forward (a nominal model's gravity would only
+        # be less right); an arm adds mj_inverse of its nominal model for the coupling between joints
+        nominal = None if len(c["joints"]) > 1 else False
+        return RosArm(c["model"], tuple(c["joints"]), c["envelopes"], c["rate"], arm_feedforward=nominal,
+                      client=self._client,
+                      gains=self._gains, recorder=c["recorder"], feedback_topic=c["feedback_topic"], workdir=folder,
+                      torque_sample_phase=c["phase"])
+
+    def _tune(self, folder: Path) -> None:
+        c = self._config
+        arm = self._arm(folder)
+        found = arm.read_gains()
+        servos = [Servo(j, found[j], arm.caps[j], c["envelopes"][j], kp_max_nm_rad=c["guard"].p_max,
+                        kd_max_nm_s_rad=c["guard"].d_max, encoder_noise_rad=c["noise"], delay_s=c["delay"])
+                  for j in c["joints"]]
+        with arm.trials("servo_tuner: trial gains while tuning"):
+            if len(servos) == 1:
+                result = tune(servos[0], arm.joint_plant(servos[0].name, {}), c["goal"])
+                tapes = stage_tapes(servos[0], arm.command_rate_hz, c["goal"], result.identification.model)
+                proposal = from_tune(result, tapes["verify"])
+            else:
+                result = tune_arm(servos, arm, c["goal"])
+                proposal = from_arm(result, arm_check_tapes(arm, {j: o.model for j, o in result.outcomes.items()}))
+        path = folder / "proposal.yaml"
+        document = {**proposal.to_dict(), "controller": c["controller"], "bags": arm.bags,
+                    "seconds_of_motion": arm.motion_s}
+        path.write_text(yaml.safe_dump(document, sort_keys=False, width=110))
+        self._proposal = (proposal, path)
+        self._post("ok", f"proposal: {proposal.summary}", {
+            "action": "tune", "ok": True, "improved": proposal.improved, "proposal_file": str(path),
+            "parameters": proposal.parameters, "as_found": proposal.as_found,
+            "predicted_cost_ratio": proposal.predicted_ratio, "seconds_of_motion": arm.motion_s})
+        if self.get_parameter("auto_apply").value and proposal.improved:
+            change = self._apply(proposal, path)
+            self._phase = "canary"
+            self._canary(proposal, change, self._folder("canary"))
+
+    def _proposal_to_apply(self) -> tuple[GainProposal, Path]:
+        file = self.get_parameter("apply.proposal_file").value
+        if file:
+            return load_proposal(file), Path(file)
+        if self._proposal is None:
+            raise ValueError("no proposal: call ~/tune first, or set apply.proposal_file")
+        return self._proposal
+
+    def _apply(self, proposal: GainProposal, path: Path) -> GainChange:
+        """Journal, then set the proposal's gains all at once; refuses what would not be a clean change."""
+        if not proposal.improved:
+            raise ValueError(f"the proposal in {path} does not improve on as found: nothing to apply")
+        if set(proposal.joints) != set(self._config["joints"]):
+            raise ValueError(f"the proposal is for {list(proposal.joints)}, this tuner for {self._config['joints']}")
+        now = self._gains.read(list(proposal.as_found))
+        if now != proposal.as_found:
+            raise ValueError(f"the controller's gains changed since the tune ({now}, tuned from "
+                             f"{proposal.as_found}): tune again")
+        return self._gains.apply(proposal.parameters, f"servo_tuner: {path}")
+
+    def _canary(self, proposal: GainProposal, change: GainChange, folder: Path) -> None:
+        """Replay the held-out tapes under the applied gains; keep or roll back by the canary rule."""
+        change = self._gains.journal.advance(change, "canary")
+        try:
+            arm = self._arm(folder)
+            arm.assume_gains(proposal.parameters)
+            runs = [arm.play(tape, proposal.controllers()) for tape in proposal.canary_tapes]
+            after = {j: score([run[j] for run in runs]) for j in proposal.joints}
+            ratio, failure = proposal.live_ratio(after)
+            verdict = judge_canary(ratio, proposal.predicted_ratio, failure)
+        except Exception as exc:
+            self._gains.rollback(change, f"canary failed: {exc}")
+            raise
+        if verdict.keep:
+            self._gains.keep(change, verdict.reason)
+        else:
+            self._gains.rollback(change, verdict.reason)
+        level = "ok" if verdict.keep else "warn"
+        self._post(level, f"canary: {verdict.reason}", {
+            "action": "canary", "ok": True, "kept": verdict.keep, "live_cost_ratio": verdict.live_ratio,
+            "threshold": verdict.threshold, "predicted_cost_ratio": proposal.predicted_ratio,
+            "gains": change.new if verdict.keep else change.previous, "bags": arm.bags})
+
+    def _last_change(self) -> GainChange:
+        changes = [c for c in self._gains.journal.changes().values()
+                   if c.controller == self._config["controller"] and c.state in ("applied", "canary", "kept")]
+        if not changes:
+            raise ValueError("no applied change to roll back in the journal")
+        return changes[-1]
+
+    # --- reporting (on the executor thread) ---------------------------------------------------------
+    def _post(self, level: str, message: str, result: dict) -> None:
+        self._outbox.append((level, message, result))
+
+    def _report(self) -> None:
+        while self._outbox:
+            level, message, result = self._outbox.pop(0)
+            if result.get("action") == "tune" and result.get("ok"):
+                self._publish_proposal()
+            self.result_pub.publish(String(data=yaml.safe_dump({**result, "message": message}, sort_keys=False)))
+            publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message, {"phase": self._phase}))
+        if self._busy():
+            publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok", self._phase, {"phase": self._phase}))
+
+    def _publish_proposal(self) -> None:
+        """The latest proposal as parameters proposal.<joint>.<gain>, proposal.file, proposal.improved, ..."""
+        proposal, path = self._proposal
+        values = {f"proposal.{name[len('gains.'):]}": v for name, v in proposal.parameters.items()}
+        values.update({"proposal.file": str(path), "proposal.improved": proposal.improved,
+                       "proposal.predicted_cost_ratio": float(proposal.predicted_ratio)})
+        self._proposal_lock = True
+        try:
+            for name, value in values.items():
+                if self.has_parameter(name):
+                    self.set_parameters([Parameter(name, value=value)])
+                else:
+                    declare(self, name, value, "read-only: the servo_tuner's latest proposal")
+        finally:
+            self._proposal_lock = False
+
+    def _guard_proposal_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        if not self._proposal_lock and any(p.name.startswith("proposal.") for p in params):
+            return SetParametersResult(successful=False, reason="proposal.* parameters are read-only")
+        return SetParametersResult(successful=True)
+
+
+def main(args: list[str] | None = None) -> None:
+    run(ServoTunerNode, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""`sysid-ros tune | apply | rollback`: ask a running servo_tuner node, print what it answers and reports.
+
+The node does the work (and keeps the journal); these commands call its services, then wait for the
+outcome on `~/result`: the proposal after a tune, the canary's verdict after an apply.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import yaml
+
+WAIT_FOR = {"tune": ("tune",), "apply": ("canary",), "rollback": ()}
+
+
+def _print(result: dict) -> None:
+    print(result.get("message", ""))
+    for key in ("proposal_file", "as_found", "parameters", "predicted_cost_ratio", "live_cost_ratio", "threshold",
+                "kept", "gains", "restored", "seconds_of_motion"):
+        if key in result:
+            print(f"  {key}: {result[key]}")
+
+
+def tuner_command(args: argparse.Namespace) -> int:
+    """Call `~/<command>` on the servo_tuner and wait for its outcome; 0 when it succeeded."""
+    from std_msgs.msg import String
+    from std_srvs.srv import Trigger
+
+    from .client import RosClient, wait_for
+    from .servo_tuner import RESULT_QOS
+
+    node = args.node.strip("/")
+    client = RosClient("sysid_ros_tuner_cli")
+    results: list[dict] = []
+    client.node.create_subscription(String, f"/{node}/result", lambda m: results.append(yaml.safe_load(m.data)),
+                                    RESULT_QOS)
+    try:
+        if getattr(args, "proposal", None) is not None:
+            path = str(Path(args.proposal).resolve())
+            outcome = client.set_parameters(node, {"apply.proposal_file": path})
+            if not all(r.successful for r in outcome):
+                print(f"{node} refused apply.proposal_file: {[r.reason for r in outcome]}")
+                return 1
+        seen = len(results)
+        response = client.call(Trigger, f"/{node}/{args.command}", Trigger.Request(), args.timeout)
+        print(response.message)
+        if not response.success or not WAIT_FOR[args.command]:
+            return 0 if response.success else 1
+        wanted = WAIT_FOR[args.command] + (args.command,)
+        result = wait_for(lambda: next((r for r in results[seen:] if r.get("action") in wanted), None),
+                          args.wait, f"{node} to finish {args.command}")
+        _print(result)
+        return 0 if result.get("ok") else 1
+    finally:
+        client.close()
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    for name, text in (("tune", "tune the servo_tuner's joints over ROS and write a proposal"),
+                       ("apply", "apply a proposal (default: the latest tune's) and run the canary"),
+                       ("rollback", "restore the gains from before the last applied change")):
+        sub = commands.add_parser(name, help=text)
+        if name == "apply":
+            sub.add_argument("proposal", nargs="?", type=Path, default=None, help="a proposal YAML")
+        sub.add_argument("--node", default="servo_tuner", help="the servo_tuner node's name")
+        sub.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the service")
+        sub.add_argument("--wait", type=float, default=7200.0, help="seconds to wait for the outcome")
+        sub.set_defaults(run=tuner_command, command=name)
