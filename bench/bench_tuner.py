@@ -15,15 +15,28 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sysid_ros.core.envelope import Envelope
+from sysid_ros.core.joint_model import JointModel
 from sysid_ros.core.tuner.joints import DemoJoint, direct_drive, shoulder, with_gains
-from sysid_ros.core.tuner.model import Gains, Goal
+from sysid_ros.core.tuner.model import Gains, Goal, Servo
 from sysid_ros.core.tuner.pipeline import tune
+from sysid_ros.core.tuner.plant import SimPlant
+
+
+def pendulum() -> DemoJoint:
+    """config/models/pendulum.xml (J 0.325 kg m^2, 6.4 N m of gravity, 3 N m cap) at 500 Hz through a 0.5 mrad
+    encoder one interval late, with poor gains kp 4, kd 0.05 (test/test_tuner_pendulum.py)."""
+    env = Envelope(origin_rad=0.0, travel_rad=0.4, max_speed_rad_s=2.0, max_torque_nm=3.0)
+    plant = SimPlant("pendulum", "hinge", env, 500.0, 3.0, {}, 5e-4, 0.002, 0)
+    truth = JointModel(1.3 * 0.25 + 1e-4, 0.08, 0.05, 1.3 * 9.81 * 0.5)
+    return DemoJoint(Servo("hinge", Gains(4.0, 0.05), 3.0, env), plant, truth)
 
 
 def joints(quick: bool) -> dict[str, Callable[[], DemoJoint]]:
     out = {
         "shoulder 3.6 kg m^2, 200 Hz": lambda: shoulder(),
         "direct drive 6.6e-5 kg m^2, 500 Hz": lambda: direct_drive(),
+        "pendulum 0.33 kg m^2, 0.5 mrad encoder": pendulum,
     }
     if not quick:
         out["shoulder, 0.1 mrad encoder noise"] = lambda: shoulder(noise_rad=1e-4)
@@ -49,7 +62,7 @@ def run(make: Callable[[], DemoJoint], twin: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="two joints only")
+    parser.add_argument("--quick", action="store_true", help="three joints only")
     args = parser.parse_args()
     print(f"{'joint':<42} {'mode':<6} {'plant s':>8} {'cost':>6} {'played':>7} {'rungs':>5} {'J err':>7} "
           f"{'tc err':>7} {'delay ms':>12} {'wall s':>7}")

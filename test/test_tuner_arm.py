@@ -74,3 +74,34 @@ def test_offenders_that_remain_leave_the_arm_as_found() -> None:
     assert not result.improved
     assert result.delivered == {s.name: s.as_found for s in servos}
     assert any("stays as found" in n for n in result.notes)
+
+
+def test_when_an_offender_kept_its_own_controller_the_joints_that_changed_back_off_instead() -> None:
+    arm, servos = _arm()
+    base = _stand_in({"shoulder": 15.0, "elbow": 15.0, "wrist": 15.0}, [])
+
+    def tune_joint(servo: Servo, plant: Plant, goal: Goal) -> JointOutcome:
+        got = base(servo, plant, goal)
+        if servo.name != "shoulder":
+            return got
+        # the shoulder keeps its as-found controller, and its chatter limit sits below the noise its own kd
+        # carries (kd 10 x sqrt 3 x 0.02 mrad x 200 Hz ~ 0.07 N m): it offends in every round, whatever it plays
+        limits = Limits(got.limits.ringing_mrad, 1e-6, 1.0, servo.torque_limit_nm)
+        return JointOutcome(servo, got.model, servo.as_found, CEILING, limits)
+
+    result = tune_arm(servos, arm, Goal(), tune_joint=tune_joint)
+    first = result.rounds[0]
+    assert first.controllers["shoulder"] == servos[0].as_found
+    assert "shoulder" in first.offenders and any("chatters" in w for w in first.offences["shoulder"])
+    assert result.notes[0].endswith("backing off ['elbow', 'wrist']")
+    assert len(result.rounds) == MAX_ROUNDS + 1  # the kept shoulder offends whatever the others do
+    for before, after in zip(result.rounds, result.rounds[1:]):
+        assert after.controllers["shoulder"] == servos[0].as_found  # the kept offender is never touched
+        for joint in ("elbow", "wrist"):  # the changed joints back off wn x0.8 per round, zeta kept
+            a, b = (loop_of(r.controllers[joint].gains, BOXES[joint]) for r in (before, after))
+            assert b.wn_rad_s == pytest.approx(0.8 * a.wn_rad_s)
+            assert b.zeta == pytest.approx(a.zeta)
+            assert after.controllers[joint].feedforward == before.controllers[joint].feedforward
+    # offenders remain: the delivered arm is a combination that was tried, the shoulder as found in it
+    assert result.delivered in [r.controllers for r in result.rounds] + [{s.name: s.as_found for s in servos}]
+    assert result.delivered["shoulder"] == servos[0].as_found

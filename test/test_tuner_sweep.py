@@ -120,3 +120,24 @@ def test_each_gate_rejects_a_candidate_built_to_fail_it() -> None:
     assert len(above) == 1 and "deploy ceiling" in above[0]
     # saturation up to 2 % (or 1.1x as found) passes
     assert gate_failures(replace(good, saturation=0.019), as_found, limits, 25.0, 30.0) == ()
+
+
+def test_easing_stretches_the_step_tapes_moves_and_keeps_its_holds() -> None:
+    joint = shoulder()
+    raw = tapes.steps(joint.servo.envelopes(), 200.0)
+    got = eased(raw, joint.truth, 150.0)
+    t_raw, t_got = raw.curves[0].time_s, got.curves[0].time_s
+    assert got.curves[0].position == raw.curves[0].position
+    moves = holds = 0
+    for k in range(len(t_raw) - 1):
+        h_raw, h_got = t_raw[k + 1] - t_raw[k], t_got[k + 1] - t_got[k]
+        if raw.curves[0].position[k] == raw.curves[0].position[k + 1] and raw.curves[0].velocity[k] == 0.0:
+            assert h_got == pytest.approx(h_raw)  # the 0.8 s holds (and the lead) stay as they are
+            holds += 1
+        else:
+            assert h_got > 1.5 * h_raw  # the sharp steps are slowed until the model follows on 80 % of the cap
+            moves += 1
+    assert holds >= 7 and moves >= 6
+    s = tapes.sample(got, tapes.probe_times(got, 2e-3))
+    torque = joint.truth.torque(s.position[:, 0], s.velocity[:, 0], s.acceleration[:, 0])
+    assert float(abs(torque).max()) <= 0.8 * 150.0

@@ -1,6 +1,8 @@
 """A simulated ros2_control arm on MuJoCo: drives with sample-and-hold PID, noisy feedback, hidden physics.
 
 `SimRobot` is what the `sim_robot` node wraps; it is ROS-free so the same plant serves in-process tests.
+By default the drive's PID sees the true state and `FeedbackNoise` acts on the reported feedback only; with
+a `DriveEncoder` the PID itself closes its loop on a late, noisy encoder (the servo tuner's plants).
 Time is an integer count of physics steps; commands, control updates and feedback samples happen on
 that grid, so runs are exactly reproducible for a given seed.
 """
@@ -41,6 +43,27 @@ class FeedbackNoise:
 
 
 @dataclass(frozen=True)
+class DriveEncoder:
+    """What the drive's own PID sees, when it is not the truth: its encoder `delay_s` late (rounded to whole
+    control updates) with Gaussian noise, and velocity by backward difference over one control update.
+
+    With a drive encoder the PID closes its loop on these measurements, and every feedback sample reports
+    the drive's latest measurement (position and velocity) with the torque it applies now (not delayed):
+    delay, noise through kd and sample-and-hold then act as on hardware. `seed` seeds the encoder's noise.
+    """
+
+    noise_rad: float = 0.0
+    delay_s: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("noise_rad", "delay_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ConfigError(f"drive encoder {name} must be finite and >= 0, got {value}")
+
+
+@dataclass(frozen=True)
 class Feedback:
     """One joint-state sample as the robot reports it."""
 
@@ -77,7 +100,12 @@ class SimRobot:
                  noise: FeedbackNoise = FeedbackNoise(), seed: int = 0,
                  torque_limits_nm: list[float] | None = None, gain_guard: GainGuard = GainGuard(),
                  initial_positions: list[float] | None = None, physics: dict[str, float] | None = None,
-                 start_time_ns: int = 0) -> None:
+                 start_time_ns: int = 0, drive_encoder: DriveEncoder | None = None) -> None:
+        """`noise` is what the feedback adds to the truth; `drive_encoder` (exclusive with `noise`) makes the
+        PID itself see a late, noisy encoder and the feedback report what the drive saw."""
+        if drive_encoder is not None and noise != FeedbackNoise():
+            raise ConfigError("give either feedback noise or a drive encoder: with a drive encoder the feedback "
+                              "reports what the drive measured")
         spec = load_spec(model)
         if physics_dt_s:
             if not math.isfinite(physics_dt_s) or physics_dt_s <= 0:
@@ -147,6 +175,13 @@ class SimRobot:
                 raise ConfigError(f"initial_positions has {len(initial_positions)} values for {n} joints")
             self.data.qpos[self._qadr] = initial_positions
         mujoco.mj_forward(m, self.data)
+        self.drive_encoder = drive_encoder
+        if drive_encoder is not None:
+            self._enc_rng = np.random.default_rng(drive_encoder.seed)
+            delay_steps = int(round(drive_encoder.delay_s * 1e9 / (self.control_steps * self.dt_ns)))
+            self._enc_hist: deque[np.ndarray] = deque(maxlen=delay_steps + 1)
+            self._enc_last: np.ndarray | None = None
+            self._enc_q, self._enc_v = self.data.qpos[self._qadr].copy(), np.zeros(n)
         self.hold_position()
 
     # --- model set-up -------------------------------------------------------------------------------
@@ -264,11 +299,24 @@ class SimRobot:
 
     # --- stepping -----------------------------------------------------------------------------------
     def _measured(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.drive_encoder is not None:
+            return self._drive_measured(self.drive_encoder)
         q = self.data.qpos[self._qadr].copy()
         res = self.noise.encoder_resolution_rad
         if res > 0:
             q = np.round(q / res) * res
         return q, self.data.qvel[self._dadr].copy()
+
+    def _drive_measured(self, encoder: DriveEncoder) -> tuple[np.ndarray, np.ndarray]:
+        self._enc_hist.append(self.data.qpos[self._qadr].copy())
+        q = self._enc_hist[0]
+        if encoder.noise_rad:
+            q = q + self._enc_rng.normal(0.0, encoder.noise_rad, len(q))
+        period_s = self.control_steps * self.dt_ns * 1e-9
+        v = (q - self._enc_last) / period_s if self._enc_last is not None else np.zeros_like(q)
+        self._enc_last = q
+        self._enc_q, self._enc_v = q, v
+        return q, v
 
     def _reference(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = len(self.joint_names)
@@ -288,6 +336,8 @@ class SimRobot:
     def _update_control(self) -> None:
         if self._mode == "effort":
             torque = self._command
+            if self.drive_encoder is not None:  # the drive's encoder reads at every update, whatever the mode
+                self._measured()
         else:
             q, v = self._measured()
             ref_p, ref_v, ref_e = self._reference()
@@ -306,6 +356,8 @@ class SimRobot:
         self.data.ctrl[self._act] = self._torque / self._gear
 
     def _sample(self) -> Feedback:
+        if self.drive_encoder is not None:
+            return Feedback(self.time_ns, self._enc_q.copy(), self._enc_v.copy(), self._torque.copy())
         truth = (self.data.qpos[self._qadr].copy(), self.data.qvel[self._dadr].copy(), self._torque.copy())
         self._history.append(truth)
         q, v, tau = self._history[0]

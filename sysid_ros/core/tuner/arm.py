@@ -23,6 +23,7 @@ from .arm_plant import Arm
 from .model import Controller, Goal, Servo, gains_for, loop_of
 from .pipeline import TuneResult, tune
 from .plant import Plant, Telemetry
+from .refine import ceiling_gate_wn
 from .scoring import Limits, Score, detrended_std, cost, gate_failures, score
 
 ARM_CHECK_SEEDS = (101, 102, 103, 104)
@@ -150,7 +151,8 @@ def offences(arm: Arm, tapes_: Sequence[Tape], runs: list[dict[str, Telemetry]],
         scores[joint] = s
         costs[joint] = cost(s, b, out.limits.stop_allocation_mrad)
         why: list[str] = []
-        if joint in changed and loop_of(controllers[joint].gains, out.model).wn_rad_s > out.wn_max_rad_s * (1 + 1e-9):
+        wn = ceiling_gate_wn(controllers[joint].gains, out.servo.gains, out.model)
+        if joint in changed and wn is not None and wn > out.wn_max_rad_s * (1 + 1e-9):
             why.append("above its deploy ceiling")
         still_ring = [_ringing_over(r[joint], _all_still(r)) for r in runs]
         if joint in changed and not any(_stretches(runs[k][joint], _all_still(runs[k])) for k in kept):

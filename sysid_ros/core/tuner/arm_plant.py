@@ -16,13 +16,13 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from ..envelope import Envelope, check_sample
+from ..envelope import Envelope
 from ..errors import ConfigError
-from ..sim import Feedback, SimRobot, load_spec
+from ..sim import DriveEncoder, SimRobot, load_spec
 from ..tapes import Tape, duration_s, sample
 from ..trajectory import Trajectory
 from .model import Controller, to_pid_gains
-from .plant import SPEED_MARGIN_FRAC, TRAVEL_MARGIN_FRAC, Telemetry, _Drive
+from .plant import Telemetry, play_checked
 
 BOX_TERMS_WITH_ARM_MODEL = ("viscous_nm_s_rad", "coulomb_nm")
 ALL_BOX_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm", "gravity_cos_nm", "offset_nm")
@@ -128,34 +128,17 @@ class ArmPlant(Arm):
         """Play `tape` (its joints move, the rest hold home) under `controllers`; telemetry for every joint."""
         t, q, qd, _, ff = self.reference(tape, controllers)
         rate, n = self.command_rate_hz, len(t)
-        robot = _Drive(self.model, list(self.joints), command_rate_hz=rate, publish_rate_hz=rate,
-                       torque_limits_nm=[self.caps[j] for j in self.joints], physics=self.physics,
-                       initial_positions=list(q[0]), seed=self.seed + self.plays)
-        robot.configure_drive(self.noise_rad, int(round(self.delay_s * rate)), self.seed * 7919 + self.plays)
+        encoder = DriveEncoder(self.noise_rad, self.delay_s, self.seed * 7919 + self.plays)
+        robot = SimRobot(self.model, list(self.joints), command_rate_hz=rate, publish_rate_hz=rate,
+                         torque_limits_nm=[self.caps[j] for j in self.joints], physics=self.physics,
+                         initial_positions=list(q[0]), seed=self.seed + self.plays, drive_encoder=encoder)
         self.plays += 1
         for joint in self.joints:
             robot.set_gains(joint, to_pid_gains(controllers[joint].gains))
         robot.follow(Trajectory(self.joints, robot.time_ns, t, q, qd, ff))
-        feedback: list[Feedback] = []
-        aborted, culprit = None, None
-        chunk = max(1, int(round(0.1 * rate)))
-        period_ns = int(round(1e9 / rate))
-        for start in range(0, n, chunk):
-            part = robot.advance((min(start + chunk, n) - 1) * period_ns)
-            feedback.extend(part)
-            for s in part:
-                for k, joint in enumerate(self.joints):
-                    env = self.envelopes[joint]
-                    why = check_sample(env, float(s.position[k]), float(s.velocity[k]),
-                                       travel_margin_rad=TRAVEL_MARGIN_FRAC * env.travel_rad,
-                                       speed_margin_frac=SPEED_MARGIN_FRAC)
-                    if why:
-                        aborted, culprit = f"joint {joint}: {why} at t={s.time_ns * 1e-9:.3f} s", joint
-                        break
-                if aborted:
-                    break
-            if aborted:
-                break
+        played = play_checked(robot, n, rate, self.envelopes)
+        feedback, culprit = played.feedback, played.culprit
+        aborted = f"joint {culprit}: {played.aborted}" if played.aborted else None
         m = len(feedback)
         self.motion_s += m / rate
         out = {}

@@ -119,7 +119,8 @@ def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | 
     seconds["sweep"] = plant.motion_s - mark
 
     mark = plant.motion_s
-    judge = Judge(plant, tapes_["refine"], model, limits, af_eval, sweep.wn_max_rad_s, goal, twin_, twin_base)
+    judge = Judge(plant, tapes_["refine"], model, limits, af_eval, sweep.wn_max_rad_s, goal, twin_, twin_base,
+                  as_found.gains)
     refined = refine(judge, servo, seed, plant.feedforward_terms)
     seconds["refine"] = plant.motion_s - mark
 

@@ -3,14 +3,15 @@
 A plant plays a tape with given gains and host feed-forward and returns telemetry on the command grid:
 time, measured position and velocity, the torque the drive requested, and the reference. `SimPlant` runs
 `SimRobot` in-process, far faster than real time, with a drive that sees its encoder late and noisy
-(the loop and the feedback both), so delay, noise through kd and sample-and-hold all act as on hardware.
+(`sim.DriveEncoder`: the loop and the feedback both), so delay, noise through kd and sample-and-hold all
+act as on hardware. `play_checked` is the play-and-check loop every MuJoCo plant here uses.
 """
 
 from __future__ import annotations
 
 import math
 import tempfile
-from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -20,7 +21,7 @@ import numpy as np
 from ..envelope import Envelope, check_sample
 from ..errors import ConfigError
 from ..joint_model import JointModel
-from ..sim import Feedback, SimRobot
+from ..sim import DriveEncoder, Feedback, SimRobot
 from ..tapes import Tape, duration_s, sample
 from ..trajectory import Trajectory
 from .model import Controller, to_pid_gains
@@ -70,31 +71,35 @@ class Plant(Protocol):
     def play(self, tape: Tape, controller: Controller) -> Telemetry: ...
 
 
-class _Drive(SimRobot):
-    """SimRobot whose PID sees the encoder as the feedback reports it: quantized, noisy, `delay_s` late,
-    velocity by backward difference; reported torque is the drive's current output (not delayed)."""
+@dataclass(frozen=True)
+class Played:
+    """What `play_checked` got: the feedback samples, and why and for which joint it stopped early (or None)."""
 
-    def configure_drive(self, noise_rad: float, delay_steps: int, seed: int) -> None:
-        self._enc_noise = noise_rad
-        self._enc_rng = np.random.default_rng(seed)
-        self._enc_hist: deque[np.ndarray] = deque(maxlen=delay_steps + 1)
-        self._last_meas: np.ndarray | None = None
-        self._meas = self.data.qpos[self._qadr].copy()
-        self._meas_v = np.zeros(len(self.joint_names))
+    feedback: list[Feedback]
+    aborted: str | None = None
+    culprit: str | None = None
 
-    def _measured(self) -> tuple[np.ndarray, np.ndarray]:
-        self._enc_hist.append(self.data.qpos[self._qadr].copy())
-        q = self._enc_hist[0]
-        if self._enc_noise:
-            q = q + self._enc_rng.normal(0.0, self._enc_noise, len(q))
-        period_s = self.control_steps * self.dt_ns * 1e-9
-        v = (q - self._last_meas) / period_s if self._last_meas is not None else np.zeros_like(q)
-        self._last_meas = q
-        self._meas, self._meas_v = q, v
-        return q, v
 
-    def _sample(self) -> Feedback:
-        return Feedback(self.time_ns, self._meas.copy(), self._meas_v.copy(), self._torque.copy())
+def play_checked(robot: SimRobot, n: int, command_rate_hz: float, envelopes: Mapping[str, Envelope]) -> Played:
+    """Advance `robot` (already following its trajectory) over `n` command samples in 0.1 s chunks, checking
+    every sample of every joint in `envelopes` against its margins (travel + 10 % of travel, 1.5x top speed);
+    stop after the chunk in which a sample first leaves them (its samples are kept: the joint moved through
+    them). `aborted` names the first such sample's reason and time, `culprit` its joint."""
+    index = [(k, joint, envelopes[joint]) for k, joint in enumerate(robot.joint_names) if joint in envelopes]
+    feedback: list[Feedback] = []
+    chunk = max(1, int(round(0.1 * command_rate_hz)))
+    period_ns = int(round(1e9 / command_rate_hz))
+    for start in range(0, n, chunk):
+        got = robot.advance((min(start + chunk, n) - 1) * period_ns)
+        feedback.extend(got)
+        for sample_ in got:
+            for k, joint, env in index:
+                why = check_sample(env, float(sample_.position[k]), float(sample_.velocity[k]),
+                                   travel_margin_rad=TRAVEL_MARGIN_FRAC * env.travel_rad,
+                                   speed_margin_frac=SPEED_MARGIN_FRAC)
+                if why:
+                    return Played(feedback, f"{why} at t={sample_.time_ns * 1e-9:.3f} s", joint)
+    return Played(feedback)
 
 
 @dataclass
@@ -158,10 +163,10 @@ class SimPlant:
         q_ref, v_ref, a_ref = ref.position[:, 0], ref.velocity[:, 0], ref.acceleration[:, 0]
         ff = np.zeros(n) if controller.feedforward is None else controller.feedforward.torque(q_ref, v_ref, a_ref)
         inner = self._inner
-        robot = _Drive(self.model, [self.joint], command_rate_hz=rate * inner, publish_rate_hz=rate,
-                       torque_limits_nm=[self.torque_limit_nm], physics=self.physics,
-                       initial_positions=[float(q_ref[0])], seed=self.seed + self.plays)
-        robot.configure_drive(self.noise_rad, int(round(self.delay_s * rate * inner)), self.seed * 7919 + self.plays)
+        encoder = DriveEncoder(self.noise_rad, self.delay_s, self.seed * 7919 + self.plays)
+        robot = SimRobot(self.model, [self.joint], command_rate_hz=rate * inner, publish_rate_hz=rate,
+                         torque_limits_nm=[self.torque_limit_nm], physics=self.physics,
+                         initial_positions=[float(q_ref[0])], seed=self.seed + self.plays, drive_encoder=encoder)
         self.plays += 1
         robot.set_gains(self.joint, to_pid_gains(controller.gains))
         # between commands the setpoint advances at the commanded velocity (exact at the inner updates)
@@ -170,22 +175,8 @@ class SimPlant:
         t_in = np.arange(len(k)) / (rate * inner)
         robot.follow(Trajectory((self.joint,), robot.time_ns, t_in, (q_ref[k] + v_ref[k] * frac)[:, None],
                                 v_ref[k][:, None], ff[k][:, None]))
-        feedback: list[Feedback] = []
-        aborted = None
-        chunk = max(1, int(round(0.1 * rate)))
-        period_ns = int(round(1e9 / rate))
-        for start in range(0, n, chunk):
-            got = robot.advance((min(start + chunk, n) - 1) * period_ns)
-            feedback.extend(got)
-            for sample_ in got:
-                reason = check_sample(self.envelope, float(sample_.position[0]), float(sample_.velocity[0]),
-                                      travel_margin_rad=TRAVEL_MARGIN_FRAC * self.envelope.travel_rad,
-                                      speed_margin_frac=SPEED_MARGIN_FRAC)
-                if reason:
-                    aborted = f"{reason} at t={sample_.time_ns * 1e-9:.3f} s"
-                    break
-            if aborted:
-                break
+        played = play_checked(robot, n, rate, {self.joint: self.envelope})
+        feedback, aborted = played.feedback, played.aborted
         m = len(feedback)
         self.motion_s += m / rate
         return Telemetry(tape.name, t[:m], np.array([f.position[0] for f in feedback]),

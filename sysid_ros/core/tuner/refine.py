@@ -57,6 +57,13 @@ class Candidate:
                 "twin_cost": self.twin_cost, "played_on_plant": self.played_on_plant}
 
 
+def ceiling_gate_wn(gains: Gains, as_found: Gains | None, model: JointModel) -> float | None:
+    """The wn the deploy-ceiling gate checks, or None for the as-found gains: their loop is the one already
+    running (a host feed-forward does not change it), and as found is what stays when nothing passes, so
+    the ceiling, which bounds the gains the tuner sets, cannot make them worse than keeping as found."""
+    return None if as_found is not None and gains == as_found else loop_of(gains, model).wn_rad_s
+
+
 def evaluate(plant: Plant, controller: Controller, tapes_: Sequence[Tape], repeats: int = 1) -> Score:
     """Play every tape `repeats` times under `controller` and score the plays pooled."""
     return score([plant.play(tape, controller) for _ in range(repeats) for tape in tapes_])
@@ -75,6 +82,7 @@ class Judge:
     goal: Goal
     twin: Plant | None = None
     twin_as_found: Score | None = None
+    as_found_gains: Gains | None = None  # exempt from the ceiling gate (see `ceiling_gate_wn`)
 
     def __post_init__(self) -> None:
         self._seen: dict[tuple[str, Gains, JointModel | None], Candidate] = {}
@@ -92,7 +100,8 @@ class Judge:
         plant, base = (self.plant, self.as_found) if on == "plant" else (self.twin, self.twin_as_found)
         assert plant is not None and base is not None
         got = evaluate(plant, controller, self.tapes, self.goal.repeats)
-        fails = gate_failures(got, base, self.limits, loop.wn_rad_s, self.wn_max_rad_s)
+        fails = gate_failures(got, base, self.limits, ceiling_gate_wn(controller.gains, self.as_found_gains,
+                                                                      self.model), self.wn_max_rad_s)
         value = cost(got, base, self.limits.stop_allocation_mrad)
         if on == "twin":
             return Candidate(controller, stage, loop.wn_rad_s, loop.zeta, None, math.inf, fails, value, False)

@@ -11,12 +11,12 @@ nothing rang.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..joint_model import JointModel
-from ..tapes import Tape, probe_times, sample, shrunk, stretched
+from ..tapes import KnotCurve, Tape, probe_times, sample, shrunk, stretched
 from .model import Controller, Gains, Goal, Servo, gains_for
 from .plant import Plant
 from .scoring import Limits, Score, score
@@ -49,9 +49,25 @@ def eased(tape: Tape, model: JointModel, torque_limit_nm: float, use: float = EA
     base = out
     while total > budget and stretch < 20.0:
         stretch *= 1.1
-        out = stretched(base, stretch)
+        out = moves_stretched(base, stretch)
         total, _ = peaks(out)
     return out
+
+
+def moves_stretched(tape: Tape, factor: float) -> Tape:
+    """The tape's moves played `factor` times slower while its holds keep their length (the step tape's
+    0.8 s holds stay 0.8 s); a tape that is not one knot curve is stretched whole (`tapes.stretched`)."""
+    if len(tape.curves) != 1 or not isinstance(tape.curves[0], KnotCurve) or factor == 1.0:
+        return stretched(tape, factor)
+    c = tape.curves[0]
+    times = [0.0]
+    for k in range(len(c.time_s) - 1):
+        still = (c.position[k] == c.position[k + 1] and not any((c.velocity[k], c.velocity[k + 1],
+                                                                 c.acceleration[k], c.acceleration[k + 1])))
+        times.append(times[-1] + (c.time_s[k + 1] - c.time_s[k]) * (1.0 if still else factor))
+    curve = KnotCurve(tuple(times), c.position, tuple(v / factor for v in c.velocity),
+                      tuple(a / factor**2 for a in c.acceleration))
+    return replace(tape, curves=(curve,))
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from ..joint_model import JointModel
 from ..tapes import Tape
-from .model import Controller, loop_of
+from .model import Controller
 from .plant import Plant
-from .refine import evaluate
+from .refine import ceiling_gate_wn, evaluate
 from .scoring import Limits, Score, cost, gate_failures
 
 MARGIN = 0.9
@@ -60,7 +60,8 @@ def verify(plant: Plant, tapes_: Sequence[Tape], model: JointModel, limits: Limi
             continue
         got = evaluate(plant, controller, tapes_, repeats)
         value = cost(got, base, limits.stop_allocation_mrad)
-        fails = list(gate_failures(got, base, limits, loop_of(controller.gains, model).wn_rad_s, wn_max_rad_s))
+        wn = ceiling_gate_wn(controller.gains, as_found.gains, model)
+        fails = list(gate_failures(got, base, limits, wn, wn_max_rad_s))
         if value > MARGIN * entries[0].cost:
             fails.append(f"cost {value:.3f} does not beat as found {entries[0].cost:.3f} by 10 %")
         entries.append(Verified(role, controller, got, value, tuple(fails)))
