@@ -77,3 +77,44 @@ def test_recover_rolls_back_what_a_crash_left_applied(controller, client):
     assert recovered.change_id == change.change_id and recovered.state == "rolled_back"
     assert restarted.read(NAMES) == START
     assert restarted.recover() == []
+
+
+# The newer control_toolbox pid_controller (C++, ros2_control) cannot run here: this stand-in is a real rclpy
+# node in its own process with that controller's parameter names, answering the same parameter services.
+PID_CONTROLLER = """
+import rclpy
+from rclpy.node import Node
+rclpy.init()
+node = Node("pid_controller")
+for name, value in (("p", 10.0), ("i", 0.5), ("d", 1.0), ("i_clamp_max", 2.0), ("i_clamp_min", -2.0),
+                    ("feedforward_gain", 0.0), ("u_clamp_max", 5.0), ("u_clamp_min", -5.0)):
+    node.declare_parameter(f"gains.hinge.{name}", value)
+rclpy.spin(node)
+"""
+
+
+def test_pid_controller_style_names_and_signs(client, tmp_path):
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", PID_CONTROLLER])
+    try:
+        wait_for(lambda: "/pid_controller/set_parameters_atomically" in str(client.node.get_service_names_and_types()),
+                 what="the stand-in pid_controller's parameter services")
+        gains = ControllerGains(client, "pid_controller", GainsJournal(tmp_path / "gains.jsonl"), GainGuard(),
+                                style="pid_controller")
+        names = ["gains.hinge.p", "gains.hinge.i_clamp", "gains.hinge.ff_velocity_scale"]
+        assert gains.read(names) == {"gains.hinge.p": 10.0, "gains.hinge.i_clamp": 2.0,
+                                     "gains.hinge.ff_velocity_scale": 0.0}
+        change = gains.apply({"gains.hinge.p": 25.0, "gains.hinge.i_clamp": 3.5, "gains.hinge.ff_velocity_scale": 0.25})
+        raw = client.get_parameters("pid_controller", ["gains.hinge.p", "gains.hinge.i_clamp_max",
+                                                       "gains.hinge.i_clamp_min", "gains.hinge.feedforward_gain"])
+        assert raw == [25.0, 3.5, -3.5, 0.25]  # the clamp is a symmetric pair on that controller
+        gains.rollback(change)
+        assert client.get_parameters("pid_controller", ["gains.hinge.i_clamp_max", "gains.hinge.i_clamp_min"]) == [
+            2.0, -2.0]
+        with pytest.raises(GainsError, match="unknown controller parameter style"):
+            ControllerGains(client, "pid_controller", GainsJournal(tmp_path / "g.jsonl"), style="velocity_pid")
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -67,3 +67,42 @@ def split_parameter_name(name: str) -> tuple[str, str] | None:
         return None
     joint, _, gain = name[len("gains."):].rpartition(".")
     return (joint, gain) if joint and gain in GAIN_FIELDS else None
+
+
+# How a controller names its PID parameters. "gains": ros2_control's joint_trajectory_controller and the
+# classic PID (`gains.<joint>.p|i|d|i_clamp|ff_velocity_scale`). "pid_controller": the newer
+# control_toolbox names, where the integral clamp is a pair (i_clamp_max = +c, i_clamp_min = -c) and the
+# velocity feed-forward is `feedforward_gain`. Everything inside sysid_ros uses the "gains" names.
+PARAMETER_STYLES: dict[str, dict[str, tuple[str, ...]]] = {
+    "gains": {},
+    "pid_controller": {"i_clamp": ("i_clamp_max", "-i_clamp_min"), "ff_velocity_scale": ("feedforward_gain",)},
+}
+
+
+def style_map(style: str) -> dict[str, tuple[str, ...]]:
+    if style not in PARAMETER_STYLES:
+        raise GainsError(f"unknown controller parameter style {style!r}; expected one of {sorted(PARAMETER_STYLES)}")
+    return PARAMETER_STYLES[style]
+
+
+def controller_parameters(values: dict[str, float], style: str = "gains") -> dict[str, float]:
+    """Our `gains.<joint>.<gain>` values as the controller's own parameters (signs applied)."""
+    out = {}
+    for name, value in values.items():
+        joint, gain = split_parameter_name(name) or (None, None)
+        for target in style_map(style).get(gain, (gain,)) if joint else (name,):
+            sign = -1.0 if target.startswith("-") else 1.0
+            out[parameter_name(joint, target.lstrip("-")) if joint else name] = sign * value
+    return out
+
+
+def from_controller_parameters(names: list[str], read: dict[str, float], style: str = "gains") -> dict[str, float]:
+    """Our values of `names` from the controller's parameters `read` (a pair must agree: min = -max)."""
+    out = {}
+    for name in names:
+        mapped = controller_parameters({name: 1.0}, style)
+        values = {k: sign * read[k] for k, sign in mapped.items()}
+        if len(set(values.values())) > 1:
+            raise GainsError(f"the controller's {sorted(values)} do not hold one value for {name}: {values}")
+        out[name] = next(iter(values.values()))
+    return out

@@ -1,6 +1,8 @@
 """A controller's PID gains over its ROS 2 parameter services: read, change all-or-nothing, undo exactly.
 
-Every change is written to the gains journal (synced) before anything is sent; values outside the guard or
+Names are ours (`gains.<joint>.p|i|d|i_clamp|ff_velocity_scale`) in the journal and the API; `style`
+translates them to the controller's own (see `core.gains.PARAMETER_STYLES`). Every change is written to
+the gains journal (synced) before anything is sent; values outside the guard or
 not finite are never sent; a controller that is missing, times out or refuses a value is left with its
 previous gains (checked by reading them back) and the caller gets a `GainsError` saying which.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 import uuid
 
 from ..core.errors import GainsError
-from ..core.gains import GainGuard, split_parameter_name
+from ..core.gains import (GainGuard, controller_parameters, from_controller_parameters, split_parameter_name,
+                          style_map)
 from ..core.journal import GainChange, GainsJournal
 from .client import RosClient
 
@@ -19,12 +22,17 @@ class ControllerGains:
     """The gains of one controller node (`/<controller>`), changed only through the journal."""
 
     def __init__(self, client: RosClient, controller: str, journal: GainsJournal, guard: GainGuard = GainGuard(),
-                 timeout_s: float = 5.0) -> None:
+                 timeout_s: float = 5.0, style: str = "gains") -> None:
         self.client, self.controller, self.journal, self.guard = client, controller, journal, guard
-        self.timeout_s = timeout_s
+        self.timeout_s, self.style = timeout_s, style
+        style_map(style)  # an unknown style fails here, before anything is read or sent
 
     def read(self, names: list[str]) -> dict[str, float]:
-        """The controller's current values of `names`."""
+        """The controller's current values of `names` (our `gains.<joint>.<gain>` names, whatever its style)."""
+        theirs = list(controller_parameters({n: 0.0 for n in names}, self.style))
+        return from_controller_parameters(names, self._read(theirs), self.style)
+
+    def _read(self, names: list[str]) -> dict[str, float]:
         try:
             values = self.client.get_parameters(self.controller, names, self.timeout_s)
         except TimeoutError as exc:
@@ -47,7 +55,8 @@ class ControllerGains:
     def _set(self, values: dict[str, float]) -> str:
         """Set all of `values` at once; '' on success, else why not."""
         try:
-            result = self.client.set_parameters_atomically(self.controller, values, self.timeout_s)
+            result = self.client.set_parameters_atomically(self.controller, controller_parameters(values, self.style),
+                                                           self.timeout_s)
         except TimeoutError as exc:
             return f"parameter service missing or not answering: {exc}"
         return "" if result.successful else f"refused: {result.reason}"
