@@ -18,9 +18,11 @@ import numpy as np
 
 from ..envelope import Envelope
 from ..errors import ConfigError
+from ..joint_model import JointModel
 from ..sim import DriveEncoder, SimRobot, load_spec
 from ..tapes import Tape, duration_s, sample
 from ..trajectory import Trajectory
+from .base_feedforward import joint_base_feedforward
 from .model import Controller, to_pid_gains
 from .plant import Telemetry, play_checked
 
@@ -63,6 +65,7 @@ class Arm:
     torque_limits_nm: dict[str, float] | None = None
     arm_feedforward: bool | None = None  # None: on, unless the model is a closed chain or has passive joints
     motion_s: float = 0.0
+    torque_sample_phase: float = 0.5  # where in its interval a reported torque is taken (0.5: held torque)
 
     def __post_init__(self) -> None:
         self.joints = tuple(self.joints)
@@ -109,6 +112,15 @@ class Arm:
             if box is not None:
                 ff[:, k] += box.torque(q[:, k], qd[:, k], qdd[:, k])
         return t, q, qd, qdd, ff
+
+    def base_feedforward(self, joint: str) -> JointModel | None:
+        """The feed-forward the arm adds to `joint` by itself as it moves alone (None without the arm model)."""
+        if not self.arm_feedforward:
+            return None
+        cache = self.__dict__.setdefault("_base_feedforward", {})
+        if joint not in cache:
+            cache[joint] = joint_base_feedforward(self._nominal, self.joints, joint, self.home)
+        return cache[joint]
 
     def joint_plant(self, joint: str, others: dict[str, Controller]) -> "JointInArm":
         return JointInArm(self, joint, dict(others))
@@ -159,7 +171,15 @@ class JointInArm:
     arm: Arm
     joint: str
     others: dict[str, Controller]
-    torque_sample_phase: float = 0.5
+
+    @property
+    def torque_sample_phase(self) -> float:
+        return self.arm.torque_sample_phase
+
+    @property
+    def base_feedforward(self) -> JointModel | None:
+        """What the arm adds to this joint's commands by itself (a twin of the joint must add it too)."""
+        return self.arm.base_feedforward(self.joint)
 
     @property
     def command_rate_hz(self) -> float:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..joint_model import JointModel
 from ..tapes import Tape, chirp, evaluation, identification, steps
 from ..tapes import plan_seconds as tape_seconds
+from .base_feedforward import WithBase
 from .identify import Identification, identify
 from .model import Controller, Goal, Servo, loop_of
 from .plant import Plant, twin_plant
@@ -104,6 +105,9 @@ def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | 
         twin_ = twin if not isinstance(twin, bool) else twin_plant(
             servo.name, model, servo.envelope, command_rate_hz=plant.command_rate_hz,
             torque_limit_nm=plant.torque_limit_nm, delay_s=ident.delay_s, noise_rad=1e-3 * af_eval.noise_mrad)
+        base = getattr(plant, "base_feedforward", None)
+        if isinstance(twin, bool) and base is not None:  # the plant adds an arm model's torque: so must its twin
+            twin_ = WithBase(twin_, base)
         twin_base = evaluate(twin_, as_found, tapes_["refine"], goal.repeats)
         if seed is None:  # the twin's own sweep says where the plant's can start
             pre = run_sweep(servo, twin_, model, limits, goal, start_wn, tapes_["sweep"][0])
