@@ -120,6 +120,9 @@ def test_bad_model_and_mapping(data):
         problem_from_dict(_doc(data, optimiser={}))
     with pytest.raises(ConfigError, match="unknown optimizer backend"):
         problem_from_dict(_doc(data, optimizer={"backend": "adam"}))
+    with pytest.raises(ConfigError, match="start_noise must be propagate or weight"):
+        problem_from_dict(_doc(data, start_noise="ignore"))
+    assert problem_from_dict(_doc(data)).start_noise == "weight"
 
 
 @pytest.mark.parametrize("name", ["identify_pendulum.yaml", "identify_arm3.yaml"])

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sysid_ros.core.derivatives import (estimate_position_noise, finite_differences, quartic_derivatives,
-                                        same_filter, samples_derivatives, savgol_derivatives, uniform_dt_s,
-                                        window_samples)
+from dataclasses import replace
+
+from sysid_ros.core.derivatives import (estimate_position_noise, finite_differences, hold_differences, hold_kernel,
+                                        quartic_derivatives, same_filter, samples_derivatives, savgol_derivatives,
+                                        smooth_like_acceleration, uniform_dt_s, window_samples)
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.signals import JointSamples
 
@@ -122,3 +124,23 @@ def test_derivatives_from_joint_samples_per_joint() -> None:
         one.column(0)
     with pytest.raises(DataError, match="no positions"):
         samples_derivatives(JointSamples(("a",), times, effort=np.zeros((1000, 1))))
+
+
+@pytest.mark.parametrize("make", [lambda q: savgol_derivatives(q, DT, 0.2, 4),
+                                  lambda q: savgol_derivatives(q, DT, 0.1, 3), lambda q: finite_differences(q, DT)])
+def test_the_acceleration_filter_is_a_smoother_of_second_differences(make) -> None:
+    """What filtering the torque alike rests on: acceleration = g * (q[k+1] - 2 q[k] + q[k-1]) / h^2 exactly,
+    with g centred and of unit sum, for any signal (here a random walk, nothing smooth about it)."""
+    q = np.cumsum(np.random.default_rng(4).normal(0.0, 1e-3, 3000))
+    d = make(q)
+    g = hold_kernel(d)
+    assert len(g) % 2 == 1 and g.sum() == pytest.approx(1.0, abs=1e-8) and np.allclose(g, g[::-1], atol=1e-9)
+    _, v, a = hold_differences(d)
+    smoothed = smooth_like_acceleration(d, a)
+    ok = d.valid & np.isfinite(smoothed)
+    assert ok.sum() > 0.9 * d.valid.sum()
+    # relative 1e-8: the double running sum of a kernel with entries ~1/h^2 rounds at ~1e-9
+    np.testing.assert_allclose(smoothed[ok], d.qdd[ok], rtol=0, atol=1e-8 * np.abs(d.qdd[ok]).max())
+    np.testing.assert_allclose(v[:-1], np.diff(q) / DT)
+    with pytest.raises(DataError, match="raw positions"):
+        hold_differences(replace(d, position_raw=None))

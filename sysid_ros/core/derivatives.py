@@ -27,7 +27,8 @@ class Derivatives:
 
     Arrays are (N,) or (N, J) like the input. `qd_noise_gain` and `qdd_noise_gain` are the standard
     deviations of the velocity and acceleration produced by unit white position noise;
-    `position_noise_rad` is the white noise estimated in the raw positions (NaN if too short to tell).
+    `position_noise_rad` is the white noise estimated in the raw positions (NaN if too short to tell);
+    `position_raw` keeps those positions, for filtering both sides of a fit (`hold_differences`).
     """
 
     q: np.ndarray
@@ -41,6 +42,7 @@ class Derivatives:
     qd_noise_gain: float
     qdd_noise_gain: float
     position_noise_rad: float | np.ndarray = float("nan")
+    position_raw: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.q)
@@ -54,8 +56,9 @@ class Derivatives:
         if self.q.ndim != 2:
             raise DataError("these derivatives are one joint's already")
         noise = self.position_noise_rad
+        raw = None if self.position_raw is None else self.position_raw[:, j]
         return replace(self, q=self.q[:, j], qd=self.qd[:, j], qdd=self.qdd[:, j], valid=self.valid[:, j],
-                       position_noise_rad=float(noise[j]) if np.ndim(noise) else noise)
+                       position_noise_rad=float(noise[j]) if np.ndim(noise) else noise, position_raw=raw)
 
 
 def window_samples(window_s: float, dt_s: float, polyorder: int) -> int:
@@ -105,7 +108,7 @@ def savgol_derivatives(q: np.ndarray, dt_s: float, window_s: float = 0.1, polyor
     valid = _mask_edges(out, n // 2, finite)
     gains = [float(np.linalg.norm(savgol_coeffs(n, polyorder, deriv=d, delta=dt_s))) for d in (1, 2)]
     return Derivatives(out[0], out[1], out[2], valid, float(dt_s), SAVGOL, n, polyorder, gains[0], gains[1],
-                       _noise_or_nan(positions))
+                       _noise_or_nan(positions), positions.copy())
 
 
 def quartic_derivatives(q: np.ndarray, dt_s: float, window_s: float = 0.11) -> Derivatives:
@@ -124,7 +127,8 @@ def finite_differences(q: np.ndarray, dt_s: float) -> Derivatives:
     valid = _mask_edges(out, 2, finite)
     # velocity (x[k+1] - x[k-1]) / 2h; acceleration (x[k+2] - 2 x[k] + x[k-2]) / 4h^2
     return Derivatives(out[0], out[1], out[2], valid, float(dt_s), FINITE_DIFFERENCES, 5, 2,
-                       float(np.sqrt(2) / (2 * dt_s)), float(np.sqrt(6) / (4 * dt_s**2)), _noise_or_nan(positions))
+                       float(np.sqrt(2) / (2 * dt_s)), float(np.sqrt(6) / (4 * dt_s**2)), _noise_or_nan(positions),
+                       positions.copy())
 
 
 def _noise_or_nan(positions: np.ndarray) -> float | np.ndarray:
@@ -139,6 +143,57 @@ def same_filter(derivatives: Derivatives, q: np.ndarray) -> Derivatives:
     if derivatives.method == FINITE_DIFFERENCES:
         return finite_differences(q, derivatives.dt_s)
     return savgol_derivatives(q, derivatives.dt_s, derivatives.window_s, derivatives.polyorder)
+
+
+def acceleration_kernel(derivatives: Derivatives) -> np.ndarray:
+    """The filter's acceleration coefficients, in correlation order: qdd[k] = sum_j c[j] q[k - n//2 + j]."""
+    if derivatives.method == FINITE_DIFFERENCES:
+        return np.array([1.0, 0.0, -2.0, 0.0, 1.0]) / (4 * derivatives.dt_s**2)
+    if derivatives.method != SAVGOL:
+        raise DataError("no known acceleration kernel for these derivatives", method=derivatives.method)
+    return savgol_coeffs(derivatives.window_samples, derivatives.polyorder, deriv=2, delta=derivatives.dt_s,
+                         use="dot")
+
+
+def hold_kernel(derivatives: Derivatives) -> np.ndarray:
+    """The smoother g that the acceleration filter applies to the samples' second differences.
+
+    An acceleration kernel c that ignores constants and ramps is the second difference of its double
+    running sum G = h^2 cumsum(cumsum(c)), whose last two entries vanish; so c * q = g * a with
+    a[k] = (q[k+1] - 2 q[k] + q[k-1]) / h^2 and g = G without them (odd length, centred, sum 1).
+    """
+    c = acceleration_kernel(derivatives)
+    return (np.cumsum(np.cumsum(c)) * derivatives.dt_s**2)[:-2]
+
+
+def smooth_like_acceleration(derivatives: Derivatives, x: np.ndarray) -> np.ndarray:
+    """`x` (N,) or (N, P) through `hold_kernel`, centred; NaN where the window leaves the record or meets a NaN."""
+    g = hold_kernel(derivatives)
+    array = np.asarray(x, dtype=np.float64)
+    half = len(g) // 2
+    out = np.full(array.shape, np.nan)
+    if array.shape[0] >= len(g):
+        out[half:array.shape[0] - half] = np.lib.stride_tricks.sliding_window_view(array, len(g), axis=0) @ g
+    return out
+
+
+def hold_differences(derivatives: Derivatives) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q, v, a) of the raw positions: v[k] = (q[k+1] - q[k]) / h, a[k] = (q[k+1] - 2 q[k] + q[k-1]) / h^2.
+
+    v is the mean velocity over the hold interval that follows sample k, the interval in which the k-th
+    command acts (and the velocity that MuJoCo's Euler step damps); a, smoothed by `hold_kernel`, is
+    exactly the filter's acceleration. NaN where a neighbour is missing.
+    """
+    if derivatives.position_raw is None:
+        raise DataError("these derivatives do not carry their raw positions (make them with savgol_derivatives, "
+                        "quartic_derivatives or finite_differences)")
+    q = np.asarray(derivatives.position_raw, dtype=np.float64)
+    h = derivatives.dt_s
+    v = np.full(q.shape, np.nan)
+    a = np.full(q.shape, np.nan)
+    v[:-1] = (q[1:] - q[:-1]) / h
+    a[1:-1] = (q[2:] - 2 * q[1:-1] + q[:-2]) / h**2
+    return q, v, a
 
 
 def estimate_position_noise(q: np.ndarray, window_samples_: int = 9) -> float | np.ndarray:

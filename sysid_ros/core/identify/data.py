@@ -78,10 +78,17 @@ def load_source(src: DataSource, joints: Sequence[str]) -> list[tuple[JointSampl
 def build_segments(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
                    data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]]) -> list[sd.Segment]:
     """All segments (or windows) of all sources, each starting from its measured state at t = 0."""
-    out: list[sd.Segment] = []
+    return [seg for seg, _ in segment_sources(problem, model, maps, data)]
+
+
+def segment_sources(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
+                    data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]]
+                    ) -> list[tuple[sd.Segment, JointSamples]]:
+    """`build_segments`, each segment with the samples it was cut from (for its start state's noise)."""
+    out: list[tuple[sd.Segment, JointSamples]] = []
     for name, parts in data:
         for k, (samples, commands) in enumerate(parts):
-            out += sd.segments_from_samples(model, maps, samples, commands, name=f"{name}_{k}",
-                                            observe=problem.observe, window_s=problem.window_s,
-                                            smoothing_samples=problem.smoothing_samples)
+            out += [(seg, samples) for seg in sd.segments_from_samples(
+                model, maps, samples, commands, name=f"{name}_{k}", observe=problem.observe,
+                window_s=problem.window_s, smoothing_samples=problem.smoothing_samples)]
     return out

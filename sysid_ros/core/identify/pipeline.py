@@ -17,11 +17,13 @@ from mujoco import sysid
 
 from .. import sysid_data as sd
 from ..errors import ConfigError, SysidRosError
-from .data import build_segments, load_source
+from .data import build_segments, load_source, segment_sources
 from .parameters import CachedBuild, build_parameters, identified_xml, signal_transform
 from .problem import Problem, check_problem, load_spec
 from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn, null_directions
+from .start_error import (ShiftedStartRollout, start_state_covariance, start_state_noise, start_state_sensitivity,
+                          weighted_step)
 from .warm_start import apply_warm_start, pendulum_warm_start
 
 Progress = Callable[[str, float, str], None]
@@ -139,15 +141,13 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
                   for k, src in enumerate(problem.training)]
     val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints))
                 for k, src in enumerate(problem.validation)]
-    train = build_segments(problem, model, maps, train_data)
+    train_sources = segment_sources(problem, model, maps, train_data)
+    train = [seg for seg, _ in train_sources]
     val = build_segments(problem, model, maps, val_data) if val_data else []
     timings["load_s"] = time.perf_counter() - t_start
     _report(progress, "validate", 0.1, f"{len(train)} training and {len(val)} validation segments")
 
     notes: list[str] = []
-    if not problem.estimate_initial_state:
-        notes.append("windows start from measured states: the intervals leave out that state's noise and were "
-                     "measured 6-8x too narrow (bench/bench_coverage.py); read them as optimistic")
     params = build_parameters(spec, problem.parameters, starts)
     warm: dict[str, float] = {}
     if problem.warm_start:
@@ -193,6 +193,27 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     intervals = np.asarray(intervals, dtype=float)
     lower, upper = opt_params.get_bounds()
     null = null_directions(np.asarray(opt_result.jac, dtype=float), x_hat, lower, upper)
+    widening = np.ones(len(intervals))
+    if not problem.estimate_initial_state and np.size(intervals):
+        t0 = time.perf_counter()
+        _report(progress, "intervals", 0.88, "propagating the measured start states' noise")
+        weight = problem.start_noise == "weight" and not null.any()
+        cov, intervals, widening, noise, x_new = _with_start_state_noise(
+            problem, model, maps, train_sources, ms, build, modify, opt_params, x_hat, opt_result.jac, res_star,
+            np.asarray(cov, dtype=float), intervals, weight, lower, upper)
+        if weight:
+            x_hat = x_new
+            opt_params.update_from_vector(x_hat)
+            res_star, preds, records = residual_fn(x_hat, opt_params, return_pred_all=True)
+        timings["start_state_s"] = time.perf_counter() - t0
+        noise_text = f"{_fmt(noise.position_noise)} rad, {_fmt(noise.velocity_noise)} rad/s"
+        notes.append(("segments start from measured states: one generalized least-squares step weights each "
+                      f"segment by its start state's noise ({noise_text}); intervals from that weighting"
+                      if weight else "segments start from measured states: intervals include that state's noise "
+                      f"carried through each segment ({noise_text}; half-widths x{np.nanmin(widening):.2g}-"
+                      f"{np.nanmax(widening):.2g} of the white-residual ones)"))
+        if problem.start_noise == "weight" and not weight:
+            notes.append("start_noise: weight skipped (a null direction); intervals propagate it instead")
 
     traces, sq, count = _traces("training", preds, records, maps, residual_fn.segment_names)
     metrics: dict[str, Any] = {
@@ -211,6 +232,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         metrics["validation_segments"] = len(val)
 
     results, k = [], 0
+    widened: dict[str, list[float]] = {}
     for p in problem.parameters:
         prm = opt_params[p.name]
         width = prm.size
@@ -221,6 +243,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
             # a component in a null direction of J^T J is not determined by the data: no finite interval
             half = tuple(math.inf if n else float(v) for v, n in zip(intervals[k:k + width], null[k:k + width]))
             in_null = bool(np.any(null[k:k + width]))
+            widened[p.name] = [float(w) for w in widening[k:k + width]]
             k += width
         value = tuple(float(v) for v in prm.value)
         # relative to the value, or to 1 % of the bound range for a value near zero (a centre of mass on an axis)
@@ -233,12 +256,48 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         if not ok:
             notes.append(f"{p.name} is not identifiable from this data (95 % half-width {half})")
 
+    if not problem.estimate_initial_state:
+        metrics["start_state_widening"] = widened  # half-width / the library's (white residuals only)
     results = _flag_mass_sums(model, results, notes)
     objective = tuple(float(v) for v in (getattr(opt_result, "extras", None) or {}).get("objective", ()))
     timings["total_s"] = time.perf_counter() - t_start
     _report(progress, "done", 1.0, f"identified {len(results)} parameters in {timings['total_s']:.2f} s")
     return IdentificationResult(problem, tuple(results), metrics, identified, params, opt_params, opt_result,
                                 residual_fn, ms, cov, tuple(traces), objective, tuple(notes), timings)
+
+
+def _fmt(values: np.ndarray) -> str:
+    return "/".join(f"{v:.2g}" for v in values)
+
+
+def _with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
+                            sources: Sequence, ms: sysid.ModelSequences, build: CachedBuild, modify: ScaledResidual,
+                            params: sysid.ParameterDict, x_hat: np.ndarray, jac: np.ndarray, res_star: Sequence,
+                            cov: np.ndarray, intervals: np.ndarray, weight: bool, lower: np.ndarray,
+                            upper: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, np.ndarray]:
+    """The measured start states' noise (`start_error`): (covariance, half-widths, their widening over the
+    library's, the noise, x). Propagated into the covariance; with `weight` also a GLS step that moves x."""
+    from scipy.special import stdtrit
+
+    noise = start_state_noise(model, maps, sources, problem.smoothing_samples)
+    shifter = ShiftedStartRollout()
+    fn = batched_residual_fn([ms], build_model=build, modify_residual=modify, custom_rollout=shifter,
+                             resample_true=False)
+    jac = np.asarray(jac, dtype=float)
+    r0, sens, seg_rows = start_state_sensitivity(x_hat, params, fn, shifter, len(ms.measured_rollout[0].initial_state),
+                                                 noise, base=res_star)
+    t = float(stdtrit(max(len(r0) - len(x_hat), 1), 0.975))
+    if weight:
+        step, new_cov, _ = weighted_step(jac, r0, sens, seg_rows, noise)
+        x_new = np.clip(x_hat + step, lower, upper)
+        widened = t * np.sqrt(np.clip(np.diag(new_cov), 0, None))
+    else:
+        x_new = x_hat
+        new_cov = cov + start_state_covariance(jac, sens, seg_rows, noise)
+        widened = np.sqrt(intervals ** 2 + t ** 2 * np.clip(np.diag(new_cov - cov), 0, None))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        widening = np.where(intervals > 0, widened / intervals, np.nan)
+    return new_cov, widened, widening, noise, x_new
 
 
 def _flag_mass_sums(model: mujoco.MjModel, results: list[ParameterResult], notes: list[str]) -> list[ParameterResult]:

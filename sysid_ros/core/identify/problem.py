@@ -74,6 +74,7 @@ class Problem:
     window_s: float | None = None
     smoothing_samples: int = 0
     initial_state: str = "auto"  # estimate | measured | auto (estimate unless the data is cut into windows)
+    start_noise: str = "weight"  # measured start states: weight (one GLS step) | propagate (intervals only)
     position_noise_rad: float = 1e-3
     velocity_noise_rad_s: float = 1e-2
     optimizer: OptimizerSpec = OptimizerSpec()
@@ -130,8 +131,8 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
     if not isinstance(doc, dict):
         raise ConfigError("the problem file must be a mapping")
     base = Path(base_dir)
-    known = {"model", "joints", "parameters", "training", "validation", "observe", "window_s",
-             "smoothing_samples", "initial_state", "noise", "optimizer", "warm_start", "unidentifiable_relative", "name"}
+    known = {"model", "joints", "parameters", "training", "validation", "observe", "window_s", "smoothing_samples",
+             "initial_state", "start_noise", "noise", "optimizer", "warm_start", "unidentifiable_relative", "name"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(f"unknown keys in the problem file: {unknown}")
@@ -154,12 +155,15 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
     x0 = doc.get("initial_state", "auto")
     if x0 not in ("auto", "estimate", "measured"):
         raise ConfigError(f"initial_state must be auto, estimate or measured, got {x0!r}")
+    start_noise = doc.get("start_noise", "weight")
+    if start_noise not in ("propagate", "weight"):
+        raise ConfigError(f"start_noise must be propagate or weight, got {start_noise!r}")
     return Problem(
         model=model, joints=joints, parameters=tuple(_parameter(p) for p in doc["parameters"]),
         training=tuple(_source(s, base) for s in doc["training"]),
         validation=tuple(_source(s, base) for s in doc.get("validation") or ()), mapping=mapping,
         observe=tuple(doc.get("observe", ("position",))), window_s=None if window is None else float(window),
-        smoothing_samples=int(doc.get("smoothing_samples", 0)), initial_state=x0,
+        smoothing_samples=int(doc.get("smoothing_samples", 0)), initial_state=x0, start_noise=start_noise,
         position_noise_rad=float(noise.get("position_rad", 1e-3)),
         velocity_noise_rad_s=float(noise.get("velocity_rad_s", 1e-2)),
         optimizer=OptimizerSpec(backend, int(opt.get("max_iters", 100)), bool(opt.get("quiet", True)),

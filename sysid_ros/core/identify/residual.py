@@ -120,6 +120,7 @@ def batched_residual_fn(models_sequences: Sequence[sysid.ModelSequences], **kwar
         return residuals, preds, records
 
     residual_fn.segment_names = tuple(names)  # type: ignore[attr-defined]  # order of preds/records
+    residual_fn.group_sizes = tuple(len(trajs) for _, trajs in groups)  # type: ignore[attr-defined]
     return residual_fn
 
 
