@@ -4,9 +4,11 @@
    and `tape_recorder` as processes on a DDS domain of their own, on simulated time faster than real time;
 2. record: play two multisine torque tapes (training, held out) inside the envelope into rosbag2 bags;
 3. identify: the regression estimate, then `mujoco.sysid` from the bags; print truth vs identified;
-4. tune and propose: the servo tuner's staged pipeline (identify, sweep, refine screened on a MuJoCo twin,
-   verify on held-out tapes) on the simulated 3.6 kg m^2 arm shoulder with poor factory gains, in-process
-   (the ROS plant and the apply/canary loop over parameter services come with the servo_tuner node).
+4. tune and propose over ROS: `servo_tuner` runs the staged pipeline (identify, sweep, refine screened on a
+   MuJoCo twin, verify on held-out tapes) on the same hidden pendulum as a PID position servo with poor
+   factory gains, every play through a tape_recorder into bags; the controller ends exactly as found;
+5. apply: the proposal goes to sim_robot's gain parameters all at once, journaled first;
+6. canary: held-out tapes under the new gains; kept only if the live cost ratio <= 1 - (1 - predicted) / 2.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import argparse
 import tempfile
 from pathlib import Path
 
+import yaml
 from diagnostic_msgs.msg import DiagnosticArray
+from std_msgs.msg import String
 
 from .core.identify import identify, problem_from_dict, write_results
-from .nodes.client import RosClient, play_tape, status_value
+from .nodes.client import RosClient, play_tape, status_value, wait_for
 from .nodes.processes import NodeProcess, isolate_ros_environment
+from .nodes.servo_tuner import RESULT_QOS
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
 NOMINAL = {"pole_mass": 1.0, "hinge_damping": 0.0, "hinge_frictionloss": 0.0}
@@ -33,9 +38,24 @@ HIDDEN_PENDULUM = {"use_sim_time": True, "real_time_factor": 2.0, "forward_inter
                    "physics.hinge.damping": TRUTH["hinge_damping"],
                    "physics.hinge.frictionloss": TRUTH["hinge_frictionloss"]}
 TORQUE_TAPES = {"joints": ["hinge"], "forward_interface": "effort", "command_rate_hz": 500.0,
-                "tape.kind": "multisine", "model": "pendulum", "safety.stale_after_s": 0.5,
+                "tape.kind": "multisine", "model": "pendulum", "safety.stale_after_s": 2.0,
                 "envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 1.5,
                 "envelope.hinge.max_speed_rad_s": 6.0, "envelope.hinge.max_torque_nm": 2.0}
+
+
+# The same hidden pendulum as a PID position servo (trajectory controller at 250 Hz) with poor factory gains,
+# for the servo tuner; a finer encoder (0.02 mrad) than the torque-driven recording's.
+TUNE_RATE_HZ = 250.0
+AS_FOUND = {"gains.hinge.p": 5.0, "gains.hinge.i": 0.0, "gains.hinge.d": 0.2, "gains.hinge.i_clamp": 0.0}
+TUNED_PENDULUM = {**HIDDEN_PENDULUM, "forward_interface": "position", "command_rate_hz": TUNE_RATE_HZ,
+                  "publish_rate_hz": TUNE_RATE_HZ, "noise.position_rad": 2e-5, "noise.velocity_rad_s": 0.0,
+                  **AS_FOUND}
+TUNE_ENVELOPE = {"envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 0.4,
+                 "envelope.hinge.max_speed_rad_s": 2.0, "envelope.hinge.max_torque_nm": 3.0}
+TUNE_RECORDER = {"joints": ["hinge"], "command_mode": "trajectory", "command_rate_hz": TUNE_RATE_HZ,
+                 "safety.stale_after_s": 3.0, "model": "pendulum", **TUNE_ENVELOPE}
+TUNER = {"joints": ["hinge"], "controller": "sim_robot", "model": "pendulum", "command_rate_hz": TUNE_RATE_HZ,
+         "guard.p_max": 1000.0, "guard.d_max": 100.0, "goal.twin_screening": True, **TUNE_ENVELOPE}
 
 
 def record(folder: Path, real_time_factor: float) -> list[str]:
@@ -93,29 +113,100 @@ def identify_pendulum(folder: Path, training: str, held_out: str):
     return result
 
 
-def tune_shoulder(folder: Path) -> dict:
-    """Tune the simulated shoulder from poor factory gains; print and write the proposal."""
-    from .core.tuner import Gains, Goal, proposal, to_yaml, tune
-    from .core.tuner.joints import shoulder
+class TuningRig:
+    """The hidden pendulum position-controlled by a PID drive with poor factory gains (sim_robot), the
+    tape_recorder the tuner plays through (trajectory mode) and the servo_tuner, as processes; a client
+    that hears the tuner's outcomes. The tests drive the same rig."""
 
-    joint = shoulder(gains=Gains(800.0, 80.0))
-    result = tune(joint.servo, joint.plant, Goal(twin_screening=True))
-    data = proposal(result)
-    path = folder / "proposal_shoulder.yaml"
-    path.write_text(to_yaml(data))
-    model = result.identification.model
-    truth = joint.truth
-    print(f"  identified J {model.inertia_kg_m2:.3f} (true {truth.inertia_kg_m2}) kg m^2, b {model.viscous_nm_s_rad:.2f} "
-          f"({truth.viscous_nm_s_rad}), Coulomb {model.coulomb_nm:.2f} ({truth.coulomb_nm}) N m, "
-          f"gravity {model.gravity_sin_nm:.1f} ({truth.gravity_sin_nm:.1f}) N m")
-    before, after = data["as_found"]["drive_parameters"], data["proposed"]["drive_parameters"]
-    print(f"  gains before: p {before['gains.shoulder.p']:.0f}, d {before['gains.shoulder.d']:.1f}; "
-          f"proposed: p {after['gains.shoulder.p']:.0f}, d {after['gains.shoulder.d']:.1f}"
-          + (" + host feed-forward" if data["proposed"]["host_feedforward"] else ""))
-    print(f"  {data['summary']}")
-    seconds = data["seconds_of_motion"]
-    print(f"  plant motion: {', '.join(f'{k} {v:.0f} s' for k, v in seconds.items())}; proposal: {path}")
-    return data
+    def __init__(self, folder: Path, real_time_factor: float = 3.0, sim: dict | None = None,
+                 recorder: dict | None = None, tuner: dict | None = None) -> None:
+        self.folder, self.logs = folder, folder / "logs"
+        self.sim_params = {**(sim or TUNED_PENDULUM), "real_time_factor": real_time_factor}
+        self.recorder_params = {**(recorder or TUNE_RECORDER), "output_dir": str(folder / "bags")}
+        self.tuner_params = {**(tuner or TUNER), "output_dir": str(folder / "tuner")}
+        self.sim = NodeProcess("sim_robot", "sim_robot", self.sim_params, self.logs)
+        self.recorder = NodeProcess("tape_recorder", "tape_recorder", self.recorder_params, self.logs)
+        self.tuner = self.start_tuner()
+        self.client = RosClient("sysid_ros_tuning")
+        self.results: list[dict] = []
+        self.client.node.create_subscription(String, "/servo_tuner/result",
+                                             lambda m: self.results.append(yaml.safe_load(m.data)), RESULT_QOS)
+        for node in ("tape_recorder", "servo_tuner"):
+            self.activate(node)
+
+    def start_tuner(self) -> NodeProcess:
+        return NodeProcess("servo_tuner", "servo_tuner", self.tuner_params, self.logs)
+
+    def restart_tuner(self) -> None:
+        """Start the servo_tuner again once the graph has forgotten the old one (a SIGKILLed node lingers for
+        DDS's 20 s lease, and a service call in that window can go to the ghost and be lost), then activate."""
+        wait_for(lambda: "servo_tuner" not in self.client.node.get_node_names(), 120.0,
+                 "the old servo_tuner to leave the ROS graph")
+        self.tuner = self.start_tuner()
+        self.activate("servo_tuner")
+
+    def activate(self, node: str) -> None:
+        for transition in ("configure", "activate"):
+            ok, state = self.client.change_state(node, transition)
+            if not ok:
+                raise RuntimeError(f"{node} did not {transition} (state {state}); see {self.logs}")
+
+    def call(self, service: str):
+        from std_srvs.srv import Trigger
+
+        return self.client.call(Trigger, f"/servo_tuner/{service}", Trigger.Request())
+
+    def request(self, service: str, outcome: str, timeout_s: float) -> dict:
+        """Call `~/<service>` and wait for the tuner's `outcome` on ~/result; RuntimeError when refused."""
+        seen = len(self.results)
+        response = self.call(service)
+        if not response.success:
+            raise RuntimeError(response.message)
+        return self.outcome(outcome, seen, timeout_s)
+
+    def outcome(self, action: str, seen: int, timeout_s: float = 600.0) -> dict:
+        return wait_for(lambda: next((r for r in self.results[seen:] if r.get("action") == action), None),
+                        timeout_s, f"servo_tuner's {action} outcome")
+
+    def gains(self) -> dict[str, float]:
+        """The controller's gains now (the parameters the tuner sets)."""
+        names = [f"gains.{j}.{g}" for j in self.tuner_params["joints"] for g in ("p", "i", "d", "i_clamp")]
+        return dict(zip(names, self.client.get_parameters("sim_robot", names)))
+
+    def close(self) -> None:
+        self.client.close()
+        for process in (self.tuner, self.recorder, self.sim):
+            process.stop()
+
+
+def tune_pendulum(folder: Path, real_time_factor: float) -> None:
+    """Tune the hidden pendulum's poor servo over ROS, apply the proposal and let the canary decide."""
+    from .core.tuner.proposal import load_proposal
+
+    rig = TuningRig(folder, real_time_factor)
+    try:
+        tuned = rig.request("tune", "tune", 3600.0)
+        proposal = load_proposal(tuned["proposal_file"])
+        model = proposal.details["hinge"]["model"]["model"]
+        print(f"  identified by the tuner: m g l {model['gravity_sin_nm']:.3f} N m (true "
+              f"{TRUTH['pole_mass'] * 9.81 * 0.5:.3f}), damping + drive {model['viscous_nm_s_rad']:.4f} N m s "
+              f"(true {TRUTH['hinge_damping']}), Coulomb {model['coulomb_nm']:.4f} N m (true "
+              f"{TRUTH['hinge_frictionloss']}), J {model['inertia_kg_m2']:.4f} kg m^2")
+        print(f"  {proposal.summary}; {tuned['seconds_of_motion']:.0f} s of motion; proposal {tuned['proposal_file']}")
+        before, after = tuned["as_found"], tuned["parameters"]
+        print(f"  gains before: p {before['gains.hinge.p']:.4g}, d {before['gains.hinge.d']:.4g}; proposed: "
+              f"p {after['gains.hinge.p']:.4g}, d {after['gains.hinge.d']:.4g}"
+              + (" + host feed-forward" if proposal.feedforward.get("hinge") else ""))
+        if not tuned["improved"]:
+            print("  nothing to apply: the tuner keeps the gains as found")
+            return
+        verdict = rig.request("apply", "canary", 600.0)
+        print(f"  applied; canary: predicted cost ratio {verdict['predicted_cost_ratio']:.3f}, live "
+              f"{verdict['live_cost_ratio']:.3f} (keep if <= {verdict['threshold']:.3f}): "
+              f"{'kept' if verdict['kept'] else 'rolled back'}")
+        print(f"  gains on the controller now: {rig.gains()}")
+    finally:
+        rig.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     training, held_out = record(folder, args.real_time_factor)
     print("3. identify: regression warm start, then mujoco.sysid")
     identify_pendulum(folder, training, held_out)
-    print("4. tune and propose: the servo tuner on the simulated arm shoulder (poor factory gains)")
-    tune_shoulder(folder)
+    print("4-6. tune, propose, apply, canary: servo_tuner over ROS on the same hidden pendulum, now a PID")
+    print("     position drive with poor factory gains (p 5, d 0.2) and a 0.02 mrad encoder")
+    tune_pendulum(folder, args.real_time_factor)
     return 0
 
 

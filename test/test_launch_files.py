@@ -138,7 +138,8 @@ def _declared(entry_point: str, values: dict[str, Any]) -> set[str]:
         rclpy.shutdown(context=context)
 
 
-VARIANTS = {"sim_robot.launch.py": ({}, {"model": "arm3"}), "record.launch.py": ({}, {"sim": "true"})}
+VARIANTS = {"sim_robot.launch.py": ({}, {"model": "arm3"}), "record.launch.py": ({}, {"sim": "true"}),
+            "tune.launch.py": ({}, {"sim": "true"}, {"sim": "true", "model": "arm3"})}
 CASES = [(f, args) for f in LAUNCH_FILES for args in VARIANTS.get(f.name, ({},))]
 
 

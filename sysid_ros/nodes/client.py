@@ -39,7 +39,7 @@ class RosClient:
 
     def __init__(self, name: str = "sysid_ros_client") -> None:
         self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        rclpy.init(context=self.context, args=[])  # not the process's --ros-args: a node remap would rename us too
         self.node = Node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)

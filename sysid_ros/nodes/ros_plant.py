@@ -52,7 +52,6 @@ class RosArm(Arm):
     recorder: str = "tape_recorder"
     feedback_topic: str = "/joint_states"
     workdir: Path = Path("tuner")
-    torque_sample_phase: float = 0.5
     play_timeout_s: float = 600.0
     plays: int = 0
     bags: list[str] = field(default_factory=list)

@@ -52,6 +52,8 @@ class ServoTunerNode(LifecycleNode):
         d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
         d("joints", Parameter.Type.STRING_ARRAY, "joints to tune (all under one controller)")
         d("controller", "joint_trajectory_controller", "node whose parameters gains.<joint>.p|i|d|i_clamp are set")
+        d("controller_style", "gains", "the controller's PID parameter names: gains (p i d i_clamp ff_velocity_scale)"
+                                       " or pid_controller (i_clamp_max/min, feedforward_gain)")
         d("recorder", "tape_recorder", "tape_recorder node that plays the tapes (command_mode trajectory)")
         d("model", "", "MJCF of the robot (embedded name or path): torque caps and the arm's feed-forward")
         d("command_rate_hz", 250.0, "the controller's update rate (the recorder's command_rate_hz)")
@@ -92,7 +94,7 @@ class ServoTunerNode(LifecycleNode):
             self._client = RosClient(f"{self.get_name()}_client")
             c = self._config
             self._gains = ControllerGains(self._client, c["controller"], GainsJournal(c["journal"]), c["guard"],
-                                          c["controller_timeout_s"])
+                                          c["controller_timeout_s"], c["controller_style"])
             recovered = self._gains.recover()
         except (SysidRosError, OSError, ValueError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
@@ -138,7 +140,8 @@ class ServoTunerNode(LifecycleNode):
                     feedback_topic=value("feedback_topic"), phase=float(value("torque_sample_phase")), goal=goal,
                     guard=guard, noise=float(value("servo.encoder_noise_rad")), delay=float(value("servo.delay_s")),
                     output=output, journal=Path(value("journal") or output / "gains_journal.jsonl").expanduser(),
-                    controller_timeout_s=float(value("controller_timeout_s")))
+                    controller_timeout_s=float(value("controller_timeout_s")),
+                    controller_style=value("controller_style"))
 
     # --- requests -----------------------------------------------------------------------------------
     def _busy(self) -> bool:
