@@ -49,13 +49,14 @@ TUNE_RATE_HZ = 250.0
 AS_FOUND = {"gains.hinge.p": 5.0, "gains.hinge.i": 0.0, "gains.hinge.d": 0.2, "gains.hinge.i_clamp": 0.0}
 TUNED_PENDULUM = {**HIDDEN_PENDULUM, "forward_interface": "position", "command_rate_hz": TUNE_RATE_HZ,
                   "publish_rate_hz": TUNE_RATE_HZ, "noise.position_rad": 2e-5, "noise.velocity_rad_s": 0.0,
-                  **AS_FOUND}
+                  "gain_guard.p_max": 1000.0, "gain_guard.d_max": 50.0, **AS_FOUND}
 TUNE_ENVELOPE = {"envelope.hinge.origin_rad": 0.0, "envelope.hinge.travel_rad": 0.4,
                  "envelope.hinge.max_speed_rad_s": 2.0, "envelope.hinge.max_torque_nm": 3.0}
 TUNE_RECORDER = {"joints": ["hinge"], "command_mode": "trajectory", "command_rate_hz": TUNE_RATE_HZ,
                  "safety.stale_after_s": 3.0, "model": "pendulum", **TUNE_ENVELOPE}
 TUNER = {"joints": ["hinge"], "controller": "sim_robot", "model": "pendulum", "command_rate_hz": TUNE_RATE_HZ,
-         "guard.p_max": 1000.0, "guard.d_max": 100.0, "goal.twin_screening": True, **TUNE_ENVELOPE}
+         "guard.p_max": 1000.0, "guard.d_max": 100.0,  # looser than the controller's own: its refusal is the last line
+         "goal.twin_screening": True, **TUNE_ENVELOPE}
 
 
 def record(folder: Path, real_time_factor: float) -> list[str]:

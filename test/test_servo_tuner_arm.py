@@ -25,7 +25,8 @@ HIDDEN = {"physics.link1.mass": 2.3, "physics.link2.mass": 1.05, "physics.link3.
           "physics.shoulder.damping": 0.62, "physics.elbow.damping": 0.24, "physics.wrist.damping": 0.125}
 SIM = {"model": "arm3", "joints": JOINTS, "use_sim_time": True, "forward_interface": "position",
        "command_rate_hz": RATE_HZ, "publish_rate_hz": RATE_HZ, "noise.position_rad": 2e-5,
-       "noise.velocity_rad_s": 0.0, "gain_guard.p_max": 2000.0, "gain_guard.d_max": 100.0, **HIDDEN,
+       "noise.velocity_rad_s": 0.0, "initial_positions": [0.3, 0.4, 0.2],  # parked at home, inside the envelope
+       "gain_guard.p_max": 2000.0, "gain_guard.d_max": 100.0, **HIDDEN,
        **{f"gains.{j}.{g}": v for j, (p, d) in AS_FOUND.items()
           for g, v in (("p", p), ("d", d), ("i", 0.0), ("i_clamp", 0.0), ("ff_velocity_scale", 0.0))}}
 RECORDER = {"joints": JOINTS, "command_mode": "trajectory", "command_rate_hz": RATE_HZ,

@@ -26,7 +26,7 @@ from sensor_msgs.msg import JointState
 
 from ..core.bags import read_joint_states
 from ..core.bags.write import read_metadata
-from ..core.errors import ConfigError, DataError
+from ..core.errors import ConfigError, DataError, EnvelopeError
 from ..core.gains import parameter_name
 from ..core.journal import GainChange
 from ..core.tapes import KnotCurve, Tape, duration_s
@@ -129,7 +129,11 @@ class RosArm(Arm):
 
     def _move(self, here: dict[str, float], target: dict[str, float]) -> Tape:
         """A slow rest-to-rest move of every arm joint from `here` to `target`, then a short rest."""
-        rooms_ = [room(self.envelopes[j], here[j], joint=j) for j in self.joints]
+        try:
+            rooms_ = [room(self.envelopes[j], here[j], joint=j) for j in self.joints]
+        except EnvelopeError as exc:
+            raise EnvelopeError(f"the arm is not where a tape may start ({exc.args[0]}): bring every joint inside 90 % "
+                                f"of its envelope's travel before tuning", joint=exc.where.get("joint")) from exc
         path = MovePath(rooms_)
         path.hold(0.1)
         path.move([target[j] for j in self.joints], [MOVE_SPEED_FRAC * r.speed for r in rooms_])

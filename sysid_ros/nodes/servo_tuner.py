@@ -108,6 +108,12 @@ class ServoTunerNode(LifecycleNode):
         self.get_logger().info(f"configured: joints {c['joints']} of {c['controller']}, journal {c['journal']}")
         return TransitionCallbackReturn.SUCCESS
 
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if self._busy():  # a tune or canary finishes its play and restores or judges the gains first
+            self.get_logger().error(f"cannot deactivate while busy ({self._phase}); try again when it is idle")
+            return TransitionCallbackReturn.FAILURE
+        return super().on_deactivate(state)
+
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         if self._busy():
             self.get_logger().error("cannot clean up while a tune or canary runs")
