@@ -8,6 +8,8 @@ real time; the tape_recorder plays every tape (trajectory mode, envelope and sta
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,16 +67,22 @@ def test_tune_improves_the_pendulum_and_leaves_the_controller_as_found(rig):
 
 
 def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig):
+    # through the command line, as an engineer would: `sysid-ros apply` waits for the canary's verdict
     seen = len(rig.results)
-    response = rig.call("apply")
-    assert response.success, response.message
+    applied = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "apply"], capture_output=True, text=True,
+                             timeout=900)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "canary: keep" in applied.stdout and "live_cost_ratio" in applied.stdout
     verdict = rig.outcome("canary", seen)
-    assert verdict["kept"], verdict["message"]
-    assert verdict["live_cost_ratio"] <= verdict["threshold"] < 1.0
+    assert verdict["kept"] and verdict["live_cost_ratio"] <= verdict["threshold"] < 1.0
     assert rig.gains() == rig.tune["parameters"]  # exactly the proposal, all at once
-    response = rig.call("rollback")
-    assert response.success, response.message
+    rolled = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "rollback"], capture_output=True, text=True,
+                            timeout=120)
+    assert rolled.returncode == 0, rolled.stdout + rolled.stderr
     assert rig.gains() == AS_FOUND  # bit for bit
+    again = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "rollback"], capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 1 and "no applied change to roll back" in again.stdout
 
 
 def test_the_canary_rolls_back_when_the_plant_changed_since_the_tune(rig):
