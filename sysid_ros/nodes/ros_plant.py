@@ -113,7 +113,10 @@ class RosArm(Arm):
         start = {j: float(c.evaluate(np.zeros(1))[0][0]) for j, c in zip(full.joints, full.curves)}
         here = self._setpoint or self._measured()
         if max(abs(here[j] - start[j]) for j in self.joints) > 1e-6:
-            self._play(self._move(here, start), controllers)
+            moved = self._play(self._move(here, start), controllers)
+            stopped = next((t.notes[0] for t in moved.values() if t.notes), None)
+            if stopped:  # never start a tape from somewhere else than its start
+                raise DataError(f"the move to the start of {tape.name} was {stopped}")
         return self._play(full, controllers)
 
     def _measured(self) -> dict[str, float]:
@@ -132,8 +135,8 @@ class RosArm(Arm):
         try:
             rooms_ = [room(self.envelopes[j], here[j], joint=j) for j in self.joints]
         except EnvelopeError as exc:
-            raise EnvelopeError(f"the arm is not where a tape may start ({exc.args[0]}): bring every joint inside 90 % "
-                                f"of its envelope's travel before tuning", joint=exc.where.get("joint")) from exc
+            raise EnvelopeError(f"the arm is not where a tape may start ({exc.args[0]}): bring every joint inside "
+                                f"90 % of its envelope's travel before tuning", joint=exc.where.get("joint")) from exc
         path = MovePath(rooms_)
         path.hold(0.1)
         path.move([target[j] for j in self.joints], [MOVE_SPEED_FRAC * r.speed for r in rooms_])
