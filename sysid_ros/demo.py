@@ -59,6 +59,14 @@ TUNER = {"joints": ["hinge"], "controller": "sim_robot", "model": "pendulum", "c
          "goal.twin_screening": True, **TUNE_ENVELOPE}
 
 
+def activate(client: RosClient, node: str, logs: Path) -> None:
+    """Configure and activate a lifecycle node; RuntimeError naming the transition and where its log is."""
+    for transition in ("configure", "activate"):
+        ok, state = client.change_state(node, transition)
+        if not ok:
+            raise RuntimeError(f"{node} did not {transition} (state {state}); see {logs}")
+
+
 def record(folder: Path, real_time_factor: float) -> list[str]:
     """Record a training and a held-out multisine torque tape from the hidden pendulum; return the bags."""
     sim = NodeProcess("sim_robot", "sim_robot", {**HIDDEN_PENDULUM, "real_time_factor": real_time_factor},
@@ -69,10 +77,7 @@ def record(folder: Path, real_time_factor: float) -> list[str]:
     bags = []
     try:
         diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
-        for transition in ("configure", "activate"):
-            ok, state = client.change_state("tape_recorder", transition)
-            if not ok:
-                raise RuntimeError(f"tape_recorder did not {transition} (state {state}); see {folder / 'logs'}")
+        activate(client, "tape_recorder", folder / "logs")
         for seed, role in ((1, "training"), (7, "held out")):
             client.set_parameters("tape_recorder", {"tape.seed": seed})
             status = play_tape(client, diagnostics)
@@ -147,10 +152,7 @@ class TuningRig:
         self.activate("servo_tuner")
 
     def activate(self, node: str) -> None:
-        for transition in ("configure", "activate"):
-            ok, state = self.client.change_state(node, transition)
-            if not ok:
-                raise RuntimeError(f"{node} did not {transition} (state {state}); see {self.logs}")
+        activate(self.client, node, self.logs)
 
     def call(self, service: str):
         from std_srvs.srv import Trigger

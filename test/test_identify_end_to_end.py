@@ -13,18 +13,17 @@ import sys
 
 import pytest
 import yaml
-from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.identify import identify, problem_from_dict
-from sysid_ros.demo import HIDDEN_PENDULUM, TORQUE_TAPES, TRUTH
-from sysid_ros.nodes.client import RosClient, play_tape, status_value, wait_for
+from sysid_ros.demo import HIDDEN_PENDULUM, TRUTH, record
+from sysid_ros.nodes.client import RosClient, wait_for
 from sysid_ros.nodes.processes import NodeProcess
 
 pytestmark = pytest.mark.ros
 
-SIM, RECORDER = HIDDEN_PENDULUM, TORQUE_TAPES  # the demo's robot (its truth: TRUTH) and tapes
+SIM = HIDDEN_PENDULUM  # the demo's robot (its truth: TRUTH), recorded with the demo's tapes
 
 
 def problem_document(training: list[str], validation: list[str]) -> dict:
@@ -42,27 +41,10 @@ def problem_document(training: list[str], validation: list[str]) -> dict:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    """Two multisine torque tapes (training seed 1, held-out seed 7) recorded over DDS from the hidden pendulum."""
+    """Two multisine torque tapes (training seed 1, held-out seed 7) recorded over DDS from the hidden pendulum,
+    as the demo records them (it raises when a play does not finish)."""
     folder = tmp_path_factory.mktemp("e2e")
-    sim = NodeProcess("sim_robot", "sim_robot", SIM, folder / "logs")
-    recorder = NodeProcess("tape_recorder", "tape_recorder", {**RECORDER, "output_dir": str(folder / "bags")},
-                           folder / "logs")
-    client = RosClient("e2e_client")
-    bags = []
-    try:
-        diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
-        assert client.change_state("tape_recorder", "configure")[0]
-        assert client.change_state("tape_recorder", "activate")[0]
-        for seed in (1, 7):
-            assert all(r.successful for r in client.set_parameters("tape_recorder", {"tape.seed": seed}))
-            status = play_tape(client, diagnostics)
-            assert status.message.startswith("finished"), status.message
-            bags.append(status_value(status, "bag"))
-    finally:
-        client.close()
-        recorder.stop()
-        sim.stop()
-    return folder, bags
+    return folder, record(folder, SIM["real_time_factor"])
 
 
 def test_identifier_node_recovers_the_hidden_pendulum(recorded):
