@@ -76,6 +76,13 @@ def _identify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .core.report.redraw import redraw
+
+    print(redraw(args.folder))
+    return 0
+
+
 def _record(args: argparse.Namespace) -> int:
     from .nodes.record_cli import record
 
@@ -118,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --train/--validate: drive the model with the effort commands or the measured effort")
     ident.add_argument("--quiet", action="store_true", help="no progress line")
     ident.set_defaults(run=_identify)
+
+    report = commands.add_parser("report", help="draw a results folder's report.html again from its results and bags")
+    report.add_argument("folder", type=Path, help="an identification results folder (identified.yaml)")
+    report.set_defaults(run=_report)
 
     record = commands.add_parser("record", help="play a tape on the robot and record it (no lifecycle manager)")
     record.add_argument("--params-file", type=Path, default=config_dir() / "tape_recorder.yaml",

@@ -17,6 +17,7 @@ from mujoco import sysid
 
 from .. import sysid_data as sd
 from ..errors import ConfigError, SysidRosError
+from ..report.identification import Trace
 from .data import build_segments, load_source, segment_sources
 from .parameters import CachedBuild, build_parameters, identified_xml, signal_transform
 from .problem import Problem, check_problem, load_spec
@@ -45,18 +46,6 @@ class ParameterResult:
     frozen: bool
     identifiable: bool
     warm_start: tuple[float, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Trace:
-    """Measured and predicted joint positions of one segment, for plots."""
-
-    split: str
-    segment: str
-    joints: tuple[str, ...]
-    time_s: np.ndarray
-    measured: np.ndarray
-    predicted: np.ndarray
 
 
 @dataclass(eq=False)
@@ -221,6 +210,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         "training_segments": len(train), "residual_evaluations": evals[0], "parameter_points": evals[1],
         "model_compiles": build.compiles,
         "final_cost": 0.5 * float(sum(np.sum(r ** 2) for r in res_star)),
+        "jacobian_condition_number": _condition_number(opt_result.jac),
     }
     identified = spec.copy()
     sysid.apply_param_modifiers_spec(opt_params, identified)
@@ -264,6 +254,13 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     _report(progress, "done", 1.0, f"identified {len(results)} parameters in {timings['total_s']:.2f} s")
     return IdentificationResult(problem, tuple(results), metrics, identified, params, opt_params, opt_result,
                                 residual_fn, ms, cov, tuple(traces), objective, tuple(notes), timings)
+
+
+def _condition_number(jac: Any) -> float:
+    """Condition number of the Jacobian with unit-norm columns: how well the motion separates the parameters."""
+    jac = np.asarray(jac, dtype=float)
+    norms = np.linalg.norm(jac, axis=0) if jac.ndim == 2 else np.zeros(0)
+    return float(np.linalg.cond(jac / norms)) if norms.size and np.all(norms > 0) else math.inf
 
 
 def _fmt(values: np.ndarray) -> str:

@@ -1,0 +1,202 @@
+"""The identification report: verdict and warnings first, the parameter table, then per joint measured vs
+simulated with the residual and its noise band (training and held out, windows marked), the excitation
+(spectrum, condition number) and the cost per iteration. Drawn from the results document (`identified.yaml`)
+and the traces (`report_data.npz`), so `sysid-ros report DIR` draws the same page again from the results."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import yaml
+
+from ..errors import DataError
+from .page import Page, figure, line
+
+DATA_FILE = "report_data.npz"
+COLORS = {"measured": "#1f77b4", "simulated": "#d62728", "band": "rgba(44,160,44,0.18)"}
+SPLITS = {"training": "training", "validation": "held out"}
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Measured and predicted joint positions of one segment, for plots."""
+
+    split: str
+    segment: str
+    joints: tuple[str, ...]
+    time_s: np.ndarray
+    measured: np.ndarray
+    predicted: np.ndarray
+
+
+def _vec(v: Any) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _interval(value: Any, half: Any) -> str:
+    return ", ".join(f"[{v - h:.6g}, {v + h:.6g}]" if h is not None and math.isfinite(h) else "none"
+                     for v, h in zip(_vec(value), _vec(half)))
+
+
+def verdict_box(page: Page, document: dict) -> None:
+    """Verdict and warnings, first thing on the page."""
+    verdict, warnings = document.get("verdict"), list(document.get("warnings") or [])
+    if verdict is None:
+        page.verdict("no verdict recorded with these results", "none", warnings)
+    else:
+        level = "ok" if verdict == "ok" and not warnings else ("warn" if verdict == "ok" else "bad")
+        page.verdict(f"verdict: {verdict}" + (f" ({len(warnings)} warnings)" if warnings else ""), level, warnings)
+
+
+def parameter_table(page: Page, parameters: dict) -> None:
+    rows, flagged = [], []
+    for name, p in parameters.items():
+        rows.append([name, f"{p['kind']} {p['target']}", p["value"], p["half_width_95"],
+                     _interval(p["value"], p["half_width_95"]), p["start"], p.get("warm_start"),
+                     f"{p['min']} .. {p['max']}", "frozen" if p["frozen"] else ("yes" if p["identifiable"] else "NO")])
+        flagged.append(not p["identifiable"])
+    page.table(["name", "what", "value", "95 % half-width", "95 % interval", "start", "regression warm start",
+                "bounds", "identifiable"], rows, flagged)
+
+
+def _joined(traces: Sequence[Trace]) -> tuple[np.ndarray, list[tuple[float, float, str]]]:
+    """Each window's time on one axis (windows back to back) and the windows' (start, end, name)."""
+    times, windows, offset = [], [], 0.0
+    for tr in traces:
+        t = np.asarray(tr.time_s, dtype=float) - float(tr.time_s[0]) + offset
+        times.append(t)
+        windows.append((float(t[0]), float(t[-1]), tr.segment))
+        step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+        offset = float(t[-1]) + step
+    return np.concatenate(times), windows
+
+
+def _mark_windows(fig, windows: Sequence[tuple[float, float, str]]) -> None:
+    for k, (a, b, name) in enumerate(windows):
+        if len(windows) > 1:
+            fig.add_vrect(x0=a, x1=b, fillcolor="#888" if k % 2 else "#fff", opacity=0.08, line_width=0)
+            fig.add_vline(x=a, line_width=0.6, line_dash="dot", line_color="#888")
+        fig.add_annotation(x=a, y=1, yref="paper", text=name, showarrow=False, xanchor="left", yanchor="bottom",
+                           font=dict(size=9, color="#666"))
+
+
+def joint_plots(page: Page, traces: Sequence[Trace], noise_rad: float | None) -> None:
+    """Per split and joint: measured vs simulated over the windows shown, then the residual in its noise band."""
+    for split in ("training", "validation"):
+        group = [tr for tr in traces if tr.split == split]
+        if not group:
+            continue
+        t, windows = _joined(group)
+        for j, joint in enumerate(group[0].joints):
+            meas = np.concatenate([tr.measured[:, j] for tr in group])
+            pred = np.concatenate([tr.predicted[:, j] for tr in group])
+            fig = figure(f"{joint}, {SPLITS[split]}: measured vs simulated", "time in the windows shown [s]",
+                         "position [rad]")
+            line(fig, t, meas, "measured", color=COLORS["measured"])
+            line(fig, t, pred, "simulated", dash="dash", color=COLORS["simulated"])
+            _mark_windows(fig, windows)
+            page.plot(fig)
+            err = (meas - pred) * 1e3
+            rms = float(np.sqrt(np.mean(err ** 2)))
+            band = f"; band: +-2 sigma of the declared noise {noise_rad * 1e3:.3g} mrad" if noise_rad else ""
+            fig = figure(f"{joint}, {SPLITS[split]}: residual (RMS {rms:.3g} mrad{band})",
+                         "time in the windows shown [s]", "measured - simulated [mrad]", height=230)
+            if noise_rad:
+                fig.add_hrect(y0=-2e3 * noise_rad, y1=2e3 * noise_rad, fillcolor=COLORS["band"], line_width=0)
+            line(fig, t, err, "residual", color="#444", width=1.0)
+            _mark_windows(fig, windows)
+            page.plot(fig)
+
+
+def periodogram(x: np.ndarray, fs: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided power spectral density of x (mean removed, Hann window), as scipy.signal.periodogram."""
+    w = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(len(x)) / len(x))  # periodic Hann, as scipy.signal
+    spectrum = np.fft.rfft((x - np.mean(x)) * w)
+    power = np.abs(spectrum) ** 2 / (fs * np.sum(w ** 2))
+    power[1:len(x) - len(power) + 1] *= 2.0  # one-sided: every bin but DC (and Nyquist when len(x) is even)
+    return np.fft.rfftfreq(len(x), 1.0 / fs), power
+
+
+def spectrum_plot(page: Page, traces: Sequence[Trace]) -> None:
+    """Power spectrum of the measured training positions (averaged over the windows): what the motion excited."""
+    group = [tr for tr in traces if tr.split == "training" and len(tr.time_s) > 16]
+    if not group:
+        return
+    fig = figure("excitation: spectrum of the measured training positions", "frequency [Hz]",
+                 "power [rad^2/Hz]", log_x=True, log_y=True)
+    for j, joint in enumerate(group[0].joints):
+        spectra = [periodogram(tr.measured[:, j], 1.0 / float(np.median(np.diff(tr.time_s)))) for tr in group]
+        f = spectra[0][0]
+        p = np.mean([np.interp(f, g, q) for g, q in spectra], axis=0)
+        line(fig, f[1:], np.maximum(p[1:], 1e-300), joint)
+    page.plot(fig)
+
+
+def report_page(document: dict, traces: Sequence[Trace], objective: Sequence[float],
+                noise_rad: float | None, name: str) -> Page:
+    """The identification report from the results document, the traces, the cost history and the noise."""
+    page = Page(f"Identification report: {name}")
+    verdict_box(page, document)
+    notes = document.get("notes") or []
+    page.text(f"Model {document.get('model')}; {len(document['parameters'])} parameters.")
+    page.heading("Parameters")
+    parameter_table(page, document["parameters"])
+    page.items(notes)
+    page.heading("Measured vs simulated")
+    joint_plots(page, traces, noise_rad)
+    page.heading("Excitation")
+    metrics = document.get("metrics") or {}
+    cond = metrics.get("jacobian_condition_number")
+    page.text("Condition number of the parameter Jacobian (columns scaled to unit norm): "
+              + (f"{cond:.4g}" if isinstance(cond, (int, float)) else "not recorded")
+              + " (large: some parameter combination is barely excited).")
+    spectrum_plot(page, traces)
+    if objective:
+        fig = figure("cost per iteration", "iteration", "cost", height=250, log_y=True)
+        line(fig, np.arange(len(objective)), np.asarray(objective), "cost", mode="lines+markers")
+        page.plot(fig)
+    page.heading("Metrics")
+    page.table(["metric", "value"], [[k, _metric(k, v)] for k, v in metrics.items()])
+    return page
+
+
+def _metric(key: str, value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v * 1e3:.4g} mrad" if key.endswith("_rad") and isinstance(v, float) else f"{k}: {v}"
+                         for k, v in value.items())
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def save_report_data(path: Path, traces: Sequence[Trace], objective: Sequence[float], noise_rad: float | None,
+                     name: str) -> None:
+    """What the page draws beyond `identified.yaml`, for `regenerate`."""
+    arrays: dict[str, Any] = {"objective": np.asarray(objective, dtype=float),
+                              "noise_position_rad": np.asarray(noise_rad or 0.0), "name": np.asarray(name)}
+    for k, tr in enumerate(traces):
+        arrays[f"trace{k}_meta"] = np.asarray([tr.split, tr.segment, *tr.joints])
+        for field in ("time_s", "measured", "predicted"):
+            arrays[f"trace{k}_{field}"] = np.asarray(getattr(tr, field))
+    np.savez_compressed(path, **arrays)
+
+
+def regenerate(folder: Path) -> Path:
+    """Draw `report.html` again from `identified.yaml` and `report_data.npz` in `folder`."""
+    try:
+        document = yaml.safe_load((folder / "identified.yaml").read_text())
+        data = np.load(folder / DATA_FILE)
+    except (OSError, yaml.YAMLError, ValueError) as exc:
+        raise DataError(f"cannot read identification results in {folder}: {exc}") from exc
+    traces = []
+    k = 0
+    while f"trace{k}_meta" in data:
+        split, segment, *joints = [str(s) for s in data[f"trace{k}_meta"]]
+        traces.append(Trace(split, segment, tuple(joints), data[f"trace{k}_time_s"], data[f"trace{k}_measured"],
+                            data[f"trace{k}_predicted"]))
+        k += 1
+    noise = float(data["noise_position_rad"]) or None
+    return report_page(document, traces, data["objective"].tolist(), noise, str(data["name"])).write(
+        folder / "report.html")

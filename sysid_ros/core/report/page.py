@@ -1,0 +1,135 @@
+"""One report page: headings, a verdict, tables and plotly plots, written as a single offline HTML file.
+
+plotly.js (4.8 MB, the copy shipped with the plotly package that `mujoco[sysid]` installs) is embedded once
+per page; each plot is a `Plotly.newPlot` call on a div of class `sysid-plot`. Arrays go in as float32, which
+plotly writes base64-packed, and long series are thinned to `MAX_POINTS`, so a page stays a few hundred kB
+above the library. Chosen over matplotlib by `bench/bench_report.py` (see docs/reports.md).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+MAX_POINTS = 1500
+"""Points kept per plotted series (a screen is ~1000 px wide; stride thinning keeps the shape)."""
+
+PLOT_CLASS = "sysid-plot"
+
+_STYLE = """body{font-family:sans-serif;margin:1.2em 2em;color:#222}
+table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #bbb;padding:3px 8px;text-align:left}
+.verdict{padding:.6em 1em;border-radius:4px;margin:.6em 0;font-size:1.1em}
+.ok{background:#dfd}.warn{background:#ffe6b3}.bad{background:#fdd}.none{background:#eee}
+.bad-row{background:#fdd}.sysid-plot{width:100%;max-width:1100px}"""
+
+
+def thin(x: np.ndarray, *ys: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, ...]:
+    """Every k-th sample of x and ys so that at most `max_points` remain."""
+    step = max(1, math.ceil(len(x) / max_points))
+    return (np.asarray(x)[::step],) + tuple(np.asarray(y)[::step] for y in ys)
+
+
+def figure(title: str, xlabel: str, ylabel: str, height: int = 300, log_x: bool = False, log_y: bool = False):
+    """An empty plotly figure with the report's layout."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=height, margin=dict(l=70, r=20, t=40, b=45),
+                      xaxis_title=xlabel, yaxis_title=ylabel, template="plotly_white",
+                      legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+    if log_x:
+        fig.update_xaxes(type="log")
+    if log_y:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def line(fig, x: Sequence[float], y: Sequence[float], name: str, dash: str | None = None, color: str | None = None,
+         mode: str = "lines", width: float = 1.3, **extra: Any):
+    """Add a series: thinned to `MAX_POINTS` when a line, float32, evenly spaced x as a start and a step."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if mode == "lines":
+        x, y = thin(x, y)
+    steps = np.diff(x)
+    if len(x) > 2 and np.ptp(steps) <= 1e-4 * abs(steps[0]) and steps[0] != 0:
+        axis = dict(x0=float(x[0]), dx=float(steps[0]))  # evenly spaced: plotly rebuilds x, half the bytes
+    else:
+        axis = dict(x=x.astype(np.float32))
+    fig.add_scatter(**axis, y=y.astype(np.float32), name=name, mode=mode, line=dict(dash=dash, color=color, width=width),
+                    marker=dict(color=color), **extra)
+    return fig
+
+
+class Page:
+    """A report page built top to bottom; `write` puts it on disk in one piece."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.parts: list[str] = [f"<h1>{html.escape(title)}</h1>"]
+        self.plots = 0
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def text(self, text: str) -> None:
+        self.parts.append(f"<p>{html.escape(text)}</p>")
+
+    def items(self, lines: Sequence[str]) -> None:
+        if lines:
+            self.parts.append("<ul>" + "".join(f"<li>{html.escape(str(s))}</li>" for s in lines) + "</ul>")
+
+    def verdict(self, headline: str, level: str, lines: Sequence[str] = ()) -> None:
+        """A coloured box: level is ok, warn, bad or none (no verdict given)."""
+        body = "".join(f"<li>{html.escape(str(s))}</li>" for s in lines)
+        self.parts.append(f'<div class="verdict {level}"><b>{html.escape(headline)}</b>'
+                          + (f"<ul>{body}</ul>" if body else "") + "</div>")
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[Any]], flagged: Sequence[bool] = ()) -> None:
+        head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+        body = []
+        for k, row in enumerate(rows):
+            cls = ' class="bad-row"' if k < len(flagged) and flagged[k] else ""
+            body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>")
+        self.parts.append(f"<table><tr>{head}</tr>{''.join(body)}</table>")
+
+    def plot(self, fig) -> None:
+        """A plotly figure, drawn by the embedded plotly.js when the page opens."""
+        self.plots += 1
+        div = f"plot{self.plots}"
+        fig_json = fig.to_json(engine="json")
+        self.parts.append(f'<div id="{div}" class="{PLOT_CLASS}"></div>'
+                          f'<script>(function(){{var f={fig_json};'
+                          f'Plotly.newPlot("{div}",f.data,f.layout,{{responsive:true,displaylogo:false}});}})();'
+                          f"</script>")
+
+    def render(self) -> str:
+        from plotly.offline import get_plotlyjs
+
+        script = f"<script>{get_plotlyjs()}</script>" if self.plots else ""
+        return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(self.title)}</title>'
+                f"<style>{_STYLE}</style>{script}</head><body>\n" + "\n".join(self.parts) + "\n</body></html>\n")
+
+    def write(self, path: str | Path) -> Path:
+        """Write the page (to a temporary file first: a failure leaves no half page and the old one intact)."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(self.render(), encoding="utf-8")
+            tmp.replace(path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return path
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else ("-" if math.isnan(value) else f"{value:.6g}")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v) for v in value)
+    return "-" if value is None else str(value)

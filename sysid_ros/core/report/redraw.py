@@ -1,0 +1,26 @@
+"""`sysid-ros report DIR`: draw a results folder's report.html again from the results and bags in it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ..errors import DataError
+
+
+def _kinds() -> list[tuple[str, Callable[[Path], Path]]]:
+    from . import identification
+
+    return [("identified.yaml", identification.regenerate)]
+
+
+def redraw(folder: str | Path) -> Path:
+    """Write `folder/report.html` again; DataError when the folder holds no results a report is drawn from."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError(f"{folder} is not a folder")
+    for marker, regenerate in _kinds():
+        if (folder / marker).is_file():
+            return regenerate(folder)
+    names = ", ".join(marker for marker, _ in _kinds())
+    raise DataError(f"{folder} holds no results to draw a report from (none of: {names})")
