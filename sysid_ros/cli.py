@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import __version__
 from .nodes.tuner_cli import add_commands as add_tuner_commands
+from .core.controller_styles import ALIASES, STYLES
 from .core.errors import SysidRosError
 from .core.paths import config_dir
 
@@ -83,6 +84,24 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    import yaml
+
+    from .core.controller_file import parameter_block
+    from .core.tuner.proposal import proposal_target
+
+    proposal, controller, style = proposal_target(args.proposal, args.controller, args.style)
+    text = yaml.safe_dump(parameter_block(proposal.parameters, controller, style), sort_keys=False)
+    if args.out is None:
+        print(text, end="")
+        return 0
+    if args.out.exists():
+        raise SysidRosError(f"{args.out} exists: not overwritten (use apply --persist to update a controllers file)")
+    args.out.write_text(text)
+    print(args.out)
+    return 0
+
+
 def _record(args: argparse.Namespace) -> int:
     from .nodes.record_cli import record
 
@@ -138,6 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--out", type=Path, default=None, help="output folder (overrides output_dir)")
     record.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the robot")
     record.set_defaults(run=_record)
+    export = commands.add_parser("export", help="a proposal's gains as the controller's parameter-file block")
+    export.add_argument("proposal", type=Path, help="a proposal YAML (servo_tuner's proposal.yaml)")
+    export.add_argument("--style", default="auto", choices=("auto", *STYLES, *ALIASES),
+                        help="the controller's PID parameter names (auto: as the proposal recorded them)")
+    export.add_argument("--controller", default=None, help="the controller's name (default: the proposal's)")
+    export.add_argument("--out", type=Path, default=None, help="write this file (never overwritten) instead of printing")
+    export.set_defaults(run=_export)
     add_tuner_commands(commands)  # tune, apply, rollback: requests to a running servo_tuner
     return parser
 

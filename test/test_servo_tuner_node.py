@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from sysid_ros.core.journal import GainsJournal
+from sysid_ros.core.params import load_ros_parameters
 from sysid_ros.core.tuner.proposal import load_proposal
 from sysid_ros.demo import AS_FOUND, TRUTH, TuningRig
 from sysid_ros.nodes.client import wait_for
@@ -66,16 +67,21 @@ def test_tune_improves_the_pendulum_and_leaves_the_controller_as_found(rig):
     assert not refused.successful and "read-only" in refused.reason
 
 
-def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig):
-    # through the command line, as an engineer would: `sysid-ros apply` waits for the canary's verdict
+def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig, tmp_path):
+    # through the command line, as an engineer would: `sysid-ros apply` waits for the canary's verdict, and
+    # --persist writes the kept gains into the controllers file a reload would read
+    controllers = tmp_path / "controllers.yaml"
+    controllers.write_text("sim_robot:\n  ros__parameters:\n    gains:\n      hinge: {p: 5.0, d: 0.2}  # factory\n")
     seen = len(rig.results)
-    applied = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "apply"], capture_output=True, text=True,
-                             timeout=900)
+    applied = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "apply", rig.tune["proposal_file"],
+                              "--persist", str(controllers)], capture_output=True, text=True, timeout=900)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "canary: keep" in applied.stdout and "live_cost_ratio" in applied.stdout
     verdict = rig.outcome("canary", seen)
     assert verdict["kept"] and verdict["live_cost_ratio"] <= verdict["threshold"] < 1.0
     assert rig.gains() == rig.tune["parameters"]  # exactly the proposal, all at once
+    assert load_ros_parameters(controllers, "sim_robot") == rig.tune["parameters"]  # in the jtc names sim_robot has
+    assert "# factory" in controllers.read_text() and "persisted to" in applied.stdout
     rolled = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "rollback"], capture_output=True, text=True,
                             timeout=120)
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr

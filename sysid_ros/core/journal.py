@@ -1,8 +1,11 @@
 """The gains journal: every gain change is on disk, synced, before it is sent, so it can always be undone.
 
 An append-only file of JSON lines. A change is written `pending` (previous and new values) before anything
-is sent, then `applied`, then `kept` or `rolled_back`. After a crash, `unfinished()` names every change
-that was not kept or rolled back: the previous values to restore are in it, exactly as read before.
+is sent, then `applied` (a tuning session records each set of trial gains as `applied` before sending
+it), then `kept` or `rolled_back`, or `overridden` when the controller's gains changed under us (a reload)
+and a roll-back would have restored stale values. After a crash, `unfinished()` names every change that
+was not finished: the previous values to restore are in it, exactly as read before. Values are numbers
+(infinite allowed: a controller's "no clamp"; NaN never), or the bool/string of an anti-windup switch.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from pathlib import Path
 
 from .errors import ConfigError, GainsError
 
-STATES = ("pending", "applied", "canary", "kept", "rolled_back", "failed")
-FINAL = ("kept", "rolled_back", "failed")
+STATES = ("pending", "applied", "canary", "kept", "rolled_back", "failed", "overridden")
+FINAL = ("kept", "rolled_back", "failed", "overridden")
 
 
 @dataclass(frozen=True)
@@ -26,8 +29,8 @@ class GainChange:
 
     change_id: str
     controller: str
-    previous: dict[str, float]
-    new: dict[str, float]
+    previous: dict[str, float | bool | str]
+    new: dict[str, float | bool | str]
     state: str = "pending"
     reason: str = ""
     time_s: float = field(default_factory=time.time)
@@ -39,8 +42,9 @@ class GainChange:
             raise GainsError(f"a change must name the same parameters before and after: "
                              f"{sorted(set(self.previous) ^ set(self.new))}", controller=self.controller)
         for name, value in {**self.previous, **self.new}.items():
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-                raise GainsError(f"{name} is not a finite number: {value!r}", controller=self.controller)
+            if not isinstance(value, (bool, str)) and not (isinstance(value, (int, float)) and not math.isnan(value)):
+                raise GainsError(f"{name} is not a number (or a switch's bool or string): {value!r}",
+                                 controller=self.controller)
 
 
 class GainsJournal:
@@ -54,7 +58,7 @@ class GainsJournal:
         """Append one state of a change and sync it to disk before returning."""
         line = json.dumps({"change_id": change.change_id, "controller": change.controller, "state": change.state,
                            "previous": change.previous, "new": change.new, "reason": change.reason,
-                           "time_s": change.time_s}, allow_nan=False)
+                           "time_s": change.time_s})  # NaN refused above; inf as Infinity
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, (line + "\n").encode())

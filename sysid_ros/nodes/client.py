@@ -95,6 +95,21 @@ class RosClient:
                              timeout_s)
         return [Parameter.from_parameter_msg(_named(n, v)).value for n, v in zip(names, response.values)]
 
+    def parameter_types(self, node_name: str, prefixes: list[str], timeout_s: float = TIMEOUT_S) -> dict[str, tuple[str, bool]]:
+        """{name: (type, read_only)} of the node's parameters under `prefixes` (list_parameters + describe_parameters)."""
+        from rcl_interfaces.msg import ParameterType
+        from rcl_interfaces.srv import DescribeParameters, ListParameters
+
+        listed = self.call(ListParameters, f"/{node_name}/list_parameters",
+                           ListParameters.Request(prefixes=prefixes, depth=0), timeout_s).result.names
+        if not listed:
+            return {}
+        described = self.call(DescribeParameters, f"/{node_name}/describe_parameters",
+                              DescribeParameters.Request(names=list(listed)), timeout_s).descriptors
+        kinds = {getattr(ParameterType, k): k[len("PARAMETER_"):].lower() for k in dir(ParameterType)
+                 if k.startswith("PARAMETER_") and isinstance(getattr(ParameterType, k), int)}
+        return {d.name: (kinds.get(d.type, str(d.type)), bool(d.read_only)) for d in described}
+
     def change_state(self, node_name: str, transition: str) -> tuple[bool, str]:
         """Request a lifecycle transition by label (an invalid numeric id kills a Jazzy node; a label does not).
 

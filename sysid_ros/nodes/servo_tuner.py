@@ -52,8 +52,8 @@ class ServoTunerNode(LifecycleNode):
         d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
         d("joints", Parameter.Type.STRING_ARRAY, "joints to tune (all under one controller)")
         d("controller", "joint_trajectory_controller", "node whose parameters gains.<joint>.p|i|d|i_clamp are set")
-        d("controller_style", "gains", "the controller's PID parameter names: gains (p i d i_clamp ff_velocity_scale)"
-                                       " or pid_controller (i_clamp_max/min, feedforward_gain)")
+        d("controller_style", "auto", "the controller's PID parameter names: auto (detected from its parameter list),"
+                                      " jtc, pid_controller, jtc_toolbox5 or pid_controller_toolbox5")
         d("recorder", "tape_recorder", "tape_recorder node that plays the tapes (command_mode trajectory)")
         d("model", "", "MJCF of the robot (embedded name or path): torque caps and the arm's feed-forward")
         d("command_rate_hz", 250.0, "the controller's update rate (the recorder's command_rate_hz)")
@@ -101,10 +101,11 @@ class ServoTunerNode(LifecycleNode):
             self._teardown()
             return TransitionCallbackReturn.FAILURE
         for change in recovered:
-            message = f"rolled back unfinished change {change.change_id} ({change.reason}): {change.previous}"
+            message = (f"rolled back unfinished change {change.change_id} ({change.reason}): {change.previous}"
+                       if change.state == "rolled_back" else f"left change {change.change_id} as found: {change.reason}")
             self.get_logger().warning(message)
             self._post("warn", message, {"action": "recover", "ok": True, "change_id": change.change_id,
-                                         "restored": change.previous})
+                                         "restored": change.previous if change.state == "rolled_back" else None})
         self.get_logger().info(f"configured: joints {c['joints']} of {c['controller']}, journal {c['journal']}")
         return TransitionCallbackReturn.SUCCESS
 
@@ -241,7 +242,8 @@ class ServoTunerNode(LifecycleNode):
                 result = tune_arm(servos, arm, c["goal"])
                 proposal = from_arm(result, arm_check_tapes(arm, {j: o.model for j, o in result.outcomes.items()}))
         path = folder / "proposal.yaml"
-        document = {**proposal.to_dict(), "controller": c["controller"], "bags": arm.bags,
+        document = {**proposal.to_dict(), "controller": c["controller"],
+                    "controller_style": self._gains.style.name, "bags": arm.bags,
                     "seconds_of_motion": arm.motion_s}
         path.write_text(yaml.safe_dump(document, sort_keys=False, width=110))
         self._proposal = (proposal, path)

@@ -1,7 +1,9 @@
 """`sysid-ros tune | apply | rollback`: ask a running servo_tuner node, print what it answers and reports.
 
 The node does the work (and keeps the journal); these commands call its services, then wait for the
-outcome on `~/result`: the proposal after a tune, the canary's verdict after an apply.
+outcome on `~/result`: the proposal after a tune, the canary's verdict after an apply. `apply PROPOSAL
+--persist FILE` also writes the gains the canary kept into the controller's block of the controllers YAML
+FILE (in place, comments and order kept, the old file kept as FILE.bak), so a reload keeps them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def tuner_command(args: argparse.Namespace) -> int:
     from .servo_tuner import RESULT_QOS
 
     node = args.node.strip("/")
+    persist_to = _persist_target(args) if getattr(args, "persist", None) else None
     client = RosClient("sysid_ros_tuner_cli")
     results: list[dict] = []
     client.node.create_subscription(String, f"/{node}/result", lambda m: results.append(yaml.safe_load(m.data)),
@@ -51,9 +54,34 @@ def tuner_command(args: argparse.Namespace) -> int:
         result = wait_for(lambda: next((r for r in results[seen:] if r.get("action") in wanted), None),
                           args.wait, f"{node} to finish {args.command}")
         _print(result)
+        if persist_to is not None:
+            _persist(args.persist, result, *persist_to)
         return 0 if result.get("ok") else 1
     finally:
         client.close()
+
+
+def _persist_target(args: argparse.Namespace):
+    """(proposal, controller, style) for --persist, checked before anything is sent to the robot."""
+    from ..core.controller_file import check_target
+    from ..core.errors import ConfigError
+    from ..core.tuner.proposal import proposal_target
+
+    if args.proposal is None:
+        raise ConfigError("--persist needs the PROPOSAL file that is applied")
+    target = proposal_target(args.proposal, args.controller, args.style)
+    check_target(args.persist, target[1])
+    return target
+
+
+def _persist(path: Path, result: dict, proposal, controller: str, style) -> None:
+    from ..core.controller_file import persist
+
+    if not result.get("kept"):
+        print(f"not persisted to {path}: the change was not kept")
+        return
+    backup = persist(path, controller, proposal.parameters, style)
+    print(f"persisted to {path} ({controller}, {style.name} names; the file as it was: {backup})")
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -62,7 +90,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                        ("rollback", "restore the gains from before the last applied change")):
         sub = commands.add_parser(name, help=text)
         if name == "apply":
+            from ..core.controller_styles import ALIASES, STYLES
+
             sub.add_argument("proposal", nargs="?", type=Path, default=None, help="a proposal YAML")
+            sub.add_argument("--persist", type=Path, default=None, metavar="FILE",
+                             help="when the canary keeps the change, write the gains into this controllers YAML")
+            sub.add_argument("--style", default="auto", choices=("auto", *STYLES, *ALIASES),
+                             help="with --persist: the controller's parameter names (auto: as the proposal says)")
+            sub.add_argument("--controller", default=None, help="with --persist: the controller (default: the "
+                                                                 "proposal's)")
         sub.add_argument("--node", default="servo_tuner", help="the servo_tuner node's name")
         sub.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the service")
         sub.add_argument("--wait", type=float, default=7200.0, help="seconds to wait for the outcome")

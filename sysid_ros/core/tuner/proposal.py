@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ..controller_styles import ControllerStyle, get_style
 from ..errors import ConfigError
 from ..gains import parameter_name, split_parameter_name
 from ..joint_model import REVOLUTE_TERMS, JointModel
@@ -228,3 +229,22 @@ def load_proposal(path: str | Path) -> GainProposal:
         return GainProposal.from_dict(yaml.safe_load(Path(path).read_text()))
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read the gain proposal {path}: {exc}") from exc
+
+
+def proposal_target(path: str | Path, controller: str | None = None,
+                    style: str = "auto") -> tuple[GainProposal, str, ControllerStyle]:
+    """A proposal file with the controller it is for and that controller's parameter style.
+
+    `controller` and `style` default ("auto") to what the servo_tuner recorded in the file
+    (`controller`, `controller_style`).
+    """
+    found = load_proposal(path)
+    document = yaml.safe_load(Path(path).read_text())
+    controller = controller or document.get("controller")
+    if not controller:
+        raise ConfigError(f"{path} does not name its controller: give --controller")
+    if style == "auto":
+        style = document.get("controller_style") or ""
+        if not style:
+            raise ConfigError(f"{path} does not record the controller's parameter style: give --style")
+    return found, controller, get_style(style)
