@@ -26,7 +26,7 @@ def controller(nodes, client, tmp_path):
     wait_for(lambda: "set_parameters_atomically" in str(client.node.get_service_names_and_types()),
              what="sim_robot's parameter services")
     return ControllerGains(client, "sim_robot", GainsJournal(tmp_path / "journal" / "gains.jsonl"),
-                           GainGuard(p_max=1000.0))
+                           GainGuard(p_max=1000.0), timeout_s=20.0)  # generous: a loaded machine
 
 
 def test_apply_keep_and_rollback_exactly(controller):
@@ -72,8 +72,22 @@ def test_missing_controller_and_missing_parameter(client, tmp_path, controller):
 def test_recover_rolls_back_what_a_crash_left_applied(controller, client):
     change = controller.apply({"gains.hinge.p": 60.0, "gains.hinge.d": 2.5, "gains.hinge.i": 0.25})
     controller.journal.advance(change, "canary")  # ... and then the tuner was killed mid-canary
-    restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path))
+    restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path), timeout_s=20.0)
     [recovered] = restarted.recover()
     assert recovered.change_id == change.change_id and recovered.state == "rolled_back"
     assert restarted.read(NAMES) == START
     assert restarted.recover() == []
+
+
+def test_trial_gains_are_journaled_so_a_crash_mid_session_is_restored(controller, client):
+    session = controller.begin_trials(NAMES, "tuning")
+    controller.try_gains(session, {"gains.hinge.p": 33.0})
+    controller.try_gains(session, {"gains.hinge.d": 1.5})
+    latest = controller.journal.changes()[session.change_id]
+    assert latest.state == "applied" and latest.new == {**START, "gains.hinge.p": 33.0, "gains.hinge.d": 1.5}
+    with pytest.raises(GainsError, match="trial gains not set"):  # refused by the controller (p_max 100)
+        controller.try_gains(session, {"gains.hinge.p": 500.0})
+    assert controller.journal.changes()[session.change_id].new == latest.new  # still what the controller has
+    restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path), timeout_s=20.0)  # the tuner was killed
+    [recovered] = restarted.recover()
+    assert recovered.state == "rolled_back" and restarted.read(NAMES) == START

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.ros
 
 STANDIN = Path(__file__).with_name("standin_controller.py")
 JOINTS = ("shoulder", "elbow")
+T = 20.0  # parameter service timeout (s): generous, the machine is shared
 STYLES = ("jtc", "pid_controller", "jtc_toolbox5", "pid_controller_toolbox5")
 # The start-up gains, exported into each stand-in's parameter file: floats that must survive exactly.
 START = {"gains.shoulder.p": 30.0 + 1e-12, "gains.shoulder.d": 1.0 / 3.0, "gains.elbow.p": 0.1 + 0.2,
@@ -103,7 +104,7 @@ def all_gains(client: RosClient, node: str) -> dict:
 def test_detect_apply_and_rollback_bit_exact(ros, style, tmp_path):
     client, _, _ = ros
     node = f"standin_{style}"
-    gains = ControllerGains(client, node, GainsJournal(tmp_path / "gains.jsonl"))  # style "auto"
+    gains = ControllerGains(client, node, GainsJournal(tmp_path / "gains.jsonl"), timeout_s=T)  # style "auto"
     assert gains.style.name == style
     # As found: the exported block, taken with --params-file, exactly; the rest at the upstream defaults.
     as_found = {**{n: 0.0 for n in NAMES}, **START, **{f"gains.{j}.i_clamp": CLAMP[style] for j in JOINTS}}
@@ -134,7 +135,7 @@ def test_detect_apply_and_rollback_bit_exact(ros, style, tmp_path):
 
 def test_unknown_layout_refused_with_its_names(ros, tmp_path):
     client, _, _ = ros
-    gains = ControllerGains(client, "standin_unknown", GainsJournal(tmp_path / "gains.jsonl"))
+    gains = ControllerGains(client, "standin_unknown", GainsJournal(tmp_path / "gains.jsonl"), timeout_s=T)
     with pytest.raises(GainsError, match=r"unknown controller layout.*'elbow': \['kp', 'kv'\]"):
         gains.read(["gains.elbow.p"])
     assert not (tmp_path / "gains.jsonl").exists()
@@ -142,7 +143,8 @@ def test_unknown_layout_refused_with_its_names(ros, tmp_path):
 
 def test_explicit_style_wins(ros, tmp_path):
     client, _, _ = ros
-    gains = ControllerGains(client, "standin_jtc", GainsJournal(tmp_path / "gains.jsonl"), style="pid_controller")
+    gains = ControllerGains(client, "standin_jtc", GainsJournal(tmp_path / "gains.jsonl"), style="pid_controller",
+                            timeout_s=T)
     assert gains.style.name == "pid_controller"  # not detected: as configured, so the jtc's names are missing
     with pytest.raises(GainsError, match="does not have all of the parameters"):
         gains.read(["gains.elbow.i_clamp"])
@@ -154,7 +156,7 @@ def test_a_reloaded_controller_is_noticed_not_rolled_back(ros, tmp_path):
     """The controller is restarted from an edited parameter file while our change is applied: the journal
     notices the gains changed under it and says so, and the stale previous values are not sent."""
     client, standins, folder = ros
-    gains = ControllerGains(client, "standin_jtc", GainsJournal(tmp_path / "gains.jsonl"))
+    gains = ControllerGains(client, "standin_jtc", GainsJournal(tmp_path / "gains.jsonl"), timeout_s=T)
     change = gains.apply({"gains.elbow.p": 55.0, "gains.elbow.d": 3.0})
     edited = folder / "edited.yaml"
     edited.write_text(yaml.safe_dump({"standin_jtc": {"ros__parameters": {"gains": {"elbow": {"p": 77.0}}}}}))

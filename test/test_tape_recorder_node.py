@@ -116,6 +116,18 @@ def test_bag_self_describing_and_independently_readable(nodes, client, tmp_path)
     assert topics["/sysid/metadata"] == 2 and topics["/tape_recorder/status"] >= 2
 
 
+def test_best_effort_feedback_is_matched_and_recorded_in_full(nodes, client, tmp_path):
+    # A driver publishing joint states BEST_EFFORT (sensor-data QoS): a RELIABLE subscriber never connects to
+    # it. feedback_reliability "auto" (the default) subscribes as the publishers need, also when the robot
+    # comes up after the recorder was configured.
+    _, diagnostics = start_pair(nodes, client, tmp_path, sim_extra={"joint_states_reliability": "best_effort"},
+                                rec_extra={"tape.kind": "jog"})
+    status = play(client, diagnostics)
+    assert status.message.startswith("finished"), status.message
+    samples = read_joint_states(Path(values(status)["bag"]), joints=["hinge"], time_source="header").samples
+    assert len(samples.time_ns) > 500 and np.all(np.diff(samples.time_ns) == PERIOD_NS)  # every message, in order
+
+
 def test_abort_on_envelope_breach_stops_within_two_periods(nodes, client, tmp_path):
     # A stiff drive with no damping (zeta < 0.01) rings past the tape's moves and out of the envelope.
     _, diagnostics = start_pair(nodes, client, tmp_path,

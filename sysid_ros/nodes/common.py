@@ -17,6 +17,23 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 # Joint states at up to 1 kHz: reliable, and a second of history so a busy reader catches up, not drops.
 SENSOR_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+RELIABILITY = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
+
+
+def sensor_qos(reliability: str) -> QoSProfile:
+    """SENSOR_QOS with `reliability` ("reliable" or "best_effort"); ValueError for anything else."""
+    if reliability not in RELIABILITY:
+        raise ValueError(f"reliability must be one of {sorted(RELIABILITY)}, not {reliability!r}")
+    return QoSProfile(depth=SENSOR_QOS.depth, reliability=RELIABILITY[reliability], history=SENSOR_QOS.history)
+
+
+def publishers_reliability(node: Node, topic: str) -> str | None:
+    """The reliability a subscriber needs to hear every publisher of `topic`: "best_effort" when any offers
+    only best effort (a reliable subscriber never connects to it), "reliable" otherwise; None without publishers."""
+    offered = [info.qos_profile.reliability for info in node.get_publishers_info_by_topic(topic)]
+    if not offered:
+        return None
+    return "best_effort" if ReliabilityPolicy.BEST_EFFORT in offered else "reliable"
 
 LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
           "stale": DiagnosticStatus.STALE}

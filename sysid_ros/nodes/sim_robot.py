@@ -27,7 +27,7 @@ from ..core.errors import SysidRosError
 from ..core.gains import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
 from ..core.sim import Feedback, FeedbackNoise, SimRobot
 from ..core.trajectory import Trajectory
-from .common import COMMAND_QOS, SENSOR_QOS, declare, diagnostic, publish_diagnostics, run
+from .common import COMMAND_QOS, declare, diagnostic, publish_diagnostics, run, sensor_qos
 
 TICK_S = 0.002          # wall period of the stepping loop
 MAX_CHUNK_S = 0.05      # most wall time one tick may catch up; a starved loop slows down instead
@@ -89,7 +89,9 @@ class SimRobotNode(Node):
             self.robot.set_gains(joint, gains)  # start-up values are checked against the guard too
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
-        self.joint_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
+        reliability = declare(self, "joint_states_reliability", "reliable", "reliable, or best_effort as sensor "
+                              "drivers often publish")
+        self.joint_pub = self.create_publisher(JointState, "/joint_states", sensor_qos(reliability))
         self.clock_pub = self.create_publisher(ClockMsg, "/clock", 10) if self.sim_time else None
         self.create_subscription(Float64MultiArray, f"/{forward}/commands", self._on_forward, COMMAND_QOS)
         self.create_subscription(JointTrajectory, f"/{trajectory}/joint_trajectory", self._on_trajectory,

@@ -41,8 +41,8 @@ from ..core.errors import SysidRosError
 from ..core.params import flatten
 from ..core.playback import Playback, SafetyMargins
 from .serialization import float64_array_cdr, msgtype_of, to_cdr
-from .common import (COMMAND_QOS, SENSOR_QOS, declare, declare_envelopes, diagnostic, publish_diagnostics,
-                     read_envelopes, run)
+from .common import (COMMAND_QOS, declare, declare_envelopes, diagnostic, publish_diagnostics, publishers_reliability,
+                     read_envelopes, run, sensor_qos)
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
@@ -62,6 +62,8 @@ class TapeRecorderNode(LifecycleNode):
         d("trajectory_controller", "joint_trajectory_controller", "takes /<name>/joint_trajectory")
         d("command_rate_hz", 500.0, "stream rate, and the rate tapes are designed for")
         d("feedback_topic", "/joint_states", "sensor_msgs/JointState feedback")
+        d("feedback_reliability", "auto", "auto (match the feedback publishers: best_effort when one offers only "
+                                          "that), reliable or best_effort")
         d("tape.kind", "multisine", f"one of {', '.join(tapes.KINDS)}")
         d("tape.seed", 0, "seed of seeded kinds (evaluation tapes, multisine, dither)")
         d("tape.file", "", "a tape as YAML (Tape.to_dict), or a play {tape, feedforward}; overrides tape.kind")
@@ -75,6 +77,7 @@ class TapeRecorderNode(LifecycleNode):
         d("model", "", "robot model reference recorded with the bag")
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._feedback_sub = self._watchdog = self._command_pub = None
+        self._feedback_reliability = ""
         self._config: dict | None = None
         self._playback: Playback | None = None
         self._feedforward: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -100,8 +103,7 @@ class TapeRecorderNode(LifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         c = self._config
-        self._feedback_sub = self.create_subscription(JointState, c["feedback_topic"], self._on_feedback,
-                                                      SENSOR_QOS, raw=True)
+        self._subscribe_feedback()
         if c["command_mode"] == "stream":
             self._command_topic, self._command_type = f"/{c['forward_controller']}/commands", Float64MultiArray
         else:
@@ -157,6 +159,9 @@ class TapeRecorderNode(LifecycleNode):
         rate = float(value("command_rate_hz"))
         if not math.isfinite(rate) or rate <= 0:
             raise ValueError(f"command_rate_hz must be > 0, not {rate}")
+        reliability = value("feedback_reliability")
+        if reliability not in ("auto", "reliable", "best_effort"):
+            raise ValueError(f"feedback_reliability must be auto, reliable or best_effort, not {reliability!r}")
         storage = value("storage")
         if storage not in ("mcap", "sqlite3"):
             raise ValueError(f"storage must be mcap or sqlite3, not {storage!r}")
@@ -172,6 +177,7 @@ class TapeRecorderNode(LifecycleNode):
                     forward_controller=value("forward_controller"), forward_interface=interface,
                     trajectory_controller=value("trajectory_controller"), command_rate_hz=rate,
                     feedback_topic=value("feedback_topic"), output_dir=output, storage=storage,
+                    feedback_reliability=reliability,
                     model=value("model"),
                     margins=SafetyMargins(value("safety.travel_margin_rad"), value("safety.speed_margin_frac"),
                                           value("safety.torque_margin_frac"), value("safety.stale_after_s")))
@@ -432,8 +438,26 @@ class TapeRecorderNode(LifecycleNode):
             if reason:
                 self._abort(f"envelope breach: {reason}")
 
+    def _subscribe_feedback(self) -> None:
+        """(Re)subscribe to the feedback with the configured reliability, or (auto) the one its publishers need."""
+        c = self._config
+        wanted = c["feedback_reliability"]
+        if wanted == "auto":
+            wanted = publishers_reliability(self, c["feedback_topic"]) or "reliable"
+        if self._feedback_sub is not None:
+            if wanted == self._feedback_reliability:
+                return
+            self.destroy_subscription(self._feedback_sub)
+        self._feedback_sub = self.create_subscription(JointState, c["feedback_topic"], self._on_feedback,
+                                                      sensor_qos(wanted), raw=True)
+        self._feedback_reliability = wanted
+        self.get_logger().info(f"feedback {c['feedback_topic']}: {wanted}")
+
     def _check_fresh(self) -> None:
         if self._playback is None:
+            stale = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
+            if self._config["feedback_reliability"] == "auto" and stale > self._config["margins"].stale_after_s:
+                self._subscribe_feedback()  # nothing heard: a publisher that came later may need best effort
             return
         # Staleness counts from the last sample, or from the start of motion when that is later: before
         # motion began, the robot was not ours to stop (and play refused to start on stale feedback).
