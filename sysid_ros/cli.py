@@ -49,6 +49,16 @@ def _repair(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay_safe(args: argparse.Namespace) -> int:
+    from .core.bags import replay_safe_copy
+
+    renamed = replay_safe_copy(args.bag, args.out)
+    for old, new in renamed.items():
+        print(f"{old} -> {new}")
+    print(f"{args.out}: {len(renamed)} command topic(s) renamed; safe to play next to a running robot")
+    return 0
+
+
 def _identify(args: argparse.Namespace) -> int:
     from .core.identify import identify, load_problem, write_results
     from .core.identify.overrides import with_data
@@ -134,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     repair = bag.add_parser("repair", help="make a recording cut short by a crash readable again")
     repair.add_argument("bag", type=Path)
     repair.set_defaults(run=_repair)
+    safe = bag.add_parser("replay-safe", help="a copy whose command topics are renamed under /sysid/replay/ "
+                                              "(ros2 bag play cannot drive the robot with it)")
+    safe.add_argument("bag", type=Path)
+    safe.add_argument("--out", type=Path, required=True, help="the new bag folder (must not exist)")
+    safe.set_defaults(run=_replay_safe)
 
     ident = commands.add_parser("identify", help="identify a MuJoCo model's parameters from bags (problem YAML)")
     ident.add_argument("problem", type=Path, help="problem YAML (see config/identify_pendulum.yaml)")

@@ -12,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from std_srvs.srv import SetBool, Trigger
 
 from sysid_ros.core import tapes
-from sysid_ros.core.bags import read_joint_states, read_metadata, read_recording, repair
+from sysid_ros.core.bags import command_topics, read_joint_states, read_metadata, read_recording, repair
 from sysid_ros.core.envelope import Envelope
 from sysid_ros.nodes.client import play_tape, request_play, wait_for
 
@@ -103,6 +103,11 @@ def test_bag_self_describing_and_independently_readable(nodes, client, tmp_path)
         meta.update(doc)
     assert meta["joint_names"] == ["hinge"] and meta["model"] == "pendulum"
     assert meta["envelopes"]["hinge"]["travel_rad"] == 0.4 and meta["parameters"]["safety.stale_after_s"] == 0.5
+    # the command topic is marked as one (`sysid-ros bag replay-safe` renames it for a safe `ros2 bag play`)
+    assert meta["command_topics"] == ["/forward_command_controller/commands"]
+    assert command_topics(bag) == ["/forward_command_controller/commands"]
+    info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["custom_data"]["sysid_ros.command_topics"] == "/forward_command_controller/commands"
     # An independent reader (the mcap project's own, not rosbags) decodes every message.
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory

@@ -291,11 +291,13 @@ class TapeRecorderNode(LifecycleNode):
             path, suffix = c["output_dir"] / f"{playback.tape.name}_{stamp}_{suffix}", suffix + 1
         self._writer = BagWriter(path, storage=c["storage"])
         self._writer.open()
+        self._writer.mark_commands([self._command_topic])  # `sysid-ros bag replay-safe` renames them
         params = {name: p.value for name, p in self._parameters.items()}
         self._writer.write_metadata({
             "recorder": self.get_fully_qualified_name(), "joint_names": c["joints"],
             "command_joint_names": c["joints"], "model": c["model"],
-            "command_topic": self._command_topic, "command_mode": c["command_mode"],
+            "command_topic": self._command_topic, "command_topics": [self._command_topic],
+            "command_mode": c["command_mode"],
             "command_interface": playback.tape.interface, "start_ns": playback.start_ns,
             "envelopes": {j: e.to_dict() for j, e in c["envelopes"].items()},
             "tape": playback.tape.to_dict(), "parameters": flatten(params)}, playback.start_ns)

@@ -10,6 +10,7 @@ from .joint_states import JointStateRead, check_motion, read_joint_states
 from .read import BagSource, TopicInfo, typestore_for
 from .recording import Recording, read_recording
 from .repair import RepairReport, repair
+from .replay_safe import command_topics, replay_safe_copy
 from .summary import BagSummary, TopicSummary, inspect_bag
 from .timing import Gap, TimeBase, TimingReport
 from .write import METADATA_TOPIC, BagWriter, read_metadata
@@ -22,5 +23,6 @@ __all__ = [
     "TimeBase", "TimingReport", "TopicInfo", "TopicSummary", "TrajectorySetpoints", "check_motion", "export_csv",
     "inspect", "inspect_bag", "load_csv_samples", "load_npz", "read_array_commands", "read_commands",
     "read_joint_states", "read_metadata", "read_recording", "read_trajectory", "repair", "save_npz",
+    "command_topics", "replay_safe_copy",
     "typestore_for",
 ]

@@ -21,6 +21,7 @@ from ..errors import BagError
 from .read import BagSource, typestore_for
 
 METADATA_TOPIC = "/sysid/metadata"
+COMMANDS_KEY = "sysid_ros.command_topics"  # metadata.yaml custom_data: the topics that command a robot
 STRING = "std_msgs/msg/String"
 
 
@@ -157,6 +158,30 @@ class BagWriter:
         elif hasattr(storage, "conn"):
             storage.conn.commit()
         self._last_flush = time.monotonic()
+
+    def set_custom_data(self, key: str, value: str) -> None:
+        """A string kept in `metadata.yaml` (`custom_data`), written on close."""
+        with self._lock:
+            if self._writer is None:
+                raise BagError("bag writer is not open", bag=str(self.path))
+            self._writer.set_custom_data(key, value)
+
+    def mark_commands(self, topics: list[str]) -> None:
+        """Mark `topics` as commands to a robot in `metadata.yaml` (see `replay_safe_copy`)."""
+        self.set_custom_data(COMMANDS_KEY, ",".join(topics))
+
+    def abort(self) -> None:
+        """Give up the bag being written: close what is open and remove its folder."""
+        import shutil
+
+        with self._lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - the folder goes anyway
+                pass
+        shutil.rmtree(self.path, ignore_errors=True)
 
     def close(self) -> None:
         """Finish the bag (writes the mcap summary and `metadata.yaml`)."""
