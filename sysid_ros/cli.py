@@ -177,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--style", default="auto", choices=("auto", *STYLES, *ALIASES),
                         help="the controller's PID parameter names (auto: as the proposal recorded them)")
     export.add_argument("--controller", default=None, help="the controller's name (default: the proposal's)")
-    export.add_argument("--out", type=Path, default=None, help="write this file (never overwritten) instead of printing")
+    export.add_argument("--out", type=Path, default=None,
+                        help="write this file (never overwritten) instead of printing")
     export.set_defaults(run=_export)
     add_tuner_commands(commands)  # tune, apply, rollback: requests to a running servo_tuner
     return parser

@@ -88,6 +88,7 @@ def test_trial_gains_are_journaled_so_a_crash_mid_session_is_restored(controller
     with pytest.raises(GainsError, match="trial gains not set"):  # refused by the controller (p_max 100)
         controller.try_gains(session, {"gains.hinge.p": 500.0})
     assert controller.journal.changes()[session.change_id].new == latest.new  # still what the controller has
-    restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path), timeout_s=20.0)  # the tuner was killed
+    # the tuner was killed: a new one reads the journal
+    restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path), timeout_s=20.0)
     [recovered] = restarted.recover()
     assert recovered.state == "rolled_back" and restarted.read(NAMES) == START

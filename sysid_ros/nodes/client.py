@@ -95,8 +95,9 @@ class RosClient:
                              timeout_s)
         return [Parameter.from_parameter_msg(_named(n, v)).value for n, v in zip(names, response.values)]
 
-    def parameter_types(self, node_name: str, prefixes: list[str], timeout_s: float = TIMEOUT_S) -> dict[str, tuple[str, bool]]:
-        """{name: (type, read_only)} of the node's parameters under `prefixes` (list_parameters + describe_parameters)."""
+    def parameter_types(self, node_name: str, prefixes: list[str],
+                        timeout_s: float = TIMEOUT_S) -> dict[str, tuple[str, bool]]:
+        """{name: (type, read_only)} of the parameters under `prefixes` (list_parameters + describe_parameters)."""
         from rcl_interfaces.msg import ParameterType
         from rcl_interfaces.srv import DescribeParameters, ListParameters
 

@@ -102,7 +102,8 @@ class ServoTunerNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         for change in recovered:
             message = (f"rolled back unfinished change {change.change_id} ({change.reason}): {change.previous}"
-                       if change.state == "rolled_back" else f"left change {change.change_id} as found: {change.reason}")
+                       if change.state == "rolled_back" else
+                       f"left change {change.change_id} as found: {change.reason}")
             self.get_logger().warning(message)
             self._post("warn", message, {"action": "recover", "ok": True, "change_id": change.change_id,
                                          "restored": change.previous if change.state == "rolled_back" else None})
