@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 from rosbags.highlevel import AnyReader
-from test_bags_make import F64, JAZZY, JS, T0_NS, float64_array, joint_state
+from test_bags_make import F64, JS, T0_NS, float64_array, joint_state
 
 from sysid_ros.cli import main
 from sysid_ros.core.bags import BagWriter, command_topics, read_joint_states, read_metadata
