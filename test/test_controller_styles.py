@@ -54,10 +54,10 @@ def write_proposal(path: Path, parameters: dict[str, float], style: str | None =
 
 
 class Standin:
-    def __init__(self, style: str, name: str, params_file: Path | None) -> None:
+    def __init__(self, style: str, name: str, params_file: Path | None, joints=JOINTS) -> None:
         self.name = name
         extra = ["--params-file", str(params_file)] if params_file else []
-        self.proc = subprocess.Popen([sys.executable, str(STANDIN), style, *JOINTS, "--ros-args", "-r",
+        self.proc = subprocess.Popen([sys.executable, str(STANDIN), style, *joints, "--ros-args", "-r",
                                       f"__node:={name}", *extra])
 
     def stop(self) -> None:
@@ -82,6 +82,7 @@ def ros(tmp_path_factory):
                      "--out", str(out)]) == 0
         standins[style] = Standin(style, f"standin_{style}", out)
     standins["velocity_pid"] = Standin("velocity_pid", "standin_unknown", None)
+    standins["pendulum"] = Standin("pid_controller_toolbox5", "standin_pendulum", None, ("hinge",))
     client = RosClient("test_styles_client")
     try:
         for s in standins.values():
@@ -175,6 +176,28 @@ def test_a_reloaded_controller_is_noticed_not_rolled_back(ros, tmp_path):
     assert client.get_parameters("standin_jtc", ["gains.elbow.p", "gains.elbow.d"]) == [77.0, 0.0]
     assert gains.journal.changes()[change.change_id].state == "overridden" and gains.journal.unfinished() == []
     assert gains.recover() == []
+
+
+def test_the_tuner_reads_infinite_clamps_and_its_trials_restore_them(ros, tmp_path):
+    """control_toolbox >= 5 defaults the integral clamp to +-inf (no clamp): the tuner models it at the
+    joint's torque cap, and a trial session on the controller ends with +-inf exactly."""
+    from sysid_ros.core.envelope import Envelope
+    from sysid_ros.core.tuner.model import Controller, Gains
+    from sysid_ros.nodes.ros_plant import RosArm
+
+    client, _, _ = ros
+    gains = ControllerGains(client, "standin_pendulum", GainsJournal(tmp_path / "gains.jsonl"), timeout_s=T)
+    arm = RosArm("pendulum", ("hinge",), {"hinge": Envelope(0.0, 0.4, 2.0, 3.0)}, 250.0, client=client, gains=gains,
+                 workdir=tmp_path / "tuner")
+    [found] = arm.read_gains().values()
+    assert found == Gains(kp=0.0, kd=0.0, ki=0.0, i_clamp_nm=arm.caps["hinge"])
+    before = all_gains(client, "standin_pendulum")
+    with arm.trials("test"):
+        arm._ensure_gains({"hinge": Controller(Gains(kp=20.0, kd=1.0, ki=4.0, i_clamp_nm=0.5))})
+        raw = all_gains(client, "standin_pendulum")
+        assert (raw["gains.hinge.i_clamp_max"], raw["gains.hinge.i_clamp_min"]) == (0.5, -0.5)
+        assert raw["gains.hinge.antiwindup_strategy"] == "conditional_integration"  # integral action: on
+    assert all_gains(client, "standin_pendulum") == before and math.isinf(before["gains.hinge.i_clamp_max"])
 
 
 def test_export_loads_as_a_parameter_file(tmp_path, capsys):

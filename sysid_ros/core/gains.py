@@ -56,6 +56,12 @@ class GainGuard:
                 raise GainsError(reason, joint=joint or None)
 
 
+def clamp_for_tuning(i_clamp: float, cap_nm: float) -> float:
+    """An integral clamp as the tuner models it: an infinite one (control_toolbox >= 5's default, no clamp)
+    is taken at the joint's torque cap, beyond which the drive's output saturates anyway."""
+    return i_clamp if math.isfinite(i_clamp) else cap_nm
+
+
 def parameter_name(joint: str, gain: str) -> str:
     """The controller parameter that holds `gain` of `joint`, as ros2_control names it."""
     return f"gains.{joint}.{gain}"

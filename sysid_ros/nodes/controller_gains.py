@@ -114,8 +114,9 @@ class ControllerGains:
 
     def begin_trials(self, names: list[str], reason: str) -> GainChange:
         """Journal the current values of `names` before trial gains go out (a tuning session); `end_trials`,
-        or `recover` after a crash, restores them exactly."""
-        previous = self.read(names)
+        or `recover` after a crash, restores them exactly (and the anti-windup switches trials may turn on)."""
+        switches = integral_switches(self.style, {n: 1.0 for n in names if n.endswith(".i")})
+        previous = self.read(list(dict.fromkeys(names + switches)))
         return self.journal.record(GainChange(uuid.uuid4().hex, self.controller, previous, dict(previous), "pending",
                                               reason))
 
@@ -126,6 +127,7 @@ class ControllerGains:
             raise GainsError(f"trial gains {unknown} are outside the session's journaled parameters",
                              controller=self.controller)
         self._check(values)
+        values = self.with_integral_switch(values)
         latest = self.journal.changes().get(session.change_id, session)
         self.journal.record(GainChange(session.change_id, self.controller, session.previous,
                                        {**latest.new, **values}, "applied", session.reason))

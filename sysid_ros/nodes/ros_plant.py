@@ -27,7 +27,7 @@ from sensor_msgs.msg import JointState
 from ..core.bags import read_joint_states
 from ..core.bags.write import read_metadata
 from ..core.errors import ConfigError, DataError, EnvelopeError
-from ..core.gains import parameter_name
+from ..core.gains import clamp_for_tuning, parameter_name
 from ..core.journal import GainChange
 from ..core.tapes import KnotCurve, Tape, duration_s
 from ..core.tapes.moves import Path as MovePath
@@ -72,11 +72,12 @@ class RosArm(Arm):
         return [parameter_name(j, g) for j in self.joints for g in TUNED_GAINS]
 
     def read_gains(self) -> dict[str, Gains]:
-        """The controller's gains of every arm joint now."""
+        """The controller's gains of every arm joint now (an infinite integral clamp taken at the torque cap)."""
         values = self.gains.read(self.gain_names())
         self._on_controller.update(values)
         return {j: Gains(kp=values[parameter_name(j, "p")], kd=values[parameter_name(j, "d")],
-                         ki=values[parameter_name(j, "i")], i_clamp_nm=values[parameter_name(j, "i_clamp")])
+                         ki=values[parameter_name(j, "i")],
+                         i_clamp_nm=clamp_for_tuning(values[parameter_name(j, "i_clamp")], self.caps[j]))
                 for j in self.joints}
 
     def assume_gains(self, values: dict[str, float]) -> None:

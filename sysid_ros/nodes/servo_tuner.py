@@ -15,6 +15,7 @@ requests. Services (std_srvs/Trigger):
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import fields
@@ -272,6 +273,8 @@ class ServoTunerNode(LifecycleNode):
         if set(proposal.joints) != set(self._config["joints"]):
             raise ValueError(f"the proposal is for {list(proposal.joints)}, this tuner for {self._config['joints']}")
         now = self._gains.read(list(proposal.as_found))
+        # an infinite integral clamp (no clamp) was tuned as the joint's torque cap (`clamp_for_tuning`)
+        now = {k: proposal.as_found[k] if k.endswith(".i_clamp") and math.isinf(v) else v for k, v in now.items()}
         if now != proposal.as_found:
             raise ValueError(f"the controller's gains changed since the tune ({now}, tuned from "
                              f"{proposal.as_found}): tune again")
