@@ -22,20 +22,28 @@ def _models(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     from .core.bags import inspect_bag
 
-    print(inspect_bag(args.bag, distro=args.distro, joint_names=args.joints).format())
+    print(inspect_bag(args.bag, distro=args.distro, joints=args.joints, feedback_topic=args.feedback_topic,
+                      command_joints=args.command_joints, segments=args.segments).format())
     return 0
 
 
 def _convert(args: argparse.Namespace) -> int:
     from .core.bags import export_csv, read_recording, save_npz
+    from .core.errors import DataError
 
     recording = read_recording(args.bag, joints=args.joints, time_source=args.time_source,
-                               command_joint_names=args.command_joints, distro=args.distro)
+                               command_joint_names=args.command_joints, distro=args.distro,
+                               joint_state_topics=[args.feedback_topic] if args.feedback_topic else None)
+    segments = recording.feedback.segments
+    if len(segments) > 1 and args.segments == "all":
+        raise DataError(f"the joint states split into {len(segments)} segments at gaps; --segments longest "
+                        "keeps the longest", bag=str(args.bag))
+    samples = max(segments, key=len)
     out = Path(args.out)
     if out.suffix == ".csv":
-        print(export_csv(out, recording.samples))
+        print(export_csv(out, samples))
     else:
-        save_npz(out, recording.samples, recording.commands, recording.metadata)
+        save_npz(out, samples, recording.commands, recording.metadata)
         print(out)
     for warning in recording.feedback.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -128,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     bag_options.add_argument("bag", type=Path, help="a rosbag2 folder (mcap or sqlite3) or a ROS 1 .bag")
     bag_options.add_argument("--distro", default=None, help="typestore for bags without definitions (e.g. jazzy)")
     bag_options.add_argument("--joints", nargs="+", default=None, help="joint names to take (default: all)")
+    bag_options.add_argument("--feedback-topic", default=None,
+                             help="the JointState topic to read (default: all, merged by joint name)")
+    bag_options.add_argument("--command-joints", nargs="+", default=None,
+                             help="the controller's joint order for Float64MultiArray commands")
+    bag_options.add_argument("--segments", default="all", choices=("all", "longest"),
+                             help="gap-free stretches to use: all, or only the longest")
 
     inspect = commands.add_parser("inspect", parents=[bag_options],
                                   help="topics, rates, joints, time span, and what is usable for identification")
@@ -136,8 +150,6 @@ def build_parser() -> argparse.ArgumentParser:
     convert = commands.add_parser("convert", parents=[bag_options], help="a bag to arrays (.npz, or .csv)")
     convert.add_argument("--out", required=True, help="FILE.npz (samples, commands, metadata) or FILE.csv")
     convert.add_argument("--time-source", default="auto", choices=("auto", "header", "record"))
-    convert.add_argument("--command-joints", nargs="+", default=None,
-                         help="the controller's joint order for Float64MultiArray commands")
     convert.set_defaults(run=_convert)
 
     bag = commands.add_parser("bag", help="bag maintenance").add_subparsers(dest="bag_command", required=True)

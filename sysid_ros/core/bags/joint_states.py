@@ -228,7 +228,8 @@ def _claim(owner: dict[int, str], mapping: tuple, topic: str, columns: dict[str,
         other = owner.setdefault(col, topic)
         if other != topic:
             joint = next(name for name, c in columns.items() if c == col)
-            raise DataError(f"joint is published on both {other} and {topic}: choose one with topics=", bag=bag,
+            raise DataError(f"joint is published on both {other} and {topic}: choose one (feedback_topic in a "
+                            "problem file, --feedback-topic, topics= in Python)", bag=bag,
                             joint=joint)
 
 

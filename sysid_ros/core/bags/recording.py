@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..signals import JointCommands, JointSamples
-from .commands import COMMAND_TYPES, JOINT_TRAJECTORY, read_array_commands, read_trajectory
+from .commands import COMMAND_TYPES, JOINT_TRAJECTORY, guess_interface, read_array_commands, read_trajectory
 from .joint_states import JointStateRead, read_joint_states
 from .read import BagSource
 from .write import METADATA_TOPIC, read_metadata
@@ -33,8 +33,9 @@ def read_recording(bag: str | Path, *, joints: list[str] | tuple[str, ...] | Non
                    joint_state_topics: list[str] | None = None, command_topics: list[str] | None = None,
                    command_joint_names: list[str] | tuple[str, ...] | None = None, time_source: str = "auto",
                    max_gap_s: float | None = None, on_gap: str = "split", setpoint_period_s: float = 0.001,
-                   distro: str | None = None) -> Recording:
-    """Read feedback and every command topic (default: all Float64MultiArray / JointTrajectory topics).
+                   distro: str | None = None, command_interfaces: tuple[str, ...] | None = None) -> Recording:
+    """Read feedback and every command topic (default: all Float64MultiArray / JointTrajectory topics;
+    with `command_interfaces`, only those whose interface is one of them, e.g. `("effort",)`).
 
     The controller's joint order for Float64MultiArray comes from `command_joint_names`, else from the
     recorded metadata (`command_joint_names` or `joint_names` key); never guessed.
@@ -50,7 +51,8 @@ def read_recording(bag: str | Path, *, joints: list[str] | tuple[str, ...] | Non
     with BagSource(bag, distro=distro) as src:
         types = {name: info.msgtype for name, info in src.topics.items()}
     topics = command_topics if command_topics is not None else sorted(
-        name for name, msgtype in types.items() if msgtype in COMMAND_TYPES)
+        name for name, msgtype in types.items() if msgtype in COMMAND_TYPES and (
+            command_interfaces is None or _interface(name, msgtype, metadata) in command_interfaces))
     order = command_joint_names or metadata.get("command_joint_names") or metadata.get("joint_names")
     commands: dict[str, JointCommands] = {}
     for topic in topics:
@@ -61,11 +63,18 @@ def read_recording(bag: str | Path, *, joints: list[str] | tuple[str, ...] | Non
                                               distro=distro).position
         else:
             if not order:
-                raise ConfigError("Float64MultiArray commands need the controller's joint order: pass "
-                                  "command_joint_names or record it in the metadata", bag=str(bag), topic=topic)
+                raise ConfigError("Float64MultiArray commands need the controller's joint order: give it as "
+                                  "command_joints (problem file) or --command-joints, or replay the measured "
+                                  "effort (control: effort)", bag=str(bag), topic=topic)
             commands[topic] = read_array_commands(bag, topic, joint_names=list(order), time_base=base,
                                                   interface=metadata.get("command_interface"), distro=distro)
     return Recording(str(bag), feedback, commands, metadata)
+
+
+def _interface(topic: str, msgtype: str, metadata: dict) -> str | None:
+    if msgtype == JOINT_TRAJECTORY:
+        return "position"
+    return metadata.get("command_interface") or guess_interface(topic)
 
 
 def _joined(feedback: JointStateRead) -> JointSamples:

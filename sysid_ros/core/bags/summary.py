@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,12 +54,15 @@ class BagSummary:
     def format(self) -> str:
         """A human-readable report."""
         lines = [f"bag {self.path} ({self.storage}, metadata v{self.metadata_version}, distro {self.ros_distro})",
-                 f"  span {self.duration_s:.3f} s, time source {self.time_source}, "
-                 f"clock offset {self.clock_offset_s:+.3f} s",
+                 f"  span {self.duration_s:.3f} s"
+                 + (f", time source {self.time_source}, clock offset {self.clock_offset_s:+.3f} s"
+                    if math.isfinite(self.clock_offset_s) else ""),
                  f"  joints: {', '.join(self.joints) or '-'}"]
         for t in self.topics:
             mark = "ok " if t.usable else "-- "
             lines.append(f"  {mark}{t.name} [{t.msgtype}] {t.count} msgs {t.rate_hz:.1f} Hz, {t.role}: {t.reason}")
+            if t.msgtype == JOINT_STATE and t.joints:
+                lines.append(f"       joints: {', '.join(t.joints)}")
         lines.append(f"  usable for identification: {'yes' if self.usable else 'no'}")
         lines += [f"    because {r}" for r in self.reasons]
         lines += [f"  note: {n}" for n in self.notes]
@@ -66,42 +70,63 @@ class BagSummary:
 
 
 def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list[str] | None = None,
-                min_motion_rad: float = 0.01) -> BagSummary:
-    """Summarize `bag`. `joint_names` is the configured controller joint order (for Float64MultiArray)."""
+                min_motion_rad: float = 0.01, joints: list[str] | None = None, feedback_topic: str | None = None,
+                command_joints: list[str] | None = None, segments: str = "all") -> BagSummary:
+    """Summarize `bag`: every topic, the joints of every JointState topic (even when they clash) and whether
+    identification can start from it. `joints` filters the joints taken; `feedback_topic` picks one
+    JointState topic; `command_joints` (alias `joint_names`) is the controller's joint order for
+    Float64MultiArray; `segments: longest` judges only the longest gap-free stretch."""
+    command_joints = command_joints or joint_names
     with BagSource(bag, distro=distro) as src:
         infos = src.topics
         conns = src.connections
         first: dict[str, int] = {}
         last: dict[str, int] = {}
         sizes: dict[str, int] = {}
+        names: dict[str, tuple[str, ...]] = {}
+        unknown = {name for name, info in infos.items() if not src.has_type(info.msgtype)}
         for conn, record_ns, raw in src.messages(conns):
             first.setdefault(conn.topic, record_ns)
             last[conn.topic] = record_ns
+            if conn.topic in unknown:
+                continue
             if conn.msgtype == FLOAT64_ARRAY and conn.topic not in sizes:
                 sizes[conn.topic] = len(src.deserialize(raw, conn.msgtype, topic=conn.topic).data)
+            elif conn.msgtype == JOINT_STATE and not names.get(conn.topic):
+                names[conn.topic] = tuple(src.deserialize(raw, conn.msgtype, topic=conn.topic).name)
         meta = dict(src.metadata)
         notes = list(src.notes)
-        unknown = {name for name, info in infos.items() if not src.has_type(info.msgtype)}
         start_ns, end_ns = src.start_ns, src.end_ns
         storage = src.storage
     reasons: list[str] = []
     js_topics = [n for n, i in infos.items() if i.msgtype == JOINT_STATE and n not in unknown]
-    joints: tuple[str, ...] = ()
+    if feedback_topic is not None and feedback_topic not in js_topics:
+        raise BagError(f"--feedback-topic {feedback_topic} is not a JointState topic of the bag "
+                       f"(JointState topics: {sorted(js_topics) or '-'})", bag=str(bag))
+    chosen = [feedback_topic] if feedback_topic else js_topics
+    found: tuple[str, ...] = ()
     time_source, offset_s = "record", float("nan")
     js_ok, js_reason = False, ""
-    if js_topics:
+    clash = _clash(names, chosen, joints)
+    if clash:
+        js_reason = clash
+        reasons.append(f"joint states unusable: {clash}")
+    elif chosen:
         try:
-            read = read_joint_states(bag, topics=js_topics, distro=distro)
-            joints = read.segments[0].joint_names
+            read = read_joint_states(bag, topics=chosen, joints=joints, distro=distro)
+            segs = [max(read.segments, key=len)] if segments == "longest" else list(read.segments)
+            found = segs[0].joint_names
             time_source, offset_s = read.timing.time_base.source, read.timing.clock_offset_s
             notes += list(read.warnings)
-            if all(s.position is None for s in read.segments):
+            if all(s.position is None for s in segs):
                 raise BagError("JointState messages carry no positions")
-            check_motion(read.segments, min_motion_rad, bag=str(bag))
+            check_motion(segs, min_motion_rad, bag=str(bag))
             js_ok = True
-            js_reason = f"{len(joints)} joints, {len(read.segments)} segment(s)"
+            js_reason = f"{len(found)} joints, {len(read.segments)} segment(s)"
             if read.timing.gaps:
                 js_reason += f", {len(read.timing.gaps)} gap(s)"
+                if segments == "longest":
+                    js_reason += f"; the longest ({len(segs[0])} samples) is used"
         except SysidRosError as exc:
             js_reason = str(exc)
             reasons.append(f"joint states unusable: {exc}")
@@ -112,15 +137,32 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
         count = info.count
         span = (last.get(name, 0) - first.get(name, 0)) * 1e-9
         rate = (count - 1) / span if count > 1 and span > 0 else 0.0
-        role, usable, reason = _judge(name, info.msgtype, name in unknown, js_ok, js_reason, sizes.get(name),
-                                      len(joint_names or joints), count)
+        if info.msgtype == JOINT_STATE and name not in chosen and name not in unknown:
+            role, usable, reason = "feedback", False, f"not the chosen --feedback-topic {feedback_topic}"
+        else:
+            role, usable, reason = _judge(name, info.msgtype, name in unknown, js_ok, js_reason, sizes.get(name),
+                                          len(command_joints or found), count)
         topics.append(TopicSummary(name, info.msgtype, count, rate, first.get(name), last.get(name), role, usable,
-                                   reason, joints if info.msgtype == JOINT_STATE else ()))
+                                   reason, names.get(name, ()) if info.msgtype == JOINT_STATE else ()))
     if not any(i.count for i in infos.values()):
         reasons = ["the bag has no messages"]
     return BagSummary(str(bag), storage, meta.get("version"), meta.get("ros_distro"), start_ns, end_ns,
-                      tuple(topics), joints, time_source, offset_s, js_ok and not reasons, tuple(reasons),
+                      tuple(topics), found, time_source, offset_s, js_ok and not reasons, tuple(reasons),
                       tuple(notes))
+
+
+def _clash(names: dict[str, tuple[str, ...]], topics: list[str], joints: list[str] | None) -> str:
+    """Why these JointState topics cannot be merged (a joint on two of them), naming the option; else ''."""
+    owner: dict[str, str] = {}
+    for topic in topics:
+        for joint in names.get(topic, ()):
+            if joints is not None and joint not in joints:
+                continue
+            if joint in owner:
+                return (f"joint {joint} is published on both {owner[joint]} and {topic}: pick one with "
+                        f"--feedback-topic (feedback_topic: in a problem file)")
+            owner[joint] = topic
+    return ""
 
 
 def _judge(name: str, msgtype: str, unknown: bool, js_ok: bool, js_reason: str, size: int | None,

@@ -53,17 +53,57 @@ def pybullet_data_file(relative: str = IIWA_URDF) -> Path:
     return path
 
 
-def _principal_inertials(spec: mujoco.MjSpec) -> None:
-    """Rewrite every body's inertial as mass, ipos, iquat and diagonal inertia (MuJoCo's compiled form)."""
+def explicit_inertials(spec: mujoco.MjSpec, bodies: Sequence[str] | None = None) -> None:
+    """Rewrite bodies' inertials (default: all) as mass, ipos, iquat and diagonal inertia taken from the
+    compiled model (MuJoCo's principal form): a body whose mass came from its geoms, or a URDF `fullinertia`,
+    then has an explicit inertial that a mass change scales. Fused bodies are refused by the caller."""
     model = spec.copy().compile()
+    if spec.compiler.inertiafromgeom == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE:
+        bodies = None  # geoms override every inertial: make them all explicit and stop that
+        spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_AUTO
     for body in spec.bodies[1:]:
-        b = model.body(body.name).id
+        if bodies is not None and body.name not in bodies:
+            continue
+        b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body.name)
+        if b < 0:
+            continue  # fused into its parent when compiled
         body.explicitinertial = True
         body.mass = float(model.body_mass[b])
         body.ipos = np.array(model.body_ipos[b])
         body.iquat = np.array(model.body_iquat[b])
         body.inertia = np.array(model.body_inertia[b])
         body.fullinertia = np.array([np.nan, 0, 0, 0, 0, 0])
+
+
+def prepare_urdf_spec(spec: mujoco.MjSpec, torque_limits_nm: Sequence[float] | None = None,
+                      source: str = "") -> list:
+    """A URDF-loaded spec made ready to identify (see the module docstring): no fusing, contacts off,
+    explicit principal inertials, no geoms or meshes, and a torque motor `<joint>_motor` on every hinge
+    joint (its range: `torque_limits_nm`, else the URDF's effort limit). Returns the hinge joints."""
+    spec.compiler.fusestatic = False
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    model = spec.copy().compile()
+    explicit_inertials(spec)
+    for geom in list(spec.geoms):
+        spec.delete(geom)
+    for mesh in list(spec.meshes):
+        spec.delete(mesh)
+    joints = [j for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_HINGE]
+    limits = None if torque_limits_nm is None else np.asarray(torque_limits_nm, dtype=float)
+    if limits is not None and limits.shape != (len(joints),):
+        raise ConfigError(f"{len(limits)} torque limits for {len(joints)} joints", model=source)
+    for k, joint in enumerate(joints):
+        jid = model.joint(joint.name).id
+        urdf_limit = float(model.jnt_actfrcrange[jid][1]) if model.jnt_actfrclimited[jid] else 0.0
+        joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE  # the motor's ctrlrange is the one limit
+        if spec.actuator(f"{joint.name}_motor") is not None:
+            continue
+        motor = spec.add_actuator(name=f"{joint.name}_motor", target=joint.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        limit = limits[k] if limits is not None else urdf_limit
+        if limit > 0:
+            motor.ctrllimited = True
+            motor.ctrlrange = [-limit, limit]
+    return joints
 
 
 def arm_spec_from_urdf(urdf: str | Path, *, payload: Payload | None = None,
@@ -79,30 +119,15 @@ def arm_spec_from_urdf(urdf: str | Path, *, payload: Payload | None = None,
         spec = mujoco.MjSpec.from_file(str(urdf))
     except Exception as exc:
         raise ModelError(f"cannot load the URDF: {exc}", model=str(urdf)) from exc
-    spec.compiler.fusestatic = False
     spec.option.timestep = timestep_s
-    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
-    _principal_inertials(spec)
-    for geom in list(spec.geoms):
-        spec.delete(geom)
-    for mesh in list(spec.meshes):
-        spec.delete(mesh)
-    joints = [j for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_HINGE]
+    joints = prepare_urdf_spec(spec, torque_limits_nm, str(urdf))
     n = len(joints)
     armature = np.broadcast_to(np.asarray(armature_kg_m2, dtype=float), (n,))
-    limits = None if torque_limits_nm is None else np.asarray(torque_limits_nm, dtype=float)
-    if limits is not None and limits.shape != (n,):
-        raise ConfigError(f"{len(limits)} torque limits for {n} joints", model=str(urdf))
     damping = None if damping_nm_s_rad is None else np.broadcast_to(np.asarray(damping_nm_s_rad, dtype=float), (n,))
     for k, joint in enumerate(joints):
         joint.armature = float(armature[k])
-        joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE  # the motor's ctrlrange is the one limit
         if damping is not None:
             joint.damping[0] = float(damping[k])
-        motor = spec.add_actuator(name=f"{joint.name}_motor", target=joint.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        if limits is not None:
-            motor.ctrllimited = True
-            motor.ctrlrange = [-limits[k], limits[k]]
     if payload is not None:
         parent = spec.body(payload.parent)
         if parent is None:

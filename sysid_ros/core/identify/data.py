@@ -33,12 +33,22 @@ def load_source(src: DataSource, joints: Sequence[str]) -> list[tuple[JointSampl
     else:
         from ..bags import read_recording
 
+        topics = None if src.feedback_topic is None else [src.feedback_topic]
+        if src.control == "effort":
+            wanted, interfaces = [], None  # the measured effort: no command topic is read
+        elif src.command_topic is not None:
+            wanted, interfaces = [src.command_topic], None
+        else:
+            wanted, interfaces = None, ("effort",)
         try:
-            rec = read_recording(src.path, joints=list(joints))
+            rec = read_recording(src.path, joints=list(joints), joint_state_topics=topics, command_topics=wanted,
+                                 command_joint_names=src.command_joints, command_interfaces=interfaces)
         except (DataError, BagError) as exc:
             raise type(exc)(f"cannot read joints {list(joints)}: {exc}") from exc
         segments = list(getattr(rec.feedback, "segments", None) or [rec.samples])
         commands = rec.commands
+    if src.segments == "longest":
+        segments = [max(segments, key=len)]
     missing = [j for j in joints if j not in segments[0].joint_names]
     if missing:
         raise DataError(f"the data has no joints {missing}; it has {list(segments[0].joint_names)}",

@@ -7,9 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ConfigError
-from .problem import DataSource, Problem
-
-CONTROLS = ("auto", "commands", "effort")
+from .problem import CONTROLS, DataSource, Problem
 
 
 def with_data(problem: Problem, training: Sequence[str | Path] = (), validation: Sequence[str | Path] = (),

@@ -25,7 +25,7 @@ def _body_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.Mj
     body = spec.body(p.target)
     m0, i0 = float(body.mass), np.array(body.inertia, dtype=float)
     if m0 <= 0 or not body.explicitinertial and not np.any(i0):
-        raise ConfigError("body has no explicit inertial (mass and inertia) to scale", parameter=p.name,
+        raise ConfigError("body has no mass to scale (0 kg in the compiled model)", parameter=p.name,
                           body=p.target)
     target, with_com = p.target, p.kind == "body_mass_com"
 
@@ -116,8 +116,16 @@ class CachedBuild:
         return model
 
 
-def _fmt(values: Sequence[float]) -> str:
+def full_precision(values: Sequence[float]) -> str:
+    """Numbers as text at full precision (repr), space-separated."""
     return " ".join(repr(float(v)) for v in values)
+
+
+def joint_value(spec: mujoco.MjSpec, p: ParameterSpec) -> float:
+    """A joint parameter's value in `spec` (damping is MuJoCo 4's 3-vector: its linear term)."""
+    joint = spec.joint(p.target)
+    field = p.kind.split("_", 1)[1]
+    return float(joint.damping[0] if field == "damping" else getattr(joint, field))
 
 
 def _find(root: ET.Element, tag: str, name: str) -> ET.Element | None:
@@ -146,24 +154,21 @@ def identified_xml(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], params: 
                 el.remove(inertial)
                 el.insert(0, inertial)
             inertial.set("mass", repr(float(body.mass)))
-            inertial.set("pos", _fmt(body.ipos))
+            inertial.set("pos", full_precision(body.ipos))
             if inertial.get("fullinertia") is None:
-                inertial.set("diaginertia", _fmt(body.inertia))
+                inertial.set("diaginertia", full_precision(body.inertia))
                 if not np.any(np.isnan(body.iquat)):
-                    inertial.set("quat", _fmt(body.iquat))
+                    inertial.set("quat", full_precision(body.iquat))
         elif p.kind.startswith("joint_"):
             el = _find(root, "joint", p.target)
-            joint = spec.joint(p.target)
-            field = p.kind.split("_", 1)[1]
-            value = joint.damping[0] if field == "damping" else getattr(joint, field)
             if el is None:
                 raise ConfigError("identified joint missing from the written MJCF", joint=p.target)
-            el.set(field, repr(float(value)))
+            el.set(p.kind.split("_", 1)[1], repr(joint_value(spec, p)))
         elif p.kind == "actuator_gain":
             actuators = root.find("actuator")
             el = None if actuators is None else next((a for a in actuators if a.get("name") == p.target), None)
             if el is None:
                 raise ConfigError("identified actuator missing from the written MJCF", actuator=p.target)
-            el.set("gear", _fmt(spec.actuator(p.target).gear))
+            el.set("gear", full_precision(spec.actuator(p.target).gear))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode") + "\n"

@@ -344,15 +344,29 @@ def results_document(result: IdentificationResult) -> dict[str, Any]:
 
 
 def write_results(result: IdentificationResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write identified.yaml, the identified MJCF at full precision, the library's save_results output
-    (in `mujoco_sysid/`) and an offline report.html. Returns the paths written."""
+    """Write identified.yaml, the identified MJCF at full precision, `identified_values.yaml` (the values
+    by body/joint), the identified URDF when the model is one, the library's save_results output (in
+    `mujoco_sysid/`) and an offline report.html. Returns the paths written."""
+    from ..paths import model_path
+    from .export import identified_urdf, identified_values
     from .report import write_report
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"yaml": out / "identified.yaml", "mjcf": out / f"{result.problem.name}.xml",
-             "library": out / "mujoco_sysid", "report": out / "report.html"}
-    paths["yaml"].write_text(yaml.safe_dump(results_document(result), sort_keys=False))
+             "values": out / "identified_values.yaml", "library": out / "mujoco_sysid", "report": out / "report.html"}
+    document = results_document(result)
+    source = model_path(result.problem.model)
+    urdf_text = None
+    if source.suffix == ".urdf":
+        paths["urdf"] = out / f"{result.problem.name}.urdf"
+        urdf_text, urdf_notes = identified_urdf(source, result.identified_spec, result.problem.parameters)
+        document["notes"] = document["notes"] + urdf_notes
+    values = {p.name: p.value for p in result.parameters}
+    paths["yaml"].write_text(yaml.safe_dump(document, sort_keys=False))
+    paths["values"].write_text(yaml.safe_dump(identified_values(result.problem.parameters, values), sort_keys=False))
+    if urdf_text is not None:
+        paths["urdf"].write_text(urdf_text)
     paths["mjcf"].write_text(identified_xml(result.identified_spec, result.problem.parameters, result.opt_params))
     ms = result.model_sequences
     sysid.apply_param_modifiers_spec(result.opt_params, ms.spec)  # the library writes ms.spec as it is

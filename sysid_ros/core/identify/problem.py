@@ -36,15 +36,29 @@ class ParameterSpec:
     frozen: bool = False
 
 
+CONTROLS = ("auto", "commands", "effort")
+SEGMENTS = ("all", "longest")
+SOURCE_KEYS = ("path", "bag", "npz", "feedback_topic", "command_topic", "command_joints", "control", "start_s",
+               "end_s", "segments")
+
+
 @dataclass(frozen=True)
 class DataSource:
-    """A bag directory/file or an `.npz` of arrays; the control is an effort command topic or measured effort."""
+    """A bag directory/file or an `.npz` of arrays; the control is an effort command topic or measured effort.
+
+    `feedback_topic` picks one JointState topic (default: all, merged by joint); `command_joints` is the
+    controller's joint order of a Float64MultiArray command topic; `control: effort` never reads commands;
+    `segments: longest` keeps only the longest gap-free stretch.
+    """
 
     path: Path
     command_topic: str | None = None
     control: str = "auto"  # auto | commands | effort
     start_s: float = 0.0
     end_s: float | None = None
+    feedback_topic: str | None = None
+    command_joints: tuple[str, ...] | None = None
+    segments: str = "all"  # all | longest
 
     @property
     def kind(self) -> str:
@@ -115,15 +129,34 @@ def _parameter(entry: dict[str, Any]) -> ParameterSpec:
 
 def _source(entry: Any, base: Path) -> DataSource:
     entry = {"path": entry} if isinstance(entry, str) else dict(entry)
+    unknown = sorted(set(entry) - set(SOURCE_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown keys in a data entry: {unknown}; known: {list(SOURCE_KEYS)}")
     path = Path(str(entry.get("path") or entry.get("bag") or entry.get("npz") or "")).expanduser()
     if not str(path) or str(path) == ".":
         raise ConfigError(f"a data entry names no path: {entry}")
     path = path if path.is_absolute() else (base / path)
     control = entry.get("control", "auto")
-    if control not in ("auto", "commands", "effort"):
+    if control not in CONTROLS:
         raise ConfigError(f"control must be auto, commands or effort, got {control!r}", bag=str(path))
-    return DataSource(path.resolve(), entry.get("command_topic"), control, float(entry.get("start_s", 0.0)),
-                      None if entry.get("end_s") is None else float(entry["end_s"]))
+    segments = entry.get("segments", "all")
+    if segments not in SEGMENTS:
+        raise ConfigError(f"segments must be all or longest, got {segments!r}", bag=str(path))
+    joints = entry.get("command_joints")
+    if joints is not None and (isinstance(joints, str) or not all(isinstance(j, str) for j in joints)):
+        raise ConfigError(f"command_joints must be a list of joint names, got {joints!r}", bag=str(path))
+    if control == "effort" and entry.get("command_topic"):
+        raise ConfigError("control: effort replays the measured effort; drop command_topic (or use commands)",
+                          bag=str(path))
+    try:
+        start_s = float(entry.get("start_s", 0.0))
+        end_s = None if entry.get("end_s") is None else float(entry["end_s"])
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"start_s and end_s must be seconds: {exc}", bag=str(path)) from exc
+    if start_s < 0 or (end_s is not None and end_s <= start_s):
+        raise ConfigError(f"need 0 <= start_s < end_s, got {start_s} .. {end_s}", bag=str(path))
+    return DataSource(path.resolve(), entry.get("command_topic"), control, start_s, end_s,
+                      entry.get("feedback_topic"), None if joints is None else tuple(joints), segments)
 
 
 def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Problem:
@@ -184,10 +217,27 @@ def load_problem(path: str | Path) -> Problem:
 
 
 def load_spec(problem: Problem) -> mujoco.MjSpec:
-    """The problem's model as an MjSpec (ModelError when it cannot be found or parsed)."""
-    from ..sim import load_spec as _load
+    """The problem's model as an MjSpec ready to identify (ModelError when it cannot be found or parsed).
 
-    return _load(model_path(problem.model))
+    A URDF gets `arm_models.prepare_urdf_spec` (no fusing, contacts off, principal inertials, a torque
+    motor per hinge joint); the bodies of mass parameters get explicit inertials from the compiled model
+    (a body whose mass comes from its geoms then scales like any other), so defaults and starts are the
+    compiled model's values.
+    """
+    from ..sim import load_spec as _load
+    from .arm_models import explicit_inertials, prepare_urdf_spec
+
+    path = model_path(problem.model)
+    spec = _load(path)
+    if path.suffix == ".urdf":
+        prepare_urdf_spec(spec, source=str(path))
+    bodies = [p.target for p in problem.parameters if p.kind.startswith("body_") and spec.body(p.target) is not None]
+    if bodies:
+        try:
+            explicit_inertials(spec, bodies)
+        except Exception as exc:
+            raise ConfigError(f"model does not compile: {exc}", model=problem.model) from exc
+    return spec
 
 
 def model_value(spec: mujoco.MjSpec, p: ParameterSpec) -> tuple[float, ...]:
