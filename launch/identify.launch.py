@@ -1,5 +1,8 @@
-"""Identify from bags: `ros2 launch sysid_ros identify.launch.py problem_file:=/abs/path/problem.yaml`.
+"""Identify from bags: `ros2 launch sysid_ros identify.launch.py problem_file:=/abs/path/problem.yaml
+training_bags:="/abs/bag1 /abs/bag2" validation_bags:=/abs/bag3`.
 
+`problem_file` is required (the shipped config/identify_*.yaml are examples whose data paths are yours to
+set); `training_bags`/`validation_bags` (space-separated) replace the problem's own data.
 The identifier is a lifecycle node: configure and activate it, then call `/identifier/identify`.
 """
 
@@ -14,15 +17,23 @@ from launch_ros.actions import LifecycleNode
 
 def _nodes(context):
     share = get_package_share_directory("sysid_ros")
-    problem = LaunchConfiguration("problem_file").perform(context) or os.path.join(
-        share, "config", "identify_pendulum.yaml")
+    problem = LaunchConfiguration("problem_file").perform(context)
+    if not problem:
+        raise RuntimeError("identify.launch.py needs problem_file:=/abs/path/problem.yaml "
+                           "(see config/identify_pendulum.yaml and docs/identification.md)")
+    overrides = {"problem_file": problem}
+    for key in ("training_bags", "validation_bags"):
+        bags = LaunchConfiguration(key).perform(context).split()
+        if bags:  # an empty list has no type in ROS 2 parameters: leave it out
+            overrides[key] = bags
     return [LifecycleNode(package="sysid_ros", executable="identifier", name="identifier", namespace="",
-                          output="screen", parameters=[os.path.join(share, "config", "identifier.yaml"),
-                                                       {"problem_file": problem}])]
+                          output="screen", parameters=[os.path.join(share, "config", "identifier.yaml"), overrides])]
 
 
 def generate_launch_description():
     return LaunchDescription([
-        DeclareLaunchArgument("problem_file", default_value="", description="identification problem YAML"),
+        DeclareLaunchArgument("problem_file", default_value="", description="identification problem YAML (required)"),
+        DeclareLaunchArgument("training_bags", default_value="", description="bags to train on (space-separated)"),
+        DeclareLaunchArgument("validation_bags", default_value="", description="held-out bags (space-separated)"),
         OpaqueFunction(function=_nodes),
     ])

@@ -138,7 +138,10 @@ def _declared(entry_point: str, values: dict[str, Any]) -> set[str]:
         rclpy.shutdown(context=context)
 
 
+PROBLEM = str(ROOT / "config" / "identify_pendulum.yaml")
 VARIANTS = {"sim_robot.launch.py": ({}, {"model": "arm3"}), "record.launch.py": ({}, {"sim": "true"}),
+            "identify.launch.py": ({"problem_file": PROBLEM},
+                                   {"problem_file": PROBLEM, "training_bags": "/a/bag1 /a/bag2"}),
             "tune.launch.py": ({}, {"sim": "true"}, {"sim": "true", "model": "arm3"})}
 CASES = [(f, args) for f in LAUNCH_FILES for args in VARIANTS.get(f.name, ({},))]
 
@@ -169,8 +172,17 @@ def test_real_launch():  # pragma: no cover - runs only where ROS 2's launch is 
         description = module.generate_launch_description()
         assert isinstance(description, LaunchDescription)
         context = LaunchContext()
+        context.launch_configurations["problem_file"] = PROBLEM  # identify.launch.py requires one
         for entity in description.entities:
             entity.visit(context)
+
+
+@pytest.mark.skipif(REAL_LAUNCH, reason="the real launch_ros is installed: covered by test_real_launch")
+def test_identify_launch_needs_a_problem_file(monkeypatch: pytest.MonkeyPatch):
+    """With its defaults it used to point at ../recordings/..., which does not exist: now it says what it needs."""
+    _install_stand_in(monkeypatch)
+    with pytest.raises(RuntimeError, match="problem_file:="):
+        _nodes(ROOT / "launch" / "identify.launch.py", {})
 
 
 def test_every_launch_file_is_checked():
