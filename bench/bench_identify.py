@@ -1,7 +1,7 @@
 """Wall time of the whole `identify()` against raw `mujoco.sysid` on the same arrays, side by side, and the
 accuracy of each against the hidden truth.
 
-Raw = a careful hand-written mujoco.sysid run (FACTS.md): integer-ns shift, held control on the grid,
+Raw = a careful hand-written mujoco.sysid run (docs/facts.md): integer-ns shift, held control on the grid,
 `<joint>_qpos` signals, absolute-value modifiers, default residual, `optimize` + `calculate_intervals`.
 Runs alternate (raw, identify, raw, ...) so that load on the shared cores hits both alike; medians are
 compared. Goal: identify <= 1.05x raw. Each run also reports its parameter points (one rollout of every
@@ -58,7 +58,7 @@ def arm_data(path: Path) -> Path:
 
 
 def raw_pendulum(path: Path) -> dict[str, float]:
-    """mujoco.sysid by hand on the same file: the FACTS.md recipe, nothing from sysid_ros but the file reader."""
+    """mujoco.sysid by hand on the same file: the docs/facts.md recipe, nothing from sysid_ros but the file reader."""
     samples, commands, _ = load_npz(path)
     cmd = commands["/effort_controller/commands"]
     spec = load_spec("pendulum")

@@ -85,7 +85,7 @@ def test_model_from_urdf(nominal_model):
     assert model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONTACT
     # the payload stays a body (not fused into link 7) with its centre where it was put, not doubled
     assert model.body("payload").mass[0] == 0.5 and np.allclose(model.body("payload").ipos, [0, 0, 0.08])
-    # link masses as the URDF has them (FACTS: 4, 4, 3, 2.7, 1.7, 1.8, 0.3 kg)
+    # link masses as the URDF has them (docs/facts.md: 4, 4, 3, 2.7, 1.7, 1.8, 0.3 kg)
     masses = [model.body(f"lbr_iiwa_link_{i}").mass[0] for i in range(1, 8)]
     assert masses == pytest.approx([4, 4, 3, 2.7, 1.7, 1.8, 0.3])
 

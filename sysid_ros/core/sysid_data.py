@@ -1,6 +1,6 @@
 """Measured joint arrays -> `mujoco.sysid` data (TimeSeries, initial states, ModelSequences), and back.
 
-Every silent trap of mujoco.sysid 4.0.0 that concerns data is guarded here (see FACTS.md):
+Every silent trap of mujoco.sysid 4.0.0 that concerns data is guarded here (see docs/facts.md):
 - the rollout starts at the time in the initial state (0): each segment is shifted to start at 0, with
   the start subtracted in integer nanoseconds before converting to seconds;
 - non-finite values (a NaN turns a whole column NaN and the mujoco optimizer returns its start) and

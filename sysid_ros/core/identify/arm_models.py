@@ -1,6 +1,6 @@
 """A URDF arm as an identification model: inertials only, no meshes, no contacts, a payload, torque motors.
 
-Traps handled (measured, see FACTS.md "Whole-arm identification"): compiling a URDF spec fuses jointless
+Traps handled (measured, see docs/facts.md "Models"): compiling a URDF spec fuses jointless
 bodies (the base link, a payload) into their parents, so `fusestatic` is turned off; a URDF inertia is a
 `fullinertia`, which a mass change does not scale, so every body gets MuJoCo's principal form (mass, ipos,
 iquat, diagonal inertia) and scales like SimRobot's hidden physics; `add_body(pos=...)` without `ipos`
