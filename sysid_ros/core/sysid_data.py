@@ -209,11 +209,14 @@ def sensor_signals(samples: JointSamples, model: mujoco.MjModel, start_ns: int,
 
 
 def initial_states(model: mujoco.MjModel, maps: Sequence[JointMap], samples: JointSamples,
-                   indices: Sequence[int], smoothing_samples: int = 0) -> list[np.ndarray]:
+                   indices: Sequence[int], smoothing_samples: int = 0,
+                   velocity: str = "smoothed") -> list[np.ndarray]:
     """Full-physics states at sample `indices` (time 0 of their segments) from measured position/velocity.
 
     `smoothing_samples` > 2 fits a local quadratic (Savitzky-Golay) through that many samples to reduce
-    noise in the start states; without measured velocity a 7-sample fit gives it.
+    noise in the start positions. The start velocity: `smoothed` the measured velocity through the same fit,
+    `measured` the measured velocity as it is, `positions` the fit's derivative of the positions; without
+    a measured velocity always the latter (a 7-sample fit unless `smoothing_samples` says otherwise).
     """
     qpos = np.tile(model.qpos0, (len(indices), 1))
     qvel = np.zeros((len(indices), model.nv))
@@ -221,13 +224,14 @@ def initial_states(model: mujoco.MjModel, maps: Sequence[JointMap], samples: Joi
     idx = np.asarray(indices, dtype=int)
     for m in maps:
         q = samples.column("position", m.ros_joint)
-        v = samples.column("velocity", m.ros_joint) if samples.velocity is not None else None
+        v = (samples.column("velocity", m.ros_joint)
+             if samples.velocity is not None and velocity != "positions" else None)
         w = smoothing_samples if smoothing_samples > 2 else (0 if v is not None else 7)
         if w:
             w = min(w | 1, len(q) if len(q) % 2 else len(q) - 1)
             q0 = savgol_filter(q, w, 2, mode="interp")[idx]
             v0 = (savgol_filter(q, w, 2, deriv=1, delta=dt_s, mode="interp") if v is None
-                  else savgol_filter(v, w, 2, mode="interp"))[idx]
+                  else v if velocity == "measured" else savgol_filter(v, w, 2, mode="interp"))[idx]
         else:
             q0, v0 = q[idx], v[idx]
         jid = model.joint(m.mjcf_joint).id
@@ -239,7 +243,7 @@ def initial_states(model: mujoco.MjModel, maps: Sequence[JointMap], samples: Joi
 def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], samples: JointSamples,
                           commands: JointCommands | None = None, *, name: str = "seg",
                           observe: Sequence[str] = ("position",), window_s: float | None = None,
-                          smoothing_samples: int = 0) -> list[Segment]:
+                          smoothing_samples: int = 0, start_velocity: str = "smoothed") -> list[Segment]:
     """Cut one contiguous recording into segments (one, or windows of `window_s`) that each start at 0.
 
     Each segment starts from the measured state at its first sample; the control is the commands (or the
@@ -264,7 +268,7 @@ def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], sampl
         starts = np.searchsorted(t, t[0] + np.arange(0, int(t[-1] - t[0]), width_ns, dtype=np.int64))
         bounds = [(int(a), int(b) + 1) for a, b in zip(starts, list(starts[1:]) + [len(t) - 1])]
     bounds = [(a, b) for a, b in bounds if b - a >= 3 and (t[b - 1] - t[a]) // dt_ns >= 2]
-    states = initial_states(model, maps, samples, [a for a, _ in bounds], smoothing_samples)
+    states = initial_states(model, maps, samples, [a for a, _ in bounds], smoothing_samples, start_velocity)
     out = []
     for k, ((a, b), state) in enumerate(zip(bounds, states)):
         start_ns = int(t[a])

@@ -25,7 +25,7 @@ from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn, null_directions
 from .start_error import (ShiftedStartRollout, start_state_covariance, start_state_noise, start_state_sensitivity,
                           weighted_step)
-from .warm_start import apply_warm_start, pendulum_warm_start
+from .warm_start import apply_warm_start, arm_warm_start, pendulum_warm_start
 
 Progress = Callable[[str, float, str], None]
 """progress(stage, fraction 0..1 of the whole run, message)."""
@@ -130,13 +130,21 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
                   for k, src in enumerate(problem.training)]
     val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints))
                 for k, src in enumerate(problem.validation)]
+    notes: list[str] = []
+    metrics_extra: dict[str, Any] = {}
+    if problem.start_velocity == "auto":  # measured start states: from the measured velocity or positions
+        from .start_states import choose_start_states
+
+        choice = choose_start_states([s for _, parts in train_data for s, _ in parts], problem.joints)
+        problem = replace(problem, start_velocity=choice.velocity, smoothing_samples=choice.smoothing_samples)
+        if not problem.estimate_initial_state:
+            notes.append(f"start states: {choice.reason}")
     train_sources = segment_sources(problem, model, maps, train_data)
     train = [seg for seg, _ in train_sources]
     val = build_segments(problem, model, maps, val_data) if val_data else []
     timings["load_s"] = time.perf_counter() - t_start
     _report(progress, "validate", 0.1, f"{len(train)} training and {len(val)} validation segments")
 
-    notes: list[str] = []
     params = build_parameters(spec, problem.parameters, starts)
     warm: dict[str, float] = {}
     if problem.warm_start:
@@ -144,8 +152,11 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
             warm = apply_warm_start(params, pendulum_warm_start(problem, model, maps, train_data))
         except SysidRosError as exc:
             notes.append(f"regression warm start failed: {exc}")
+        if not warm and len(maps) > 1:
+            warm = _arm_warm_start(problem, model, maps, train_data, val_data, params, notes, metrics_extra)
         if not warm:
-            notes.append("no regression warm start for this problem (only one-joint pendulums)")
+            notes.append("no regression warm start for this problem (one-joint pendulums, or every joint of an "
+                         "arm with body_mass / joint_damping / joint_frictionloss / joint_armature parameters)")
     _report(progress, "warm_start", 0.15, f"warm start {warm}" if warm else "starting from the given values")
 
     ms = sd.model_sequences(problem.name, spec, [s for s in train])
@@ -210,7 +221,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         "training_segments": len(train), "residual_evaluations": evals[0], "parameter_points": evals[1],
         "model_compiles": build.compiles,
         "final_cost": 0.5 * float(sum(np.sum(r ** 2) for r in res_star)),
-        "jacobian_condition_number": _condition_number(opt_result.jac),
+        "jacobian_condition_number": _condition_number(opt_result.jac), **metrics_extra,
     }
     identified = spec.copy()
     sysid.apply_param_modifiers_spec(opt_params, identified)
@@ -263,6 +274,29 @@ def _condition_number(jac: Any) -> float:
     return float(np.linalg.cond(jac / norms)) if norms.size and np.all(norms > 0) else math.inf
 
 
+def _arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap], train_data: Sequence,
+                    val_data: Sequence, params: sysid.ParameterDict, notes: list[str],
+                    metrics: dict[str, Any]) -> dict[str, float]:
+    """The whole-arm regression warm start, used only when it predicts held-out torque better than the start."""
+    try:
+        arm = arm_warm_start(problem, model, maps, train_data, val_data)
+    except SysidRosError as exc:
+        notes.append(f"whole-arm regression warm start failed: {exc}")
+        return {}
+    if arm is None:
+        return {}
+    metrics["warm_start_torque_check"] = {"held_out": arm.held_out, "start_rms_nm": arm.torque_rms_start_nm,
+                                          "warm_start_rms_nm": arm.torque_rms_warm_nm, "used": arm.better}
+    total = lambda rms: math.sqrt(sum(v ** 2 for v in rms.values()))  # noqa: E731
+    text = (f"held-out torque RMS {total(arm.torque_rms_warm_nm):.3g} N m with the regression estimate, "
+            f"{total(arm.torque_rms_start_nm):.3g} N m with the start values ({arm.held_out})")
+    if not arm.better:
+        notes.append(f"whole-arm regression warm start not used: {text}")
+        return {}
+    notes.append(f"whole-arm regression warm start: {text}")
+    return apply_warm_start(params, arm.values)
+
+
 def _fmt(values: np.ndarray) -> str:
     return "/".join(f"{v:.2g}" for v in values)
 
@@ -276,7 +310,7 @@ def _with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Seque
     library's, the noise, x). Propagated into the covariance; with `weight` also a GLS step that moves x."""
     from scipy.special import stdtrit
 
-    noise = start_state_noise(model, maps, sources, problem.smoothing_samples)
+    noise = start_state_noise(model, maps, sources, problem.smoothing_samples or 0, problem.start_velocity)
     shifter = ShiftedStartRollout()
     fn = batched_residual_fn([ms], build_model=build, modify_residual=modify, custom_rollout=shifter,
                              resample_true=False)

@@ -37,6 +37,7 @@ class ParameterSpec:
 
 
 CONTROLS = ("auto", "commands", "effort")
+START_VELOCITIES = ("auto", "measured", "positions", "smoothed")
 SEGMENTS = ("all", "longest")
 SOURCE_KEYS = ("path", "bag", "npz", "feedback_topic", "command_topic", "command_joints", "control", "start_s",
                "end_s", "segments")
@@ -86,7 +87,8 @@ class Problem:
     mapping: dict[str, Any] = field(default_factory=dict)
     observe: tuple[str, ...] = ("position",)
     window_s: float | None = None
-    smoothing_samples: int = 0
+    smoothing_samples: int | None = None  # None: chosen from the data with start_velocity auto
+    start_velocity: str = "auto"  # measured | positions (smoothed positions' derivative) | smoothed | auto
     initial_state: str = "auto"  # estimate | measured | auto (estimate unless the data is cut into windows)
     start_noise: str = "weight"  # measured start states: weight (one GLS step) | propagate (intervals only)
     position_noise_rad: float = 1e-3
@@ -164,7 +166,7 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
     if not isinstance(doc, dict):
         raise ConfigError("the problem file must be a mapping")
     base = Path(base_dir)
-    known = {"model", "joints", "parameters", "training", "validation", "observe", "window_s", "smoothing_samples",
+    known = {"model", "joints", "parameters", "training", "validation", "observe", "window_s", "smoothing_samples", "start_velocity",
              "initial_state", "start_noise", "noise", "optimizer", "warm_start", "unidentifiable_relative", "name"}
     unknown = sorted(set(doc) - known)
     if unknown:
@@ -188,6 +190,15 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
     x0 = doc.get("initial_state", "auto")
     if x0 not in ("auto", "estimate", "measured"):
         raise ConfigError(f"initial_state must be auto, estimate or measured, got {x0!r}")
+    smoothing, velocity = doc.get("smoothing_samples", "auto"), doc.get("start_velocity", "auto")
+    if velocity not in START_VELOCITIES:
+        raise ConfigError(f"start_velocity must be one of {START_VELOCITIES}, got {velocity!r}")
+    if smoothing != "auto" and (isinstance(smoothing, bool) or not isinstance(smoothing, int) or smoothing < 0):
+        raise ConfigError(f"smoothing_samples must be auto or a whole number >= 0, got {smoothing!r}")
+    if smoothing == "auto":
+        smoothing = None if velocity == "auto" else 7
+    elif velocity == "auto":
+        velocity = "smoothed"  # an explicit smoothing keeps its meaning: smooth what was measured
     start_noise = doc.get("start_noise", "weight")
     if start_noise not in ("propagate", "weight"):
         raise ConfigError(f"start_noise must be propagate or weight, got {start_noise!r}")
@@ -196,7 +207,7 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
         training=tuple(_source(s, base) for s in doc["training"]),
         validation=tuple(_source(s, base) for s in doc.get("validation") or ()), mapping=mapping,
         observe=tuple(doc.get("observe", ("position",))), window_s=None if window is None else float(window),
-        smoothing_samples=int(doc.get("smoothing_samples", 0)), initial_state=x0, start_noise=start_noise,
+        smoothing_samples=smoothing, start_velocity=velocity, initial_state=x0, start_noise=start_noise,
         position_noise_rad=float(noise.get("position_rad", 1e-3)),
         velocity_noise_rad_s=float(noise.get("velocity_rad_s", 1e-2)),
         optimizer=OptimizerSpec(backend, int(opt.get("max_iters", 100)), bool(opt.get("quiet", True)),

@@ -55,7 +55,8 @@ def _noise(signal: np.ndarray) -> float:
 
 
 def _impulse_response(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples,
-                      starts: np.ndarray, smoothing: int, field: str, reach: int) -> np.ndarray:
+                      starts: np.ndarray, smoothing: int, field: str, reach: int,
+                      velocity: str = "smoothed") -> np.ndarray:
     """(len(starts), joints, 2, offsets): d(q0, v0) of each mapped joint / d(field sample at start + offset)."""
     n = len(samples)
     out = np.zeros((len(starts), len(maps), 2, 2 * reach + 1))
@@ -72,7 +73,7 @@ def _impulse_response(model: mujoco.MjModel, maps: Sequence[sd.JointMap], sample
         pulse = zero.copy()
         pulse[np.ix_(at[ok], cols)] = 1.0
         probe = replace(base, **{field: pulse})
-        states = sd.initial_states(model, maps, probe, starts, smoothing)
+        states = sd.initial_states(model, maps, probe, starts, smoothing, velocity)
         for s, st in enumerate(states):
             for j, (iq, iv) in enumerate(idx):
                 out[s, j, :, k] = st[iq], st[iv]
@@ -80,7 +81,8 @@ def _impulse_response(model: mujoco.MjModel, maps: Sequence[sd.JointMap], sample
 
 
 def start_state_noise(model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                      sources: Sequence[tuple[sd.Segment, JointSamples]], smoothing_samples: int) -> StartStateNoise:
+                      sources: Sequence[tuple[sd.Segment, JointSamples]], smoothing_samples: int,
+                      velocity: str = "smoothed") -> StartStateNoise:
     """Covariance of each segment's measured start state, from the data's own noise and the smoothing."""
     idx = []
     for m in maps:
@@ -103,9 +105,11 @@ def start_state_noise(model: mujoco.MjModel, maps: Sequence[sd.JointMap],
         starts = np.array([a for _, a in segs])
         # impulses of neighbouring segments must not reach each other's start: otherwise one at a time
         groups = [starts] if len(starts) < 2 or np.diff(starts).min() > 2 * reach + 1 else [s[None] for s in starts]
-        resp_q = np.concatenate([_impulse_response(model, maps, samples, g, smoothing_samples, "position", reach)
+        resp_q = np.concatenate([_impulse_response(model, maps, samples, g, smoothing_samples, "position", reach,
+                                                   velocity)
                                  for g in groups])
-        resp_v = (np.concatenate([_impulse_response(model, maps, samples, g, smoothing_samples, "velocity", reach)
+        resp_v = (np.concatenate([_impulse_response(model, maps, samples, g, smoothing_samples, "velocity", reach,
+                                                   velocity)
                                   for g in groups]) if samples.velocity is not None else np.zeros_like(resp_q))
         for s, (name, _) in enumerate(segs):
             c = np.zeros((len(indices), len(indices)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import mujoco
@@ -10,6 +11,8 @@ import numpy as np
 from mujoco import sysid
 
 from .. import sysid_data as sd
+from ..derivatives import Derivatives
+from ..signals import JointCommands, JointSamples
 from .problem import Problem
 
 def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
@@ -73,3 +76,129 @@ def apply_warm_start(params: sysid.ParameterDict, warm: dict[str, float]) -> dic
         p.value = p.nominal.copy()
         used[name] = value
     return used
+
+
+ARM_JOINT_TERMS = {"joint_damping": "viscous", "joint_frictionloss": "coulomb", "joint_armature": "armature"}
+
+
+@dataclass(frozen=True)
+class ArmWarmStart:
+    """The whole-arm regression estimate of the problem's parameters, and its held-out torque check."""
+
+    values: dict[str, float]
+    torque_rms_start_nm: dict[str, float]  # held-out torque error with the problem's start values
+    torque_rms_warm_nm: dict[str, float]  # ... with the regression estimate
+    held_out: str  # which data the check used
+
+    @property
+    def better(self) -> bool:
+        return sum(v ** 2 for v in self.torque_rms_warm_nm.values()) < sum(
+            v ** 2 for v in self.torque_rms_start_nm.values())
+
+
+def _torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples,
+                 commands: JointCommands | None, every: int) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
+    """Derivatives of the positions, the torque filtered the same way (in model DOF order), valid rows."""
+    from ..derivatives import savgol_derivatives, smooth_like_acceleration
+
+    if len(samples) < 200:
+        return None
+    dofs = [int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps]
+    order = np.argsort(dofs)
+    ros = [maps[k].ros_joint for k in order]
+    q = np.column_stack([samples.column("position", j) for j in ros])
+    if commands is not None:
+        held = commands.held_at(samples.time_ns)
+        u = np.column_stack([held[:, commands.joint_names.index(j)] for j in ros])
+    else:
+        u = np.column_stack([samples.column("effort", j) for j in ros])
+    gear = np.array([model.actuator_gear[model.actuator(maps[k].actuator).id, 0] for k in order])
+    dt_s = float(np.median(np.diff(samples.time_ns))) * 1e-9
+    deriv = savgol_derivatives(q, dt_s, window_s=0.05, polyorder=3)
+    tau = smooth_like_acceleration(deriv, u * gear)
+    ok = deriv.valid.all(axis=1) & np.all(np.isfinite(tau), axis=1)
+    ok[np.arange(len(ok)) % every != 0] = False
+    return deriv, tau, ok
+
+
+def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
+                   train: Sequence[tuple[str, list]], held_out: Sequence[tuple[str, list]] = (),
+                   every: int = 2) -> ArmWarmStart | None:
+    """Masses and joint terms of a multi-joint problem from the whole-arm regressor, checked on held-out data.
+
+    The torque is linear in the parameters a problem names: a `body_mass` scales its body's 10 inertial
+    parameters (its shape is kept), a joint term is one regressor column. With the other parameters at the
+    model's values, tau - W theta_model = (W S) delta is solved by least squares on scaled columns; the
+    minimum-norm solution leaves directions the data do not determine (masses on one axis) at the start.
+    The check: held-out RMS torque error per joint with the start values and with the estimate (the
+    validation data, else the last quarter of the training record, which the fit then leaves out).
+    """
+    from ..arm_regressor import ArmRegressor
+    from ..errors import ModelError
+
+    if len(maps) < 2 or len(maps) != model.nv:
+        return None
+    wanted = [p for p in problem.parameters if not p.frozen and (p.kind == "body_mass" or p.kind in ARM_JOINT_TERMS)]
+    if not wanted:
+        return None
+    try:
+        arm = ArmRegressor(model, joint_terms=("viscous", "coulomb", "armature"))
+    except ModelError:
+        return None
+    theta0 = arm.true_parameters()
+    columns = np.zeros((arm.n_params, len(wanted)))
+    start = np.zeros(len(wanted))
+    for k, p in enumerate(wanted):
+        if p.kind == "body_mass":
+            body = model.body(p.target).id
+            i = arm.names.index(f"{model.body(body).name}.m")
+            columns[i:i + 10, k] = theta0[i:i + 10] / model.body_mass[body]
+            start[k] = float(model.body_mass[body])
+        else:
+            i = arm.names.index(f"{p.target}.{ARM_JOINT_TERMS[p.kind]}")
+            columns[i, k] = 1.0
+            start[k] = theta0[i]
+    base = theta0 - columns @ start  # theta = base + columns @ values
+
+    def rows(parts: Sequence[tuple[JointSamples, JointCommands | None]]):
+        ws, taus = [], []
+        for samples, commands in parts:
+            got = _torque_rows(model, maps, samples, commands, every)
+            if got is None:
+                continue
+            deriv, tau, ok = got
+            w = arm.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok])
+            ws.append(w)
+            taus.append(tau[ok])
+        return (np.concatenate(ws), np.concatenate(taus)) if ws else (None, None)
+
+    fit_parts = [part for _, parts in train for part in parts]
+    if held_out:
+        check_parts, label = [part for _, parts in held_out for part in parts], "validation data"
+        w_fit, tau_fit = rows(fit_parts)
+        w_chk, tau_chk = rows(check_parts)
+    else:
+        longest = max(fit_parts, key=lambda part: len(part[0]))
+        n = len(longest[0])
+        first = (longest[0].slice(0, int(0.75 * n)), longest[1])
+        last = (longest[0].slice(int(0.75 * n), n), longest[1])
+        w_fit, tau_fit = rows([first] + [part for part in fit_parts if part is not longest])
+        w_chk, tau_chk = rows([last])
+        label = "the last quarter of the training record"
+    if w_fit is None or w_chk is None:
+        return None
+    a = (w_fit @ columns).reshape(-1, len(wanted))
+    b = (tau_fit - w_fit @ base).reshape(-1) - a @ start
+    scale = np.linalg.norm(a, axis=0)
+    scale[scale == 0] = 1.0
+    delta = np.linalg.lstsq(a / scale, b, rcond=1e-8)[0] / scale
+    values = start + delta
+    names = [maps[k].ros_joint for k in np.argsort([int(model.jnt_dofadr[model.joint(m.mjcf_joint).id])
+                                                    for m in maps])]
+
+    def rms(v: np.ndarray) -> dict[str, float]:
+        err = tau_chk - w_chk @ (base + columns @ v)
+        return {j: float(np.sqrt(np.mean(err[:, k] ** 2))) for k, j in enumerate(names)}
+
+    return ArmWarmStart({p.name: float(v) for p, v in zip(wanted, values) if math.isfinite(v)}, rms(start),
+                        rms(values), label)
