@@ -85,10 +85,11 @@ def test_bad_parameters_are_refused(data, params, message):
 
 
 @pytest.mark.parametrize("entry, message", [
-    ({"name": "x", "kind": "body_volume", "body": "pole", "min": 0, "max": 1}, r"unknown parameter kind 'body_volume'"),
-    ({"name": "x", "kind": "body_mass", "min": 0, "max": 1}, r"must name its body"),
-    ({"name": "x", "kind": "body_mass", "body": "pole", "min": 1}, r"needs min and max"),
-    ({"name": "x", "kind": "body_mass", "body": "pole", "min": "a", "max": 1}, r"min must be a number"),
+    ({"name": "x", "kind": "body_volume", "body": "pole", "min": 0, "max": 1},
+     r"parameters\[0\]\.kind: must be one of body_mass.*got 'body_volume'"),
+    ({"name": "x", "kind": "body_mass", "min": 0, "max": 1}, r"parameters\[0\]: .*must name exactly one body"),
+    ({"name": "x", "kind": "body_mass", "body": "pole", "min": 1}, r"parameters\[0\]\.max: is required"),
+    ({"name": "x", "kind": "body_mass", "body": "pole", "min": "a", "max": 1}, r"parameters\[0\]\.min: must be a number"),
 ])
 def test_malformed_parameter_entries(data, entry, message):
     with pytest.raises(ConfigError, match=message):
@@ -116,11 +117,11 @@ def test_bad_model_and_mapping(data):
         identify(problem_from_dict(_doc(data, model="no_such_robot")))
     with pytest.raises(ConfigError, match=r"no such joint.*joint=hinge, mjcf_joint=pivot"):
         identify(problem_from_dict(_doc(data, joints={"hinge": {"joint": "pivot"}})))
-    with pytest.raises(ConfigError, match=r"unknown keys.*\['optimiser'\]"):
+    with pytest.raises(ConfigError, match=r"optimiser: unknown key \(did you mean 'optimizer'\?\)"):
         problem_from_dict(_doc(data, optimiser={}))
-    with pytest.raises(ConfigError, match="unknown optimizer backend"):
+    with pytest.raises(ConfigError, match="optimizer.backend: must be one of mujoco"):
         problem_from_dict(_doc(data, optimizer={"backend": "adam"}))
-    with pytest.raises(ConfigError, match="start_noise must be propagate or weight"):
+    with pytest.raises(ConfigError, match="start_noise: must be one of weight, propagate"):
         problem_from_dict(_doc(data, start_noise="ignore"))
     assert problem_from_dict(_doc(data)).start_noise == "weight"
 

@@ -17,10 +17,13 @@ import yaml
 
 from ..errors import ConfigError
 from ..paths import model_path
+from ..schema import REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text, check
 
 PARAMETER_KINDS = ("body_mass", "body_mass_com", "joint_damping", "joint_frictionloss", "joint_armature",
                    "actuator_gain", "signal_delay", "signal_gain", "signal_bias")
 BACKENDS = ("mujoco", "scipy", "scipy_parallel_fd")
+MIN_WINDOW_S = 1e-3  # a shorter window holds at most one sample even at 1 kHz
+MAX_SMOOTHING_SAMPLES = 1001
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,6 @@ class ParameterSpec:
 CONTROLS = ("auto", "commands", "effort")
 START_VELOCITIES = ("auto", "measured", "positions", "smoothed")
 SEGMENTS = ("all", "longest")
-SOURCE_KEYS = ("path", "bag", "npz", "feedback_topic", "command_topic", "command_joints", "control", "start_s",
-               "end_s", "segments")
 
 
 @dataclass(frozen=True)
@@ -103,118 +104,114 @@ class Problem:
         return self.initial_state == "estimate" or (self.initial_state == "auto" and self.window_s is None)
 
 
-def _floats(value: Any, what: str, name: str) -> tuple[float, ...]:
-    try:
-        out = tuple(float(v) for v in np.atleast_1d(np.asarray(value, dtype=float)))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{what} must be a number or a list of numbers, got {value!r}", parameter=name) from exc
-    return out
+# The keys of a data entry and of a problem file: type, range and default, one line per key.
+_SOURCE = Table({
+    "path": Key(Text()), "bag": Key(Text()), "npz": Key(Text()),
+    "feedback_topic": Key(Text()),
+    "command_topic": Key(Text()),
+    "command_joints": Key(ListOf(Text(), 1)),
+    "control": Key(Choice(CONTROLS), "auto"),
+    "start_s": Key(Number(min=0.0), 0.0),
+    "end_s": Key(Number(above=0.0)),
+    "segments": Key(Choice(SEGMENTS), "all"),
+})
+_PARAMETER = Table({
+    "name": Key(Text(), REQUIRED),
+    "kind": Key(Choice(PARAMETER_KINDS), REQUIRED),
+    "body": Key(Text()), "joint": Key(Text()), "actuator": Key(Text()), "signal": Key(Text()),
+    "min": Key(Numbers(), REQUIRED),
+    "max": Key(Numbers(), REQUIRED),
+    "start": Key(Numbers()),
+    "frozen": Key(Flag(), False),
+})
+_JOINT_MAP = Table({"joint": Key(Text()), "actuator": Key(Text())})
+PROBLEM_SCHEMA = Table({
+    "name": Key(Text(name=True), "identified", "results file name (a plain name inside --out)"),
+    "model": Key(Text(), REQUIRED, "embedded model name or an MJCF/URDF path"),
+    "joints": Key(AnyOf((ListOf(Text(), 1), MapOf(_JOINT_MAP))), REQUIRED),
+    "training": Key(ListOf(AnyOf((Text(), _SOURCE)), 1), REQUIRED),
+    "validation": Key(ListOf(AnyOf((Text(), _SOURCE))), []),
+    "parameters": Key(ListOf(_PARAMETER, 1), REQUIRED),
+    "observe": Key(ListOf(Choice(("position", "velocity")), 1), ["position"]),
+    "window_s": Key(Number(min=MIN_WINDOW_S, max=1e6)),
+    "smoothing_samples": Key(AnyOf((Choice(("auto",)), Integer(0, MAX_SMOOTHING_SAMPLES))), "auto"),
+    "start_velocity": Key(Choice(START_VELOCITIES), "auto"),
+    "initial_state": Key(Choice(("auto", "estimate", "measured")), "auto"),
+    "start_noise": Key(Choice(("weight", "propagate")), "weight"),
+    "noise": Key(Table({"position_rad": Key(Number(above=0.0), 1e-3),
+                        "velocity_rad_s": Key(Number(above=0.0), 1e-2)})),
+    "optimizer": Key(Table({"backend": Key(Choice(BACKENDS), "mujoco"),
+                            "max_iters": Key(Integer(1, 100_000), 100),
+                            "quiet": Key(Flag(), True),
+                            "xtol": Key(Number(above=0.0, max=1.0), 1e-6)})),
+    "warm_start": Key(Flag(), True),
+    "unidentifiable_relative": Key(Number(above=0.0), 0.5),
+})
 
 
-def _parameter(entry: dict[str, Any]) -> ParameterSpec:
-    name = entry.get("name")
-    if not name:
-        raise ConfigError(f"a parameter has no name: {entry}")
-    kind = entry.get("kind")
-    if kind not in PARAMETER_KINDS:
-        raise ConfigError(f"unknown parameter kind {kind!r}; choose from {PARAMETER_KINDS}", parameter=name)
-    target = entry.get("body") or entry.get("joint") or entry.get("actuator") or entry.get("signal")
-    if not target:
-        raise ConfigError("a parameter must name its body, joint, actuator or signal", parameter=name)
-    if "min" not in entry or "max" not in entry:
-        raise ConfigError("a parameter needs min and max bounds", parameter=name)
-    start = entry.get("start")
-    return ParameterSpec(str(name), kind, str(target), _floats(entry["min"], "min", name),
-                         _floats(entry["max"], "max", name),
-                         None if start is None else _floats(start, "start", name), bool(entry.get("frozen", False)))
+def _parameter(entry: dict[str, Any], path: str) -> ParameterSpec:
+    name, kind = entry["name"], entry["kind"]
+    targets = [k for k in ("body", "joint", "actuator", "signal") if entry[k] is not None]
+    if len(targets) != 1:
+        raise ConfigError(f"{path}: a parameter must name exactly one body, joint, actuator or signal",
+                          parameter=name)
+    width = 4 if kind == "body_mass_com" else 1
+    for key in ("min", "max", "start"):
+        if entry[key] is not None and len(entry[key]) not in (1, width):
+            raise ConfigError(f"{path}.{key}: {kind} takes {width} value(s), got {len(entry[key])}",
+                              parameter=name)
+    return ParameterSpec(name, kind, entry[targets[0]], entry["min"], entry["max"], entry["start"],
+                         entry["frozen"])
 
 
-def _source(entry: Any, base: Path) -> DataSource:
-    entry = {"path": entry} if isinstance(entry, str) else dict(entry)
-    unknown = sorted(set(entry) - set(SOURCE_KEYS))
-    if unknown:
-        raise ConfigError(f"unknown keys in a data entry: {unknown}; known: {list(SOURCE_KEYS)}")
-    path = Path(str(entry.get("path") or entry.get("bag") or entry.get("npz") or "")).expanduser()
-    if not str(path) or str(path) == ".":
-        raise ConfigError(f"a data entry names no path: {entry}")
-    path = path if path.is_absolute() else (base / path)
-    control = entry.get("control", "auto")
-    if control not in CONTROLS:
-        raise ConfigError(f"control must be auto, commands or effort, got {control!r}", bag=str(path))
-    segments = entry.get("segments", "all")
-    if segments not in SEGMENTS:
-        raise ConfigError(f"segments must be all or longest, got {segments!r}", bag=str(path))
-    joints = entry.get("command_joints")
-    if joints is not None and (isinstance(joints, str) or not all(isinstance(j, str) for j in joints)):
-        raise ConfigError(f"command_joints must be a list of joint names, got {joints!r}", bag=str(path))
-    if control == "effort" and entry.get("command_topic"):
-        raise ConfigError("control: effort replays the measured effort; drop command_topic (or use commands)",
-                          bag=str(path))
-    try:
-        start_s = float(entry.get("start_s", 0.0))
-        end_s = None if entry.get("end_s") is None else float(entry["end_s"])
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"start_s and end_s must be seconds: {exc}", bag=str(path)) from exc
-    if start_s < 0 or (end_s is not None and end_s <= start_s):
-        raise ConfigError(f"need 0 <= start_s < end_s, got {start_s} .. {end_s}", bag=str(path))
-    return DataSource(path.resolve(), entry.get("command_topic"), control, start_s, end_s,
-                      entry.get("feedback_topic"), None if joints is None else tuple(joints), segments)
+def _source(entry: Any, base: Path, path: str) -> DataSource:
+    entry = _SOURCE.check({"path": entry}, path) if isinstance(entry, str) else entry
+    given = [entry[k] for k in ("path", "bag", "npz") if entry[k] is not None]
+    if len(given) != 1:
+        raise ConfigError(f"{path}: a data entry needs exactly one of path, bag or npz")
+    file = Path(given[0]).expanduser()
+    file = file if file.is_absolute() else (base / file)
+    if entry["end_s"] is not None and entry["end_s"] <= entry["start_s"]:
+        raise ConfigError(f"{path}.end_s: must be after start_s ({entry['start_s']:g} s), got {entry['end_s']:g}")
+    if entry["control"] == "effort" and entry["command_topic"]:
+        raise ConfigError(f"{path}: control: effort replays the measured effort; drop command_topic (or use "
+                          "commands)")
+    joints = entry["command_joints"]
+    return DataSource(file.resolve(), entry["command_topic"], entry["control"], entry["start_s"], entry["end_s"],
+                      entry["feedback_topic"], None if joints is None else tuple(joints), entry["segments"])
 
 
 def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Problem:
-    """Build a Problem from a parsed YAML document; relative paths are taken from `base_dir`."""
-    if not isinstance(doc, dict):
-        raise ConfigError("the problem file must be a mapping")
+    """Build a Problem from a parsed YAML document; relative paths are taken from `base_dir`.
+
+    The document is checked against `PROBLEM_SCHEMA` first: one ConfigError naming the key path.
+    """
+    doc = check(PROBLEM_SCHEMA, doc)
     base = Path(base_dir)
-    known = {"model", "joints", "parameters", "training", "validation", "observe", "window_s", "smoothing_samples", "start_velocity",
-             "initial_state", "start_noise", "noise", "optimizer", "warm_start", "unidentifiable_relative", "name"}
-    unknown = sorted(set(doc) - known)
-    if unknown:
-        raise ConfigError(f"unknown keys in the problem file: {unknown}")
-    for key in ("model", "joints", "parameters", "training"):
-        if not doc.get(key):
-            raise ConfigError(f"the problem file needs {key!r}")
     joints_doc = doc["joints"]
-    mapping = dict(joints_doc) if isinstance(joints_doc, dict) else {}
-    joints = tuple(mapping) if mapping else tuple(str(j) for j in joints_doc)
-    mapping = {k: (v or {}) for k, v in mapping.items()}
-    model = str(doc["model"])
+    mapping = {k: {n: v for n, v in entry.items() if v is not None} for k, entry in joints_doc.items()} \
+        if isinstance(joints_doc, dict) else {}
+    joints = tuple(mapping) if mapping else tuple(joints_doc)
+    model = doc["model"]
     if model.endswith((".xml", ".urdf", ".mjcf")) and not Path(model).is_absolute():
         model = str((base / model).resolve())
-    noise = doc.get("noise") or {}
-    opt = doc.get("optimizer") or {}
-    backend = opt.get("backend", "mujoco")
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown optimizer backend {backend!r}; choose from {BACKENDS}")
-    window = doc.get("window_s")
-    x0 = doc.get("initial_state", "auto")
-    if x0 not in ("auto", "estimate", "measured"):
-        raise ConfigError(f"initial_state must be auto, estimate or measured, got {x0!r}")
-    smoothing, velocity = doc.get("smoothing_samples", "auto"), doc.get("start_velocity", "auto")
-    if velocity not in START_VELOCITIES:
-        raise ConfigError(f"start_velocity must be one of {START_VELOCITIES}, got {velocity!r}")
-    if smoothing != "auto" and (isinstance(smoothing, bool) or not isinstance(smoothing, int) or smoothing < 0):
-        raise ConfigError(f"smoothing_samples must be auto or a whole number >= 0, got {smoothing!r}")
+    noise, opt = doc["noise"], doc["optimizer"]
+    smoothing, velocity = doc["smoothing_samples"], doc["start_velocity"]
     if smoothing == "auto":
         smoothing = None if velocity == "auto" else 7
     elif velocity == "auto":
         velocity = "smoothed"  # an explicit smoothing keeps its meaning: smooth what was measured
-    start_noise = doc.get("start_noise", "weight")
-    if start_noise not in ("propagate", "weight"):
-        raise ConfigError(f"start_noise must be propagate or weight, got {start_noise!r}")
     return Problem(
-        model=model, joints=joints, parameters=tuple(_parameter(p) for p in doc["parameters"]),
-        training=tuple(_source(s, base) for s in doc["training"]),
-        validation=tuple(_source(s, base) for s in doc.get("validation") or ()), mapping=mapping,
-        observe=tuple(doc.get("observe", ("position",))), window_s=None if window is None else float(window),
-        smoothing_samples=smoothing, start_velocity=velocity, initial_state=x0, start_noise=start_noise,
-        position_noise_rad=float(noise.get("position_rad", 1e-3)),
-        velocity_noise_rad_s=float(noise.get("velocity_rad_s", 1e-2)),
-        optimizer=OptimizerSpec(backend, int(opt.get("max_iters", 100)), bool(opt.get("quiet", True)),
-                                float(opt.get("xtol", 1e-6))),
-        warm_start=bool(doc.get("warm_start", True)),
-        unidentifiable_relative=float(doc.get("unidentifiable_relative", 0.5)),
-        name=str(doc.get("name", "identified")))
+        model=model, joints=joints,
+        parameters=tuple(_parameter(p, f"parameters[{k}]") for k, p in enumerate(doc["parameters"])),
+        training=tuple(_source(s, base, f"training[{k}]") for k, s in enumerate(doc["training"])),
+        validation=tuple(_source(s, base, f"validation[{k}]") for k, s in enumerate(doc["validation"])),
+        mapping=mapping, observe=tuple(doc["observe"]), window_s=doc["window_s"],
+        smoothing_samples=smoothing, start_velocity=velocity, initial_state=doc["initial_state"],
+        start_noise=doc["start_noise"], position_noise_rad=noise["position_rad"],
+        velocity_noise_rad_s=noise["velocity_rad_s"],
+        optimizer=OptimizerSpec(opt["backend"], opt["max_iters"], opt["quiet"], opt["xtol"]),
+        warm_start=doc["warm_start"], unidentifiable_relative=doc["unidentifiable_relative"], name=doc["name"])
 
 
 def load_problem(path: str | Path) -> Problem:
@@ -222,8 +219,13 @@ def load_problem(path: str | Path) -> Problem:
     path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the problem file: {exc}", file=str(path)) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the problem file: {exc}", file=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"the problem file is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}",
+                          file=str(path)) from None
     return problem_from_dict(doc, path.parent)
 
 
