@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from . import __version__
 from .nodes.tuner_cli import add_commands as add_tuner_commands
 from .core.controller_styles import ALIASES, STYLES
-from .core.errors import SysidRosError
+from .core.errors import ConfigError, SysidRosError
 from .core.paths import config_dir
 
 
@@ -30,7 +31,12 @@ def _inspect(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     from .core.bags import export_csv, read_recording, save_npz
     from .core.errors import DataError
+    from .core.outputs import check_writable, write_file
 
+    out = Path(args.out).expanduser()
+    if out.suffix not in (".npz", ".csv"):
+        raise ConfigError(f"--out must end in .npz or .csv, got {out.name!r}")
+    check_writable(out.parent, [out.name], args.force)  # before reading the bag
     recording = read_recording(args.bag, joints=args.joints, time_source=args.time_source,
                                command_joint_names=args.command_joints, distro=args.distro,
                                joint_state_topics=[args.feedback_topic] if args.feedback_topic else None)
@@ -39,12 +45,11 @@ def _convert(args: argparse.Namespace) -> int:
         raise DataError(f"the joint states split into {len(segments)} segments at gaps; --segments longest "
                         "keeps the longest", bag=str(args.bag))
     samples = max(segments, key=len)
-    out = Path(args.out)
     if out.suffix == ".csv":
-        print(export_csv(out, samples))
+        write_file(out, lambda tmp: export_csv(tmp, samples), args.force)
     else:
-        save_npz(out, samples, recording.commands, recording.metadata)
-        print(out)
+        write_file(out, lambda tmp: save_npz(tmp, samples, recording.commands, recording.metadata), args.force)
+    print(out)
     for warning in recording.feedback.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
@@ -70,8 +75,11 @@ def _replay_safe(args: argparse.Namespace) -> int:
 def _identify(args: argparse.Namespace) -> int:
     from .core.identify import identify, load_problem, write_results
     from .core.identify.overrides import with_data
+    from .core.identify.pipeline import result_names
+    from .core.outputs import check_writable
 
     problem = with_data(load_problem(args.problem), args.train or (), args.validate or (), args.control)
+    check_writable(args.out, list(result_names(problem).values()), args.force)  # before the optimisation
     last = [-1]
 
     def progress(stage: str, fraction: float, message: str) -> None:
@@ -81,7 +89,7 @@ def _identify(args: argparse.Namespace) -> int:
             print(f"\r{percent:3d}% {stage:<10} {message[:60]:<60}", end="", flush=True)
 
     result = identify(problem, progress=None if args.quiet else progress)
-    paths = write_results(result, args.out)
+    paths = write_results(result, args.out, force=args.force)
     print()
     print(f"{'parameter':<24}{'value':>14}{'+- 95 %':>12}{'start':>12}  identifiable")
     for p in result.parameters:
@@ -148,7 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.set_defaults(run=_inspect)
 
     convert = commands.add_parser("convert", parents=[bag_options], help="a bag to arrays (.npz, or .csv)")
-    convert.add_argument("--out", required=True, help="FILE.npz (samples, commands, metadata) or FILE.csv")
+    convert.add_argument("--out", required=True,
+                         help="FILE.npz (samples, commands, metadata) or FILE.csv; missing folders are created")
+    convert.add_argument("--force", action="store_true", help="replace an existing --out file")
     convert.add_argument("--time-source", default="auto", choices=("auto", "header", "record"))
     convert.set_defaults(run=_convert)
 
@@ -164,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ident = commands.add_parser("identify", help="identify a MuJoCo model's parameters from bags (problem YAML)")
     ident.add_argument("problem", type=Path, help="problem YAML (see config/identify_pendulum.yaml)")
-    ident.add_argument("--out", type=Path, required=True, help="results folder")
+    ident.add_argument("--out", type=Path, required=True, help="results folder (created when missing)")
+    ident.add_argument("--force", action="store_true", help="replace earlier results in --out")
     ident.add_argument("--train", nargs="+", default=None, help="training bags (replace the problem's)")
     ident.add_argument("--validate", nargs="+", default=None, help="held-out bags (replace the problem's)")
     ident.add_argument("--control", default="auto", choices=("auto", "commands", "effort"),
@@ -201,8 +212,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except SysidRosError as exc:
-        print(f"sysid-ros {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return _error(args, str(exc))
+    except BrokenPipeError:  # `sysid-ros inspect BAG | head`: the reader left, nothing more to say
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # unreadable or unwritable files: the path and the reason, no traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _error(args, f"{exc.strerror or exc}{where}")
+    except KeyboardInterrupt:
+        return _error(args, "interrupted", 130)
+
+
+def _error(args: argparse.Namespace, message: str, code: int = 2) -> int:
+    """One line on stderr: the command and what went wrong (multi-line library messages joined)."""
+    line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    print(f"sysid-ros {args.command}: {line}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def identify_pendulum(folder: Path, training: str, held_out: str):
              "min": 0.0, "max": 1.0}],
         "optimizer": {"backend": "mujoco", "max_iters": 100, "quiet": True}}, folder)
     result = identify(problem)
-    paths = write_results(result, folder / "identified")
+    paths = write_results(result, folder / "identified", force=True)
     print(f"  {'parameter':<20}{'truth':>10}{'nominal':>10}{'regression':>12}{'identified':>12}{'+-95 %':>10}{'error':>9}")
     for p in result.parameters:
         truth = TRUTH[p.name]

@@ -63,12 +63,17 @@ def declare(node: Node, name: str, default: Any, description: str = "", *, read_
     """Declare a parameter with a description and return its value.
 
     For an array with no default, pass its type (`Parameter.Type.STRING_ARRAY`): an empty list has none.
+    Such a parameter that no file sets is set to an empty array of its type, so a node started without a
+    parameter file comes up (unconfigured) and `configure` fails with the reason, never at construction.
     """
     from rcl_interfaces.msg import ParameterDescriptor
 
     descriptor = ParameterDescriptor(description=description, read_only=read_only)
     if isinstance(default, Parameter.Type):
-        return node.declare_parameter(name, default, descriptor).value or []
+        value = node.declare_parameter(name, default, descriptor).value
+        if value is None:
+            node.set_parameters([Parameter(name, default, [])])  # read_only binds only after declaration
+        return value or []
     return node.declare_parameter(name, default, descriptor).value
 
 

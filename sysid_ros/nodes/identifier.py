@@ -19,10 +19,11 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from ..core.errors import SysidRosError
+from ..core.errors import ConfigError, SysidRosError
 from ..core.identify import identify, load_problem, write_results
 from ..core.identify.overrides import with_data
-from ..core.identify.pipeline import results_document
+from ..core.identify.pipeline import result_names, results_document
+from ..core.outputs import check_writable
 from .common import declare, diagnostic, publish_diagnostics, run
 
 
@@ -49,6 +50,8 @@ class IdentifierNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         value = lambda name: self.get_parameter(name).value  # noqa: E731
         try:
+            if not value("problem_file"):
+                raise ConfigError("parameter problem_file is empty: name the identification problem YAML")
             problem = load_problem(Path(value("problem_file")).expanduser())
             self._problem = with_data(problem, value("training_bags"), value("validation_bags"), value("control"))
         except (SysidRosError, OSError) as exc:
@@ -70,6 +73,11 @@ class IdentifierNode(LifecycleNode):
         else:
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
             out = Path(self.get_parameter("output_dir").value).expanduser() / f"{self._problem.name}_{stamp}"
+            try:  # refuse an unwritable folder now, not after the optimisation
+                check_writable(out, list(result_names(self._problem).values()))
+            except SysidRosError as exc:
+                response.success, response.message = False, str(exc)
+                return response
             self._done, self._progress = None, (0.0, "starting")
             self._worker = threading.Thread(target=self._run, args=(self._problem, out), daemon=True)
             self._worker.start()

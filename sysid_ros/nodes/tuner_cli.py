@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from ..core.errors import SysidRosError
+
 WAIT_FOR = {"tune": ("tune",), "apply": ("canary",), "rollback": ()}
 
 
@@ -46,7 +48,11 @@ def tuner_command(args: argparse.Namespace) -> int:
                 print(f"{node} refused apply.proposal_file: {[r.reason for r in outcome]}")
                 return 1
         seen = len(results)
-        response = client.call(Trigger, f"/{node}/{args.command}", Trigger.Request(), args.timeout)
+        try:
+            response = client.call(Trigger, f"/{node}/{args.command}", Trigger.Request(), args.timeout)
+        except TimeoutError:
+            raise SysidRosError(f"no {node} answered /{node}/{args.command} within {args.timeout:g} s: start the "
+                                f"servo_tuner node (and activate it), or name it with --node") from None
         print(response.message)
         if not response.success or not WAIT_FOR[args.command]:
             return 0 if response.success else 1
