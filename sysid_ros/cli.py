@@ -58,7 +58,7 @@ def _convert(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace) -> int:
     from .core.bags import repair
 
-    print(repair(args.bag))
+    print(repair(args.bag, args.out))
     return 0
 
 
@@ -163,8 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     convert.set_defaults(run=_convert)
 
     bag = commands.add_parser("bag", help="bag maintenance").add_subparsers(dest="bag_command", required=True)
-    repair = bag.add_parser("repair", help="make a recording cut short by a crash readable again")
+    repair = bag.add_parser("repair", help="make a recording cut short by a crash readable again, as a new bag "
+                                           "next to it (the original is never changed)")
     repair.add_argument("bag", type=Path)
+    repair.add_argument("--out", type=Path, default=None, help="the repaired bag's folder (default BAG_repaired; "
+                                                               "must not exist)")
     repair.set_defaults(run=_repair)
     safe = bag.add_parser("replay-safe", help="a copy whose command topics are renamed under /sysid/replay/ "
                                               "(ros2 bag play cannot drive the robot with it)")
@@ -210,7 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
+        return code
     except SysidRosError as exc:
         return _error(args, str(exc))
     except BrokenPipeError:  # `sysid-ros inspect BAG | head`: the reader left, nothing more to say

@@ -119,6 +119,8 @@ def test_sigkill_mid_write_then_repair(tmp_path, storage):
     with pytest.raises(BagError, match="no metadata.yaml.*repair"):
         read_joint_states(bag)
     report = repair(bag)
+    assert not (bag / "metadata.yaml").exists()  # the original is untouched; the repaired copy is next to it
+    bag = Path(report.repaired)
     s = read_joint_states(bag, max_gap_s=1.0).samples  # wall-clock stamps of a loaded machine jitter by tens of ms
     # What survives is an exact prefix: message k carries position k, no hole, no garbage.
     np.testing.assert_array_equal(s.position[:, 0], np.arange(len(s)))
@@ -146,11 +148,11 @@ def test_repair_truncated_mcap_with_metadata_present(tmp_path):
     f.write_bytes(f.read_bytes()[: int(f.stat().st_size * 0.7)])
     with pytest.raises(BagError, match="cut short.*repair"):
         read_joint_states(bag)
-    report = repair(bag, keep_damaged=False)
-    s = read_joint_states(bag).samples
+    report = repair(bag)
+    s = read_joint_states(report.repaired).samples
     assert 0.5 * len(msgs) < len(s) < len(msgs) and report.messages == len(s)
     np.testing.assert_array_equal(s.position, truth["position"][: len(s)])
-    assert [p.name for p in sorted(bag.iterdir())] == ["metadata.yaml", "rec.mcap"]
+    assert [p.name for p in sorted(Path(report.repaired).iterdir())] == ["metadata.yaml", "rec_repaired.mcap"]
 
 
 def test_repair_refuses_what_it_cannot_fix(tmp_path):
@@ -159,11 +161,13 @@ def test_repair_refuses_what_it_cannot_fix(tmp_path):
     (bag / "metadata.yaml").unlink()
     db = next(bag.glob("*.db3"))
     db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
+    os.utime(db, (1e9, 1e9))  # long finished: not a bag being recorded
     with pytest.raises(BagError, match="sqlite3 file (cannot be repaired|is damaged).*bag="):
         repair(bag)
     with pytest.raises(BagError, match="needs a rosbag2 bag directory"):
         repair(db)
     empty = tmp_path / "empty"
     empty.mkdir()
+    os.utime(empty, (1e9, 1e9))
     with pytest.raises(BagError, match=r"exactly one .mcap or .db3 file.*\[\]"):
         repair(empty)

@@ -183,7 +183,7 @@ def test_sigkill_mid_tape_leaves_a_repairable_bag(nodes, client, tmp_path):
     last_progress = max(float(values(s).get("progress", 0)) for s in recorder_status(diagnostics))
     recorder.stop(signal.SIGKILL)
     report = repair(bag)
-    recording = read_recording(bag, joints=["hinge"])
+    recording = read_recording(report.repaired, joints=["hinge"])
     tape = tapes.Tape.from_dict(recording.metadata["tape"])
     recorded_s = (recording.samples.time_ns[-1] - recording.metadata["start_ns"]) * 1e-9
     # At most the last second is lost: what was recorded reaches within 1 s of the last reported progress.

@@ -24,6 +24,7 @@ from mujoco import sysid
 from scipy.signal import savgol_filter
 
 from .errors import ConfigError, DataError
+from .limits import grid_points
 from .signals import JointCommands, JointSamples
 
 STATE_FIELDS = {"position": "qpos", "velocity": "qvel"}
@@ -259,12 +260,14 @@ def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], sampl
     commands = commands if commands is not None else measured_effort_commands(samples)
     dt_ns = timestep_ns(model)
     t = samples.time_ns
+    grid_points(int(t[-1] - t[0]), dt_ns, "the data", topic=samples.source or None)
     if window_s is None:
         bounds = [(0, len(t))]
     else:
         if not window_s > 0:
             raise ConfigError(f"window length must be > 0 s, got {window_s}")
         width_ns = int(round(window_s * 1e9))
+        grid_points(int(t[-1] - t[0]), width_ns, f"cutting into {window_s:g} s windows", topic=samples.source or None)
         starts = np.searchsorted(t, t[0] + np.arange(0, int(t[-1] - t[0]), width_ns, dtype=np.int64))
         bounds = [(int(a), int(b) + 1) for a, b in zip(starts, list(starts[1:]) + [len(t) - 1])]
     bounds = [(a, b) for a, b in bounds if b - a >= 3 and (t[b - 1] - t[a]) // dt_ns >= 2]

@@ -7,6 +7,7 @@ each measured field; `command<k>_{name,joint_names,time_ns,values,interface}` fo
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -48,26 +49,40 @@ def load_npz(path: str | Path) -> tuple[JointSamples | None, dict[str, JointComm
     path = Path(path)
     try:
         data = np.load(path, allow_pickle=False)
-    except Exception as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataError(f"cannot read npz: {exc}", file=str(path)) from None
-    with data:
-        keys = set(data.files)
-        samples = None
-        if "feedback_time_ns" in keys:
-            if "feedback_joint_names" not in keys:
-                raise DataError("feedback_time_ns without feedback_joint_names", file=str(path))
-            samples = JointSamples(tuple(str(n) for n in data["feedback_joint_names"]), data["feedback_time_ns"],
-                                   *(data[f"feedback_{f}"] if f"feedback_{f}" in keys else None for f in FIELDS),
-                                   source=str(path))
-        commands: dict[str, JointCommands] = {}
-        k = 0
-        while f"command{k}_time_ns" in keys:
-            name = str(data[f"command{k}_name"])
-            commands[name] = JointCommands(tuple(str(n) for n in data[f"command{k}_joint_names"]),
-                                           data[f"command{k}_time_ns"], data[f"command{k}_values"],
-                                           str(data[f"command{k}_interface"]), source=f"{path}:{name}")
-            k += 1
-        metadata = yaml.safe_load(str(data["metadata_yaml"])) if "metadata_yaml" in keys else None
+    if not hasattr(data, "files"):
+        raise DataError("not an .npz archive (a single .npy array?)", file=str(path))
+    try:
+        with data:
+            return _from_npz(data, path)
+    except ValueError as exc:  # object arrays (pickles) are refused, never loaded
+        if "allow_pickle" in str(exc):
+            raise DataError("the npz holds object arrays (pickled Python objects), which are never loaded: save "
+                            "plain numeric and string arrays", file=str(path)) from None
+        raise DataError(f"cannot read npz: {exc}", file=str(path)) from None
+    except (OSError, EOFError, KeyError, TypeError, zipfile.BadZipFile, yaml.YAMLError) as exc:
+        raise DataError(f"cannot read npz: {type(exc).__name__}: {exc}", file=str(path)) from None
+
+
+def _from_npz(data, path: Path) -> tuple[JointSamples | None, dict[str, JointCommands], dict | None]:
+    keys = set(data.files)
+    samples = None
+    if "feedback_time_ns" in keys:
+        if "feedback_joint_names" not in keys:
+            raise DataError("feedback_time_ns without feedback_joint_names", file=str(path))
+        samples = JointSamples(tuple(str(n) for n in data["feedback_joint_names"]), data["feedback_time_ns"],
+                               *(data[f"feedback_{f}"] if f"feedback_{f}" in keys else None for f in FIELDS),
+                               source=str(path))
+    commands: dict[str, JointCommands] = {}
+    k = 0
+    while f"command{k}_time_ns" in keys:
+        name = str(data[f"command{k}_name"])
+        commands[name] = JointCommands(tuple(str(n) for n in data[f"command{k}_joint_names"]),
+                                       data[f"command{k}_time_ns"], data[f"command{k}_values"],
+                                       str(data[f"command{k}_interface"]), source=f"{path}:{name}")
+        k += 1
+    metadata = yaml.safe_load(str(data["metadata_yaml"])) if "metadata_yaml" in keys else None
     return samples, commands, metadata
 
 

@@ -84,7 +84,7 @@ def read_array_commands(bag: str | Path, topic: str, *, joint_names: list[str] |
         if conns[0].msgtype != FLOAT64_ARRAY:
             raise BagError(f"topic has type {conns[0].msgtype}, not {FLOAT64_ARRAY}", bag=str(bag), topic=topic)
         deserialize = src.decoder(FLOAT64_ARRAY, topic=topic)
-        total = max(sum(c.msgcount for c in conns), 1)
+        total = min(max(sum(c.msgcount for c in conns), 1), 1 << 16)  # metadata's claim; grows below
         record = np.zeros(total, dtype=np.int64)
         values = np.full((total, n_joints), np.nan)
         n = 0

@@ -49,6 +49,9 @@ class JointStateRead:
         return max(self.segments, key=len)
 
 
+INITIAL_ROWS = 1 << 16
+
+
 class _Buffers:
     """Growable (N, J) buffers for the three fields plus per-row times and topic."""
 
@@ -151,7 +154,8 @@ def _fill(src: BagSource, conns: list, topic_names: tuple[str, ...], joints: Nam
     """The hot loop: decode each message and write its values straight into the buffers."""
     fixed = joints is not None
     columns: dict[str, int] = {name: k for k, name in enumerate(joints)} if fixed else {}
-    buffers = _Buffers(sum(c.msgcount for c in conns), len(columns))
+    # the counts come from the bag's metadata (a claim, not a fact): start small, the buffers grow
+    buffers = _Buffers(min(sum(c.msgcount for c in conns), INITIAL_ROWS), len(columns))
     topic_of = {name: k for k, name in enumerate(topic_names)}
     chooser = JointStateDecoder(deserialize, JOINT_STATE, allow_fast=not src.is_ros1, bag=str(src.path))
     decoders = chooser.by_topic

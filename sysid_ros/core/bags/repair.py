@@ -1,25 +1,45 @@
-"""Make a killed recording readable again: rebuild `metadata.yaml` (and, for mcap, the index).
+"""Make a killed recording readable again, without touching a byte of it: the repaired bag is a new folder
+next to the original (`<bag>_repaired`), the original stays exactly as it was.
 
 After SIGKILL rosbags leaves no `metadata.yaml`; the mcap file keeps every chunk written so far but has no
-summary or footer, and a sqlite3 file keeps what was committed (plus a hot journal to roll back).
+summary or footer (and its last chunk may be cut), and a sqlite3 file keeps what was committed plus a hot
+journal to roll back. mcap: every record of every complete chunk, and every complete record of a cut chunk
+(mcap's record reader over the chunk's bytes), is written into a fresh indexed bag. sqlite3: the file and
+its journal are copied, the copy rolled back, and `metadata.yaml` written from its tables.
+
+Refused: a bag still being recorded (our `BagWriter`'s lock file names a live process, or a file changed
+in the last `busy_s` seconds), a second repair of the same bag at the same time (a lock), a bag that is not
+damaged, and a bag where nothing could be recovered.
 """
 
 from __future__ import annotations
 
+import fcntl
+import io
+import os
 import shutil
+import socket
 import sqlite3
+import struct
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
 from ..errors import BagError
 from .read import BagSource
+from .write import LOCK_NAME
+BUSY_S = 5.0
+_MAGIC = b"\x89MCAP0\r\n"
+_CHUNK_OPCODE = 0x06
 
 
 @dataclass(frozen=True)
 class RepairReport:
-    """What `repair` recovered: messages per topic, the time span, and the bytes it had to drop."""
+    """What `repair` recovered (messages per topic, time span) and lost (bytes of the data file)."""
 
     bag: str
     storage: str
@@ -29,32 +49,137 @@ class RepairReport:
     end_ns: int | None = None
     dropped_bytes: int = 0
     note: str = ""
+    repaired: str | None = None  # the new bag folder (None: nothing written)
+
+    def __str__(self) -> str:
+        if self.repaired is None:
+            return f"{self.bag}: {self.note}"
+        span = (f", {self.start_ns} .. {self.end_ns} ns ({(self.end_ns - self.start_ns) * 1e-9:.3f} s)"
+                if self.start_ns is not None and self.end_ns is not None else "")
+        topics = ", ".join(f"{t} {n}" for t, n in self.topics.items())
+        return (f"repaired {self.storage} bag written to {self.repaired} (the original {self.bag} is untouched)\n"
+                f"recovered {self.messages} messages{span}: {topics or 'none'}\n"
+                f"lost: {self.dropped_bytes} bytes of the data file{'; ' + self.note if self.note else ''}")
 
 
-def repair(bag_dir: str | Path, *, keep_damaged: bool = True) -> RepairReport:
-    """Rebuild a killed rosbag2 recording in place so that rosbags' `AnyReader` opens it.
+def repair(bag_dir: str | Path, out: str | Path | None = None, *, busy_s: float = BUSY_S) -> RepairReport:
+    """Rebuild a killed rosbag2 recording into `out` (default `<bag>_repaired` next to it).
 
-    mcap: the readable records are streamed into a new, indexed file (the damaged one is kept as
-    `<name>.damaged` when `keep_damaged`). sqlite3: the hot journal is rolled back and `metadata.yaml`
-    is written from the tables. A bag that already opens is left alone.
+    A bag that opens is left alone (report with `repaired=None`); `BagError` when it is being recorded,
+    already being repaired, complete but unreadable for another reason, or when nothing can be recovered.
     """
     path = Path(bag_dir)
     if not path.is_dir():
         raise BagError("repair needs a rosbag2 bag directory", bag=str(path))
-    if (path / "metadata.yaml").is_file():
+    try:
+        names = sorted(p.name for p in path.iterdir())
+    except OSError as exc:
+        raise BagError(f"cannot list the bag folder: {exc.strerror}", bag=str(path)) from None
+    data = [path / n for n in names if n.endswith((".mcap", ".db3"))]
+    _refuse_if_recording(path, names, busy_s)
+    if "metadata.yaml" in names:
         try:
             with BagSource(path) as src:
                 count = sum(t.count for t in src.topics.values())
-            return RepairReport(str(path), "", count, note="bag already opens; nothing repaired")
-        except BagError:
-            pass  # rebuild below
-    data = sorted(p for p in path.iterdir() if p.suffix in (".mcap", ".db3"))
+            return RepairReport(str(path), "", count, note=f"bag already opens ({count} messages); nothing repaired")
+        except BagError as exc:
+            if len(data) == 1 and _complete(data[0]):
+                raise BagError(f"the data file is complete and metadata.yaml present, so repair leaves the bag "
+                               f"as it is; it does not open because: {exc}", bag=str(path)) from None
     if len(data) != 1:
         raise BagError(f"repair needs exactly one .mcap or .db3 file in the bag, found {[p.name for p in data]}",
                        bag=str(path))
-    if data[0].suffix == ".mcap":
-        return _repair_mcap(path, data[0], keep_damaged)
-    return _repair_sqlite3(path, data[0])
+    target = Path(out) if out is not None else path.with_name(f"{path.name}_repaired")
+    with _repair_lock(path):
+        if target.exists() or target.is_symlink():
+            raise BagError(f"{target} exists already (an earlier repair?): remove it or pass another output",
+                           bag=str(path))
+        try:
+            if data[0].suffix == ".mcap":
+                report = _repair_mcap(path, data[0], target)
+            else:
+                report = _repair_sqlite3(path, data[0], target)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+    return report
+
+
+def _refuse_if_recording(path: Path, names: list[str], busy_s: float) -> None:
+    if LOCK_NAME in names:
+        try:
+            pid_text, host = (path / LOCK_NAME).read_text().split()[:2]
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            pid, host = -1, ""
+        if host == socket.gethostname() and _alive(pid):
+            raise BagError(f"the bag is being recorded by process {pid} ({LOCK_NAME}): stop the recorder first",
+                           bag=str(path))
+        if host and host != socket.gethostname():
+            raise BagError(f"the bag was opened for writing on host {host} ({LOCK_NAME}); repair it there, or "
+                           f"remove {LOCK_NAME} once that recorder has stopped", bag=str(path))
+        return  # our recorder died: the lock is stale
+    if "metadata.yaml" in names:
+        return  # written on close
+    newest = max(((path / n).stat().st_mtime for n in names), default=0.0)
+    age = time.time() - newest
+    if age < busy_s:
+        raise BagError(f"the bag changed {age:.1f} s ago and has no metadata.yaml: it may still be recording; "
+                       f"stop the recorder (or wait {busy_s:g} s) and try again", bag=str(path))
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed, not yet reaped by its parent) has stopped writing
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@contextmanager
+def _repair_lock(path: Path) -> Iterator[None]:
+    """One repair of a bag at a time: an exclusive lock on a file next to it (never inside it)."""
+    lock = path.with_name(f".{path.name}.repair.lock")
+    try:
+        handle = open(lock, "a")
+    except OSError as exc:
+        raise BagError(f"cannot create the repair lock {lock}: {exc.strerror}", bag=str(path)) from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BagError("another repair of this bag is running", bag=str(path)) from None
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)
+
+
+def _complete(data_file: Path) -> bool:
+    """The data file ends as a closed recording does (mcap footer magic; sqlite3 without a hot journal)."""
+    try:
+        if data_file.suffix == ".mcap":
+            size = data_file.stat().st_size
+            with data_file.open("rb") as f:
+                head = f.read(8)
+                f.seek(max(size - 8, 0))
+                return size >= 16 and head == _MAGIC and f.read(8) == _MAGIC
+        if any(data_file.with_name(data_file.name + s).exists() for s in ("-journal", "-wal")):
+            return False
+        con = sqlite3.connect(f"file:{data_file}?mode=ro", uri=True)
+        try:
+            return con.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        finally:
+            con.close()
+    except (OSError, sqlite3.Error):
+        return False
 
 
 def _rihs01(msgtype: str, encoding: str, text: str) -> tuple[str, str]:
@@ -72,31 +197,116 @@ def _rihs01(msgtype: str, encoding: str, text: str) -> tuple[str, str]:
     raise BagError(f"cannot rebuild definition of {msgtype}: no schema in the file and not a jazzy type")
 
 
-def _repair_mcap(path: Path, src_file: Path, keep_damaged: bool) -> RepairReport:
-    """Stream the readable records of a summary-less mcap into a fresh bag, then swap it in."""
-    from mcap.records import Channel, Message, Schema
+def _records(raw: bytes) -> tuple[list, int, str]:
+    """The complete records at the start of a chunk's (uncompressed) record bytes: (records, bytes, error)."""
     from mcap.stream_reader import StreamReader
+
+    stream = io.BytesIO(raw)
+    reader = iter(StreamReader(stream, skip_magic=True, record_size_limit=len(raw) + 1).records)
+    out, used = [], 0
+    while used < len(raw):
+        try:
+            out.append(next(reader))
+        except StopIteration:
+            break
+        except Exception as exc:  # the cut (or damaged) record ends the usable part
+            return out, used, f"{type(exc).__name__}: {exc}"
+        used = stream.tell()
+    return out, used, ""
+
+
+def _cut_chunk(tail: bytes) -> tuple[list, int, str]:
+    """The complete records inside a chunk cut short: `tail` starts at the chunk's opcode."""
+    header = 1 + 8 + 8 + 8 + 8 + 4
+    if tail[:1] and tail[0] != _CHUNK_OPCODE:
+        return [], 0, f"the file ends inside a record (opcode 0x{tail[0]:02x}) that is not a chunk"
+    if len(tail) < header + 4:
+        return [], 0, "the file ends inside a chunk header"
+    (name_len,) = struct.unpack_from("<I", tail, header)
+    start = header + 4 + name_len + 8
+    if len(tail) < start:
+        return [], 0, "the file ends inside a chunk header"
+    compression = tail[header + 4: header + 4 + name_len].decode(errors="replace")
+    body = tail[start:]
+    if compression == "":
+        raw = body
+    elif compression == "zstd":
+        import zstandard
+
+        try:
+            raw = zstandard.ZstdDecompressor().decompressobj().decompress(body)
+        except zstandard.ZstdError as exc:
+            return [], 0, f"the cut zstd chunk does not decompress: {exc}"
+    else:
+        return [], 0, f"a cut {compression} chunk cannot be read record by record"
+    records, _, _ = _records(raw)
+    return records, 0, f"the last chunk is cut: {len(records)} complete records recovered from it"
+
+
+def _chunk_bytes(chunk) -> bytes:
+    from mcap.stream_reader import get_chunk_data_stream
+
+    try:
+        stream, size = get_chunk_data_stream(chunk)
+        return stream.read(size)
+    except Exception:
+        return chunk.data if chunk.compression == "" else b""
+
+
+def _mcap_records(src_file: Path) -> tuple[Iterator, dict]:
+    """Every readable record of a summary-less mcap, in file order; `status` holds what was lost."""
+    from mcap.records import Chunk
+    from mcap.stream_reader import StreamReader, breakup_chunk
+
+    status = {"good_offset": 0, "note": ""}
+
+    def walk() -> Iterator:
+        with src_file.open("rb") as stream:
+            if stream.read(8) != _MAGIC:
+                status["note"] = "the file does not start with the mcap magic"
+                return
+            reader = iter(StreamReader(stream, skip_magic=True, emit_chunks=True,
+                                       record_size_limit=max(src_file.stat().st_size, 1)).records)
+            status["good_offset"] = stream.tell()
+            while True:
+                try:
+                    record = next(reader)
+                except StopIteration:
+                    return
+                except Exception as exc:  # the torn tail of a killed recording
+                    stream.seek(status["good_offset"])
+                    records, _, note = _cut_chunk(stream.read())
+                    status["note"] = note or f"stopped at the damaged tail: {type(exc).__name__}"
+                    status["partial"] = len(records)
+                    yield from records
+                    return
+                status["good_offset"] = stream.tell()
+                if isinstance(record, Chunk):
+                    try:
+                        yield from breakup_chunk(record)
+                    except Exception:  # garbage inside a complete chunk: its readable prefix
+                        records, _, err = _records(_chunk_bytes(record))
+                        status["note"] = f"a damaged chunk ({err}): {len(records)} records kept from it"
+                        status["damaged_chunks"] = status.get("damaged_chunks", 0) + 1
+                        yield from records
+                else:
+                    yield record
+    return walk(), status
+
+
+def _repair_mcap(path: Path, src_file: Path, target: Path) -> RepairReport:
+    """Stream the readable records of a summary-less mcap into a fresh, indexed bag at `target`."""
+    from mcap.records import Channel, Message, Schema
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.rosbag2.metadata import parse_qos
 
-    tmp_dir = path.parent / f".{path.name}.repair"
-    if tmp_dir.exists():
-        shutil.rmtree(tmp_dir)
     schemas: dict[int, Schema] = {}
     conns: dict[int, object] = {}
     topics: dict[str, int] = {}
-    start, end, count, good_offset = None, None, 0, 0
-    note = ""
-    with src_file.open("rb") as stream, Writer(tmp_dir, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
-        records = iter(StreamReader(stream, record_size_limit=1 << 30).records)
-        while True:
-            try:
-                record = next(records)
-            except StopIteration:
-                break
-            except Exception as exc:  # the torn tail of a killed recording ends here
-                note = f"stopped at the damaged tail: {type(exc).__name__}: {exc}"
-                break
+    start, end, count, kept_bytes = None, None, 0, 0
+    records, status = _mcap_records(src_file)
+    with Writer(target, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        for record in records:
             if isinstance(record, Schema):
                 schemas[record.id] = record
             elif isinstance(record, Channel) and record.id not in conns:
@@ -115,28 +325,29 @@ def _repair_mcap(path: Path, src_file: Path, keep_damaged: bool) -> RepairReport
                 count += 1
                 start = record.log_time if start is None else min(start, record.log_time)
                 end = record.log_time if end is None else max(end, record.log_time)
-            good_offset = stream.tell()
-    size = src_file.stat().st_size
-    new_file = next(tmp_dir.glob("*.mcap"))
-    damaged = src_file.with_name(src_file.name + ".damaged")
-    src_file.replace(damaged)
-    new_file.replace(src_file)
-    meta = yaml.safe_load((tmp_dir / "metadata.yaml").read_text())
-    info = meta["rosbag2_bagfile_information"]
-    info["relative_file_paths"] = [src_file.name]
-    for entry in info.get("files") or []:
-        entry["path"] = src_file.name
-    (path / "metadata.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
-    shutil.rmtree(tmp_dir)
-    if not keep_damaged:
-        damaged.unlink()
-    return RepairReport(str(path), "mcap", count, topics, start, end, max(size - good_offset, 0), note)
+    if count == 0:
+        raise BagError(f"nothing could be recovered ({status['note'] or 'no complete message'}); the original is "
+                       "untouched", bag=str(path))
+    dropped = max(src_file.stat().st_size - status["good_offset"], 0)
+    note = status["note"]
+    if dropped:
+        note += (f"; the last {dropped} bytes (from offset {status['good_offset']}) are the cut tail"
+                 + (f", read record by record ({status['partial']} records recovered)" if status.get("partial")
+                    else ", nothing in it was complete"))
+    return RepairReport(str(path), "mcap", count, topics, start, end, dropped, note.strip("; "), str(target))
 
 
-def _repair_sqlite3(path: Path, db_file: Path) -> RepairReport:
-    """Roll back the hot journal of a killed sqlite3 recording and write `metadata.yaml` from its tables."""
+def _repair_sqlite3(path: Path, db_file: Path, target: Path) -> RepairReport:
+    """Copy the sqlite3 file (and its journal), roll the copy back, write `metadata.yaml` from its tables."""
+    target.mkdir(parents=True)
+    copy = target / f"{target.name}_0.db3"
+    shutil.copyfile(db_file, copy)
+    for suffix in ("-journal", "-wal"):
+        side = db_file.with_name(db_file.name + suffix)
+        if side.exists():
+            shutil.copyfile(side, copy.with_name(copy.name + suffix))
     try:
-        con = sqlite3.connect(db_file)
+        con = sqlite3.connect(copy)
         try:
             ok = con.execute("PRAGMA integrity_check").fetchone()[0]
             if ok != "ok":
@@ -153,11 +364,14 @@ def _repair_sqlite3(path: Path, db_file: Path) -> RepairReport:
             con.close()
     except sqlite3.DatabaseError as exc:
         raise BagError(f"sqlite3 file cannot be repaired: {exc}", bag=str(path)) from None
-    start, duration = (int(first), int(last) - int(first)) if count else (0, 0)
+    if not count:
+        raise BagError("nothing could be recovered: the sqlite3 file holds no committed message; the original is "
+                       "untouched", bag=str(path))
+    start, duration = int(first), int(last) - int(first)
     info = {
         "version": 9,
         "storage_identifier": "sqlite3",
-        "relative_file_paths": [db_file.name],
+        "relative_file_paths": [copy.name],
         "duration": {"nanoseconds": duration},
         "starting_time": {"nanoseconds_since_epoch": start},
         "message_count": int(count),
@@ -168,12 +382,11 @@ def _repair_sqlite3(path: Path, db_file: Path) -> RepairReport:
             for _, name, msgtype, fmt, qos, digest, n in topics],
         "compression_format": "",
         "compression_mode": "",
-        "files": [{"path": db_file.name, "starting_time": {"nanoseconds_since_epoch": start},
+        "files": [{"path": copy.name, "starting_time": {"nanoseconds_since_epoch": start},
                    "duration": {"nanoseconds": duration}, "message_count": int(count)}],
         "custom_data": None,
         "ros_distro": "rosbags",
     }
-    (path / "metadata.yaml").write_text(yaml.safe_dump({"rosbag2_bagfile_information": info}, sort_keys=False))
-    return RepairReport(str(path), "sqlite3", int(count), {t[1]: int(t[6]) for t in topics},
-                        start if count else None, int(last) if count else None, 0,
-                        "rolled back the uncommitted transaction; wrote metadata.yaml")
+    (target / "metadata.yaml").write_text(yaml.safe_dump({"rosbag2_bagfile_information": info}, sort_keys=False))
+    return RepairReport(str(path), "sqlite3", int(count), {t[1]: int(t[6]) for t in topics}, start, int(last), 0,
+                        "rolled back the uncommitted transaction (in the copy); wrote metadata.yaml", str(target))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DataError
+from ..limits import grid_points
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ def expand(messages: list[TrajectoryMsg], joints: tuple[str, ...], period_ns: in
     for i, msg in enumerate(messages):
         end = messages[i + 1].receipt_ns if i + 1 < len(messages) else max(
             msg.receipt_ns, int(msg.start_ns + msg.point_ns[-1]))
+        grid_points(end - msg.receipt_ns, period_ns, "a trajectory's setpoints")
         grid = np.arange(msg.receipt_ns, end, period_ns, dtype=np.int64)
         if i + 1 == len(messages) and (len(grid) == 0 or grid[-1] != end):
             grid = np.append(grid, np.int64(end))

@@ -8,6 +8,8 @@ joint names, envelope, parameters) travels inside the bag as YAML on a `std_msgs
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -22,6 +24,7 @@ from .read import BagSource, typestore_for
 
 METADATA_TOPIC = "/sysid/metadata"
 COMMANDS_KEY = "sysid_ros.command_topics"  # metadata.yaml custom_data: the topics that command a robot
+LOCK_NAME = ".recording.lock"  # "<pid> <host>" while the bag is open for writing (see repair)
 STRING = "std_msgs/msg/String"
 
 
@@ -87,6 +90,8 @@ class BagWriter:
             raise BagError(f"cannot create bag: {exc}", bag=str(self.path)) from None
         self._writer = writer
         self._last_flush = time.monotonic()
+        # while this file exists and names a live process, `repair` refuses the bag (it is being recorded)
+        (self.path / LOCK_NAME).write_text(f"{os.getpid()} {socket.gethostname()}\n")
 
     def add_topic(self, topic: str, msgtype: str, *, msgdef: str | None = None, rihs01: str | None = None):
         """Register `topic` (done automatically by `write_raw` for types the typestore knows)."""
@@ -193,6 +198,8 @@ class BagWriter:
                 writer.close()
             except Exception as exc:
                 raise BagError(f"cannot close bag: {exc}", bag=str(self.path)) from None
+            finally:
+                (self.path / LOCK_NAME).unlink(missing_ok=True)
 
 
 def read_metadata(bag: str | Path, topic: str = METADATA_TOPIC, *, distro: str | None = None) -> list[dict]:
