@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
 def _error(args: argparse.Namespace, message: str, code: int = 2) -> int:
     """One line on stderr: the command and what went wrong (multi-line library messages joined)."""
     line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
-    print(f"sysid-ros {args.command}: {line}", file=sys.stderr)
+    command = " ".join(filter(None, (args.command, getattr(args, "bag_command", None))))
+    print(f"sysid-ros {command}: {line}", file=sys.stderr)
     return code
 
 

@@ -3,6 +3,10 @@ wrong (bag, topic, joint, time), never a crash from deep inside a library and ne
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -18,6 +22,16 @@ MS = 1_000_000
 def _bag(tmp_path, storage, seconds=1.0):
     msgs, truth = sine_states(seconds=seconds)
     return write_bag(tmp_path / "bag", msgs, storage), truth
+
+
+def digest(*paths):
+    """One hash over every file (name and bytes) under `paths`, symlinks by their target."""
+    h = hashlib.sha256()
+    for root in paths:
+        for f in sorted(p for p in ([root] if root.is_file() else root.rglob("*")) if p.is_file()):
+            h.update(str(f).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
 
 
 def _data_file(bag):
@@ -176,3 +190,132 @@ def test_inconsistent_array_lengths(tmp_path, storage):
     msgs = [("/js", JS, t, joint_state(t, ["a", "a"], [1.0, 2.0]))]
     with pytest.raises(DataError, match=r"repeat within one message: \['a'\]"):
         read_joint_states(write_bag(tmp_path / "bag2", msgs, storage))
+
+
+# --- bag repair: never changes a byte of the original (issue 12, section 2) ---------------------------------
+
+def _aged(bag):
+    """Every file of `bag` last changed long ago (a finished recording, not one being written)."""
+    for p in [bag, *bag.iterdir()]:
+        os.utime(p, (1e9, 1e9), follow_symlinks=False)
+    return bag
+
+
+def _repair_cli(capsys, *argv):
+    from sysid_ros.cli import main
+
+    code = main(["bag", "repair", *map(str, argv)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
+    return code, out, err
+
+
+def _one_chunk_bag(tmp_path, seconds=1.0):
+    """A killed recording whose only chunk is cut in the middle (BagWriter's chunk holds ~1 s at 200 Hz)."""
+    msgs, truth = sine_states(seconds=seconds)
+    bag = write_bag(tmp_path / "rec", msgs, "mcap")
+    (bag / "metadata.yaml").unlink()
+    f = _data_file(bag)
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    return _aged(bag), truth
+
+
+def test_repair_recovers_the_records_of_a_cut_chunk(tmp_path, capsys):
+    bag, truth = _one_chunk_bag(tmp_path)
+    before = digest(bag)
+    code, out, _ = _repair_cli(capsys, bag)
+    assert code == 0 and digest(bag) == before  # every input byte kept, nothing added to the bag
+    repaired = tmp_path / "rec_repaired"
+    s = read_joint_states(repaired).samples
+    # about half the chunk was there: every message in it, exactly the recorded prefix
+    assert 0.4 * len(truth["position"]) < len(s) < len(truth["position"])
+    np.testing.assert_array_equal(s.position, truth["position"][: len(s)])
+    assert f"recovered {len(s)} messages" in out and "/joint_states" in out
+    assert re.search(r"lost: \d+ bytes at the end .*the last chunk is cut: \d+ complete records recovered", out), out
+    assert f"the original {bag} is untouched" in out
+    code, _, err = _repair_cli(capsys, bag)  # a second run does not overwrite the first one's output
+    assert code != 0 and "exists already" in err and digest(bag) == before
+
+
+def test_repair_with_nothing_recoverable_fails_and_writes_nothing(tmp_path, capsys):
+    bag, _ = _one_chunk_bag(tmp_path)
+    f = _data_file(bag)
+    f.write_bytes(f.read_bytes()[:40])  # magic, header, the start of the chunk's header
+    _aged(bag)
+    before = digest(bag)
+    code, _, err = _repair_cli(capsys, bag)
+    assert code != 0 and "nothing could be recovered" in err
+    assert digest(bag) == before and sorted(p.name for p in tmp_path.iterdir()) == ["rec"]
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_repair_leaves_a_complete_bag_alone(tmp_path, capsys, storage):
+    bag, _ = _bag(tmp_path, storage)
+    before = digest(bag)
+    code, out, _ = _repair_cli(capsys, bag)
+    assert code == 0 and "already opens" in out and digest(bag) == before
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())
+    meta["rosbag2_bagfile_information"]["version"] = 10  # newer than this reader: complete, not damaged
+    (bag / "metadata.yaml").write_text(yaml.safe_dump(meta))
+    before = digest(bag)
+    code, _, err = _repair_cli(capsys, bag)
+    assert code != 0 and "repair leaves the bag as it is" in err and "version 10" in err
+    assert digest(bag) == before and sorted(p.name for p in tmp_path.iterdir()) == ["bag"]
+
+
+def test_repair_refuses_a_bag_being_recorded(tmp_path, capsys):
+    from sysid_ros.core.bags import BagWriter
+
+    msgs, _ = sine_states(seconds=0.2)
+    with BagWriter(tmp_path / "live") as w:  # open for writing by this (live) process
+        for topic, msgtype, t, msg in msgs:
+            w.write_message(topic, msgtype, t, msg)
+        w.flush()
+        _aged(tmp_path / "live")
+        before = digest(tmp_path / "live")
+        code, _, err = _repair_cli(capsys, tmp_path / "live")
+        assert code != 0 and f"being recorded by process {os.getpid()}" in err
+        assert digest(tmp_path / "live") == before
+    # another recorder (no lock file of ours): a file changed a moment ago
+    bag, _ = _one_chunk_bag(tmp_path)
+    _data_file(bag).touch()
+    code, _, err = _repair_cli(capsys, bag)
+    assert code != 0 and "may still be recording" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["live", "rec"]
+
+
+def test_repair_refuses_a_concurrent_repair(tmp_path, capsys):
+    from sysid_ros.core.bags.repair import _repair_lock
+
+    bag, _ = _one_chunk_bag(tmp_path)
+    before = digest(bag)
+    with _repair_lock(bag):  # another repair holds the bag
+        code, _, err = _repair_cli(capsys, bag)
+    assert code != 0 and "another repair of this bag is running" in err
+    assert digest(bag) == before and sorted(p.name for p in tmp_path.iterdir()) == ["rec"]
+
+
+def test_repair_with_a_symlinked_metadata_yaml(tmp_path, capsys):
+    bag, _ = _one_chunk_bag(tmp_path)
+    elsewhere = tmp_path / "kept" / "metadata.yaml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("not: [valid")
+    (bag / "metadata.yaml").symlink_to(elsewhere)
+    _aged(bag)
+    before = digest(bag, elsewhere)
+    code, out, _ = _repair_cli(capsys, bag)
+    assert code == 0 and digest(bag, elsewhere) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "rec", "rec_repaired"]  # no temp dir left
+    assert len(read_joint_states(tmp_path / "rec_repaired").samples) > 0
+
+
+def test_repair_sqlite3_with_a_hot_journal_works_on_a_copy(tmp_path, capsys):
+    bag, truth = _bag(tmp_path, "sqlite3")
+    (bag / "metadata.yaml").unlink()
+    db = _data_file(bag)
+    (db.parent / (db.name + "-journal")).write_bytes(b"")  # an (empty) journal left by a killed writer
+    _aged(bag)
+    before = digest(bag)
+    code, out, _ = _repair_cli(capsys, bag, "--out", tmp_path / "fixed")
+    assert code == 0 and digest(bag) == before
+    np.testing.assert_array_equal(read_joint_states(tmp_path / "fixed").samples.position, truth["position"])

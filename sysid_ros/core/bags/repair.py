@@ -59,7 +59,8 @@ class RepairReport:
         topics = ", ".join(f"{t} {n}" for t, n in self.topics.items())
         return (f"repaired {self.storage} bag written to {self.repaired} (the original {self.bag} is untouched)\n"
                 f"recovered {self.messages} messages{span}: {topics or 'none'}\n"
-                f"lost: {self.dropped_bytes} bytes of the data file{'; ' + self.note if self.note else ''}")
+                f"lost: {self.dropped_bytes} bytes at the end of the data file (an incomplete record)"
+                f"{'; ' + self.note if self.note else ''}")
 
 
 def repair(bag_dir: str | Path, out: str | Path | None = None, *, busy_s: float = BUSY_S) -> RepairReport:
@@ -216,7 +217,9 @@ def _records(raw: bytes) -> tuple[list, int, str]:
 
 
 def _cut_chunk(tail: bytes) -> tuple[list, int, str]:
-    """The complete records inside a chunk cut short: `tail` starts at the chunk's opcode."""
+    """The complete records inside a chunk cut short: `tail` starts at the chunk's opcode.
+
+    Returns (records, bytes of `tail` they span (all of it when compressed), what happened)."""
     header = 1 + 8 + 8 + 8 + 8 + 4
     if tail[:1] and tail[0] != _CHUNK_OPCODE:
         return [], 0, f"the file ends inside a record (opcode 0x{tail[0]:02x}) that is not a chunk"
@@ -229,18 +232,20 @@ def _cut_chunk(tail: bytes) -> tuple[list, int, str]:
     compression = tail[header + 4: header + 4 + name_len].decode(errors="replace")
     body = tail[start:]
     if compression == "":
-        raw = body
-    elif compression == "zstd":
+        records, used, _ = _records(body)
+        return records, start + used if records else 0, f"the last chunk is cut: {len(records)} complete " \
+                                                         "records recovered from it"
+    if compression == "zstd":
         import zstandard
 
         try:
             raw = zstandard.ZstdDecompressor().decompressobj().decompress(body)
         except zstandard.ZstdError as exc:
             return [], 0, f"the cut zstd chunk does not decompress: {exc}"
-    else:
-        return [], 0, f"a cut {compression} chunk cannot be read record by record"
-    records, _, _ = _records(raw)
-    return records, 0, f"the last chunk is cut: {len(records)} complete records recovered from it"
+        records, _, _ = _records(raw)
+        return records, len(tail) if records else 0, (f"the last (zstd) chunk is cut: {len(records)} complete "
+                                                      "records recovered from it")
+    return [], 0, f"a cut {compression} chunk cannot be read record by record"
 
 
 def _chunk_bytes(chunk) -> bytes:
@@ -275,9 +280,9 @@ def _mcap_records(src_file: Path) -> tuple[Iterator, dict]:
                     return
                 except Exception as exc:  # the torn tail of a killed recording
                     stream.seek(status["good_offset"])
-                    records, _, note = _cut_chunk(stream.read())
+                    records, used, note = _cut_chunk(stream.read())
                     status["note"] = note or f"stopped at the damaged tail: {type(exc).__name__}"
-                    status["partial"] = len(records)
+                    status["good_offset"] += used
                     yield from records
                     return
                 status["good_offset"] = stream.tell()
@@ -329,12 +334,7 @@ def _repair_mcap(path: Path, src_file: Path, target: Path) -> RepairReport:
         raise BagError(f"nothing could be recovered ({status['note'] or 'no complete message'}); the original is "
                        "untouched", bag=str(path))
     dropped = max(src_file.stat().st_size - status["good_offset"], 0)
-    note = status["note"]
-    if dropped:
-        note += (f"; the last {dropped} bytes (from offset {status['good_offset']}) are the cut tail"
-                 + (f", read record by record ({status['partial']} records recovered)" if status.get("partial")
-                    else ", nothing in it was complete"))
-    return RepairReport(str(path), "mcap", count, topics, start, end, dropped, note.strip("; "), str(target))
+    return RepairReport(str(path), "mcap", count, topics, start, end, dropped, status["note"], str(target))
 
 
 def _repair_sqlite3(path: Path, db_file: Path, target: Path) -> RepairReport:
