@@ -16,12 +16,11 @@ import pytest
 import yaml
 from mujoco import sysid
 from test_bags_make import sine_states, write_bag
+from test_identify_problem import pendulum_record
 
 from sysid_ros.cli import main
 from sysid_ros.core.bags.arrays_io import load_npz, save_npz
-from sysid_ros.core.identify.synthetic import multisine, record_effort
 from sysid_ros.core.signals import JointSamples
-from sysid_ros.core.sim import SimRobot
 
 REPO = Path(__file__).resolve().parents[1]
 YEAR_NS = 365 * 86400 * 10**9
@@ -56,10 +55,7 @@ def refused(capsys, *argv, match: str) -> str:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("data")
-    robot = SimRobot("pendulum", start_time_ns=1_700_000_000_000_000_001)
-    t = np.arange(0, 1.0 + 1e-9, 0.002)
-    u = multisine(t, [1.0, 2.0], 1.5)
-    samples, commands = record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], 1.0)
+    samples, commands = pendulum_record()
     save_npz(d / "ok.npz", samples, {"/effort_controller/commands": commands})
     late = samples.time_ns.copy()
     late[-1] += 3 * YEAR_NS  # one sample three years after the rest

@@ -19,13 +19,18 @@ from sysid_ros.core.sim import SimRobot
 TS = get_typestore(Stores.ROS2_JAZZY)
 
 
+def pendulum_record(seconds: float = 1.0):
+    """(samples, effort commands) of the embedded pendulum driven by a multisine torque, 500 Hz."""
+    robot = SimRobot("pendulum", start_time_ns=1_700_000_000_000_000_001)
+    t = np.arange(0, seconds + 1e-9, 0.002)
+    u = multisine(t, [1.0, 2.0], 1.5)
+    return record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], seconds)
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("data")
-    robot = SimRobot("pendulum", start_time_ns=1_700_000_000_000_000_001)
-    t = np.arange(0, 1.0 + 1e-9, 0.002)
-    u = multisine(t, [1.0, 2.0], 1.5)
-    samples, commands = record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], 1.0)
+    samples, commands = pendulum_record()
     save_npz(d / "ok.npz", samples, {"/effort_controller/commands": commands})
     position = samples.position.copy()
     position[250, 0] = np.inf
