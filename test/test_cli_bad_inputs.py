@@ -24,6 +24,7 @@ from sysid_ros.core.signals import JointSamples
 
 REPO = Path(__file__).resolve().parents[1]
 YEAR_NS = 365 * 86400 * 10**9
+RESULTS = ["identified.yaml", "mujoco_sysid", "pend.xml", "report.html", "report_data.npz"]
 
 
 def digest(*paths: Path) -> str:
@@ -174,13 +175,12 @@ def test_identify_outputs_safe(data, tmp_path, capsys, monkeypatch):
 
     code, stdout, err = run(capsys, "identify", file, "--out", out, "--quiet")
     assert code == 0 and "Traceback" not in err, err
-    assert sorted(p.name for p in out.iterdir()) == ["identified.yaml", "mujoco_sysid", "pend.xml", "report.html"]
+    assert sorted(p.name for p in out.iterdir()) == RESULTS
     before = digest(out)
     refused(capsys, "identify", file, "--out", out, "--quiet", match=r"holds earlier results .*--force")
     assert digest(out) == before
     code, _, err = run(capsys, "identify", file, "--out", out, "--quiet", "--force")
-    assert code == 0 and sorted(p.name for p in out.iterdir()) == ["identified.yaml", "mujoco_sysid", "pend.xml",
-                                                                   "report.html"]
+    assert code == 0 and sorted(p.name for p in out.iterdir()) == RESULTS
 
 
 def test_convert_outputs(data, tmp_path, capsys):
