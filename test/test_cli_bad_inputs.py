@@ -24,7 +24,7 @@ from sysid_ros.core.signals import JointSamples
 
 REPO = Path(__file__).resolve().parents[1]
 YEAR_NS = 365 * 86400 * 10**9
-RESULTS = ["identified.yaml", "mujoco_sysid", "pend.xml", "report.html", "report_data.npz"]
+RESULTS = ["identified.yaml", "identified_values.yaml", "mujoco_sysid", "pend.xml", "report.html", "report_data.npz"]
 
 
 def digest(*paths: Path) -> str:
