@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from headless_browser import check_offline_page
 from sysid_ros.core.journal import GainsJournal
 from sysid_ros.core.params import load_ros_parameters
 from sysid_ros.core.tuner.proposal import load_proposal
@@ -65,6 +66,18 @@ def test_tune_improves_the_pendulum_and_leaves_the_controller_as_found(rig):
                                                                  for g in ("p", "i", "d", "i_clamp")]
     [refused] = rig.client.set_parameters("servo_tuner", {"proposal.hinge.p": 1.0})
     assert not refused.successful and "read-only" in refused.reason
+    # the tuning report next to the proposal: one plot of plays per stage (identify, sweep, refine, verify), the
+    # rungs, the candidates and each held-out tape before/after; drawn again by `sysid-ros report` from the
+    # run's plays, identical
+    report = Path(result["report"])
+    assert report == Path(result["proposal_file"]).with_name("report.html")
+    page = report.read_text()
+    check_offline_page(report, 4 + 2 + len(proposal.canary_tapes))
+    assert len(list(report.parent.glob("play_*.npz"))) == len(document["bags"])  # every play's measured motion
+    report.unlink()
+    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "report", str(report.parent)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and report.read_text() == page, done.stderr
 
 
 def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig, tmp_path):
@@ -82,6 +95,13 @@ def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig, tmp_path):
     assert rig.gains() == rig.tune["parameters"]  # exactly the proposal, all at once
     assert load_ros_parameters(controllers, "sim_robot") == rig.tune["parameters"]  # in the jtc names sim_robot has
     assert "# factory" in controllers.read_text() and "persisted to" in applied.stdout
+    # the canary's report (verdict, cost ratios, its plays), and the tune's report now ends with the canary
+    canary = yaml.safe_load(Path(verdict["report"]).with_name("canary.yaml").read_text())
+    assert canary["kept"] and canary["proposal_file"] == str(Path(rig.tune["proposal_file"]).resolve())
+    check_offline_page(Path(verdict["report"]), 2)
+    tune_report = Path(rig.tune["report"])
+    assert "canary: kept" in tune_report.read_text()
+    check_offline_page(tune_report, 4 + 2 + len(canary["bags"]) - 1 + 2)  # the canary's tapes, less the move
     rolled = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "rollback"], capture_output=True, text=True,
                             timeout=120)
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr

@@ -29,6 +29,7 @@ from ..core.bags.write import read_metadata
 from ..core.errors import ConfigError, DataError, EnvelopeError
 from ..core.gains import clamp_for_tuning, parameter_name
 from ..core.journal import GainChange
+from ..core.report.tuning import save_play
 from ..core.tapes import KnotCurve, Tape, duration_s
 from ..core.tapes.moves import Path as MovePath
 from ..core.tapes.moves import room
@@ -173,7 +174,9 @@ class RosArm(Arm):
         if not bag:
             raise DataError(f"{self.recorder} recorded no bag: {status.message}")
         self.bags.append(bag)
-        return self._telemetry(bag, tape.name, t, q, qd, ff, controllers)
+        telemetry = self._telemetry(bag, tape.name, t, q, qd, ff, controllers)
+        save_play(path.with_suffix(".npz"), telemetry)  # what the reports draw, without reading the bag again
+        return telemetry
 
     def _telemetry(self, bag: str, name: str, t: np.ndarray, q: np.ndarray, qd: np.ndarray, ff: np.ndarray,
                    controllers: dict[str, Controller]) -> dict[str, Telemetry]:

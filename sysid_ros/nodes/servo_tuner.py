@@ -35,6 +35,7 @@ from ..core.gains import GainGuard
 from ..core.journal import GainChange, GainsJournal
 from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
 from ..core.tuner.arm import arm_check_tapes
+from ..core.report.tuning import write_canary_report, write_tuning_report
 from ..core.tuner.proposal import GainProposal, from_arm, from_tune, load_proposal
 from .client import RosClient
 from .common import declare, declare_envelopes, diagnostic, publish_diagnostics, read_envelopes, run
@@ -196,7 +197,7 @@ class ServoTunerNode(LifecycleNode):
                 why = f"not applied: {exc}"
                 self._post("error", why, {"action": "apply", "ok": False, "message": why})
         if change is not None:
-            self._start("canary", self._canary, proposal, change, self._folder("canary"))
+            self._start("canary", self._canary, proposal, change, self._folder("canary"), path)
         response.success = change is not None
         response.message = why or f"applied {change.new}; canary running"
         return response
@@ -249,14 +250,16 @@ class ServoTunerNode(LifecycleNode):
                     "seconds_of_motion": arm.motion_s}
         path.write_text(yaml.safe_dump(document, sort_keys=False, width=110))
         self._proposal = (proposal, path)
+        report = self._draw(write_tuning_report, folder)
         self._post("ok", f"proposal: {proposal.summary}", {
             "action": "tune", "ok": True, "improved": proposal.improved, "proposal_file": str(path),
+            "report": report,
             "parameters": proposal.parameters, "as_found": proposal.as_found,
             "predicted_cost_ratio": proposal.predicted_ratio, "seconds_of_motion": arm.motion_s})
         if self.get_parameter("auto_apply").value and proposal.improved:
             change = self._apply(proposal, path)
             self._phase = "canary"
-            self._canary(proposal, change, self._folder("canary"))
+            self._canary(proposal, change, self._folder("canary"), path)
 
     def _proposal_to_apply(self) -> tuple[GainProposal, Path]:
         file = self.get_parameter("apply.proposal_file").value
@@ -280,7 +283,15 @@ class ServoTunerNode(LifecycleNode):
                              f"{proposal.as_found}): tune again")
         return self._gains.apply(proposal.parameters, f"servo_tuner: {path}")
 
-    def _canary(self, proposal: GainProposal, change: GainChange, folder: Path) -> None:
+    def _draw(self, writer, folder: Path) -> str:
+        """Draw a run's report.html; a report that cannot be drawn is a warning, never a failed run."""
+        try:
+            return str(writer(folder))
+        except Exception as exc:  # noqa: BLE001 - the run's results stand without their report
+            self.get_logger().warning(f"no report for {folder}: {exc}")
+            return ""
+
+    def _canary(self, proposal: GainProposal, change: GainChange, folder: Path, proposal_file: Path) -> None:
         """Replay the held-out tapes under the applied gains; keep or roll back by the canary rule."""
         change = self._gains.journal.advance(change, "canary")
         try:
@@ -298,10 +309,16 @@ class ServoTunerNode(LifecycleNode):
         else:
             self._gains.rollback(change, verdict.reason)
         level = "ok" if verdict.keep else "warn"
-        self._post(level, f"canary: {verdict.reason}", {
-            "action": "canary", "ok": True, "kept": verdict.keep, "live_cost_ratio": verdict.live_ratio,
-            "threshold": verdict.threshold, "predicted_cost_ratio": proposal.predicted_ratio,
-            "gains": change.new if verdict.keep else change.previous, "bags": arm.bags})
+        outcome = {"action": "canary", "ok": True, "kept": verdict.keep, "live_cost_ratio": verdict.live_ratio,
+                   "threshold": verdict.threshold, "predicted_cost_ratio": proposal.predicted_ratio,
+                   "gains": change.new if verdict.keep else change.previous, "bags": arm.bags}
+        (folder / "canary.yaml").write_text(yaml.safe_dump(
+            {**outcome, "reason": verdict.reason, "joints": list(proposal.joints),
+             "proposal_file": str(Path(proposal_file).resolve())}, sort_keys=False, width=110))
+        outcome["report"] = self._draw(write_canary_report, folder)
+        if Path(proposal_file).name == "proposal.yaml":
+            self._draw(write_tuning_report, Path(proposal_file).parent)  # the tune's report shows its canary
+        self._post(level, f"canary: {verdict.reason}", outcome)
 
     def _last_change(self) -> GainChange:
         changes = [c for c in self._gains.journal.changes().values()

@@ -14,7 +14,7 @@ import numpy as np
 import yaml
 
 from ..errors import DataError
-from .page import Page, figure, line
+from .page import Page, back_to_back, figure, line, mark_windows
 
 DATA_FILE = "report_data.npz"
 COLORS = {"measured": "#1f77b4", "simulated": "#d62728", "band": "rgba(44,160,44,0.18)"}
@@ -63,34 +63,13 @@ def parameter_table(page: Page, parameters: dict) -> None:
                 "bounds", "identifiable"], rows, flagged)
 
 
-def _joined(traces: Sequence[Trace]) -> tuple[np.ndarray, list[tuple[float, float, str]]]:
-    """Each window's time on one axis (windows back to back) and the windows' (start, end, name)."""
-    times, windows, offset = [], [], 0.0
-    for tr in traces:
-        t = np.asarray(tr.time_s, dtype=float) - float(tr.time_s[0]) + offset
-        times.append(t)
-        windows.append((float(t[0]), float(t[-1]), tr.segment))
-        step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
-        offset = float(t[-1]) + step
-    return np.concatenate(times), windows
-
-
-def _mark_windows(fig, windows: Sequence[tuple[float, float, str]]) -> None:
-    for k, (a, b, name) in enumerate(windows):
-        if len(windows) > 1:
-            fig.add_vrect(x0=a, x1=b, fillcolor="#888" if k % 2 else "#fff", opacity=0.08, line_width=0)
-            fig.add_vline(x=a, line_width=0.6, line_dash="dot", line_color="#888")
-        fig.add_annotation(x=a, y=1, yref="paper", text=name, showarrow=False, xanchor="left", yanchor="bottom",
-                           font=dict(size=9, color="#666"))
-
-
 def joint_plots(page: Page, traces: Sequence[Trace], noise_rad: float | None) -> None:
     """Per split and joint: measured vs simulated over the windows shown, then the residual in its noise band."""
     for split in ("training", "validation"):
         group = [tr for tr in traces if tr.split == split]
         if not group:
             continue
-        t, windows = _joined(group)
+        t, windows = back_to_back([tr.time_s for tr in group], [tr.segment for tr in group])
         for j, joint in enumerate(group[0].joints):
             meas = np.concatenate([tr.measured[:, j] for tr in group])
             pred = np.concatenate([tr.predicted[:, j] for tr in group])
@@ -98,7 +77,7 @@ def joint_plots(page: Page, traces: Sequence[Trace], noise_rad: float | None) ->
                          "position [rad]")
             line(fig, t, meas, "measured", color=COLORS["measured"])
             line(fig, t, pred, "simulated", dash="dash", color=COLORS["simulated"])
-            _mark_windows(fig, windows)
+            mark_windows(fig, windows)
             page.plot(fig)
             err = (meas - pred) * 1e3
             rms = float(np.sqrt(np.mean(err ** 2)))
@@ -108,7 +87,7 @@ def joint_plots(page: Page, traces: Sequence[Trace], noise_rad: float | None) ->
             if noise_rad:
                 fig.add_hrect(y0=-2e3 * noise_rad, y1=2e3 * noise_rad, fillcolor=COLORS["band"], line_width=0)
             line(fig, t, err, "residual", color="#444", width=1.0)
-            _mark_windows(fig, windows)
+            mark_windows(fig, windows)
             page.plot(fig)
 
 

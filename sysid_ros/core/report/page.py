@@ -61,9 +61,37 @@ def line(fig, x: Sequence[float], y: Sequence[float], name: str, dash: str | Non
         axis = dict(x0=float(x[0]), dx=float(steps[0]))  # evenly spaced: plotly rebuilds x, half the bytes
     else:
         axis = dict(x=x.astype(np.float32))
-    fig.add_scatter(**axis, y=y.astype(np.float32), name=name, mode=mode, line=dict(dash=dash, color=color, width=width),
-                    marker=dict(color=color), **extra)
+    fig.add_scatter(**axis, y=y.astype(np.float32), name=name, mode=mode, marker=dict(color=color),
+                    line=dict(dash=dash, color=color, width=width), **extra)
     return fig
+
+
+Window = tuple[float, float, str]
+
+
+def back_to_back(times: Sequence[np.ndarray], names: Sequence[str]) -> tuple[np.ndarray, list[Window]]:
+    """Several windows' time axes laid back to back (each from 0, one sample step apart) and each window's
+    (start, end, name), for one plot over all of them."""
+    out, windows, offset = [], [], 0.0
+    for t, name in zip(times, names):
+        t = np.asarray(t, dtype=float)
+        if not len(t):
+            continue
+        t = t - t[0] + offset
+        out.append(t)
+        windows.append((float(t[0]), float(t[-1]), name))
+        offset = float(t[-1]) + (float(np.median(np.diff(t))) if len(t) > 1 else 0.0)
+    return (np.concatenate(out) if out else np.zeros(0)), windows
+
+
+def mark_windows(fig, windows: Sequence[Window]) -> None:
+    """Shade every other window, a dotted line at each start, and its name on top."""
+    for k, (a, b, name) in enumerate(windows):
+        if len(windows) > 1:
+            fig.add_vrect(x0=a, x1=b, fillcolor="#888" if k % 2 else "#fff", opacity=0.08, line_width=0)
+            fig.add_vline(x=a, line_width=0.6, line_dash="dot", line_color="#888")
+        fig.add_annotation(x=a, y=1, yref="paper", text=name, showarrow=False, xanchor="left", yanchor="bottom",
+                           font=dict(size=9, color="#666"))
 
 
 class Page:

@@ -9,9 +9,10 @@ from ..errors import DataError
 
 
 def _kinds() -> list[tuple[str, Callable[[Path], Path]]]:
-    from . import identification
+    from . import identification, tuning
 
-    return [("identified.yaml", identification.regenerate)]
+    return [("identified.yaml", identification.regenerate), ("proposal.yaml", tuning.write_tuning_report),
+            ("canary.yaml", tuning.write_canary_report)]
 
 
 def redraw(folder: str | Path) -> Path:
