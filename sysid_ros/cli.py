@@ -128,6 +128,43 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tapes_plot(args: argparse.Namespace) -> int:
+    import yaml
+
+    from .core import tapes
+    from .core.errors import ConfigError
+    from .core.params import load_ros_parameters
+    from .core.playback import envelopes_from_parameters
+    from .core.report.tape import write_tape_page
+
+    params = load_ros_parameters(args.params_file, "tape_recorder")
+    joints = list(params.get("joints") or [])
+    envelopes = envelopes_from_parameters(joints, params)
+    if args.file is not None:
+        try:
+            data = yaml.safe_load(args.file.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read the tape {args.file}: {exc}") from exc
+        tape = tapes.Tape.from_dict(data["tape"] if isinstance(data, dict) and "tape" in data else data)
+    else:
+        kind = args.tape or params.get("tape.kind", "multisine")
+        if kind not in tapes.KINDS:
+            raise ConfigError(f"tape kind {kind!r} is not one of {tapes.KINDS}")
+        options = {}
+        if kind in tapes.model.EFFORT_KINDS:
+            stream = params.get("command_mode", "stream") == "stream"
+            options["interface"] = params.get("forward_interface", "position") if stream else "position"
+        seed = args.seed if args.seed is not None else int(params.get("tape.seed", 0))
+        tape = tapes.build(kind, envelopes, float(params.get("command_rate_hz", 500.0)), seed, **options)
+    missing = [j for j in tape.joints if j not in envelopes]
+    if missing:
+        raise ConfigError(f"tape {tape.name} moves {missing}, which have no envelope in {args.params_file}")
+    if args.out.exists():
+        raise SysidRosError(f"{args.out} exists: not overwritten")
+    print(write_tape_page(tape, envelopes, args.out, params.get("model") or None))
+    return 0
+
+
 def _record(args: argparse.Namespace) -> int:
     from .nodes.record_cli import record
 
@@ -189,6 +226,16 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="draw a results folder's report.html again from its results and bags")
     report.add_argument("folder", type=Path, help="an identification results folder (identified.yaml)")
     report.set_defaults(run=_report)
+
+    tapes = commands.add_parser("tapes", help="designed tapes").add_subparsers(dest="tapes_command", required=True)
+    plot = tapes.add_parser("plot", help="a tape's position, velocity, acceleration and torque against the envelope")
+    plot.add_argument("--params-file", type=Path, default=config_dir() / "tape_recorder.yaml",
+                      help="tape_recorder parameters: joints, envelopes, rate, model, tape.kind/seed")
+    plot.add_argument("--tape", default=None, help="tape kind (overrides tape.kind)")
+    plot.add_argument("--seed", type=int, default=None, help="tape seed (overrides tape.seed)")
+    plot.add_argument("--file", type=Path, default=None, help="a tape YAML or a tuner play (play_NNNN_<tape>.yaml)")
+    plot.add_argument("--out", type=Path, required=True, help="the page to write (.html)")
+    plot.set_defaults(run=_tapes_plot)
 
     record = commands.add_parser("record", help="play a tape on the robot and record it (no lifecycle manager)")
     record.add_argument("--params-file", type=Path, default=config_dir() / "tape_recorder.yaml",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import scipy.signal
+import yaml
 
 from headless_browser import check_offline_page
 from sysid_ros.core.report import Page, figure, line, thin
@@ -56,3 +58,76 @@ def test_report_of_a_folder_without_results_is_one_line(tmp_path, make):
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert not (tmp_path / "report.html").exists()
+
+
+def _cli(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sysid_ros.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_tape_plot_draws_position_velocity_acceleration_and_torque_against_the_envelope(tmp_path):
+    out = tmp_path / "steps.html"
+    done = _cli("tapes", "plot", "--tape", "steps", "--out", str(out))  # config/tape_recorder.yaml: the pendulum
+    assert done.returncode == 0 and done.stdout.strip() == str(out), done.stderr
+    check_offline_page(out, 4)  # position, velocity, acceleration, torque the nominal pendulum needs
+    page = out.read_text()
+    # the envelope's limits as dashed lines: travel +-0.4 rad, speed +-2 rad/s, torque +-3 N m (no acceleration
+    # limit in the file: none drawn)
+    limits = sorted(float(v) for v in re.findall(r'"xref":"x domain","y0":(-?[\d.]+)', page))
+    assert limits == [-3.0, -2.0, -0.4, 0.4, 2.0, 3.0]
+
+
+def test_an_effort_tape_shows_its_torque_only(tmp_path):
+    params = tmp_path / "effort.yaml"
+    params.write_text(yaml.safe_dump({"tape_recorder": {"ros__parameters": {
+        "joints": ["hinge"], "command_mode": "stream", "forward_interface": "effort", "command_rate_hz": 500.0,
+        "envelope": {"hinge": {"origin_rad": 0.0, "travel_rad": 1.5, "max_speed_rad_s": 6.0, "max_torque_nm": 2.0}},
+        "tape": {"kind": "multisine", "seed": 1}}}}))
+    out = tmp_path / "multisine.html"
+    done = _cli("tapes", "plot", "--params-file", str(params), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    check_offline_page(out, 1)
+    assert "(multisine, seed 1, effort)" in out.read_text()
+
+
+def test_tape_plot_of_a_missing_file_is_one_line_and_writes_nothing(tmp_path):
+    out = tmp_path / "x.html"
+    done = _cli("tapes", "plot", "--file", str(tmp_path / "none.yaml"), "--out", str(out))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert not out.exists()
+
+
+def test_the_foxglove_and_plotjuggler_layouts_watch_the_recorders_topics():
+    import json
+    import xml.etree.ElementTree as ET
+
+    from sysid_ros.core.paths import config_dir
+    from sysid_ros.core.params import load_ros_parameters
+
+    params = load_ros_parameters(config_dir() / "tape_recorder.yaml", "tape_recorder")
+    topics = {params["feedback_topic"], "/diagnostics", f"/{params['forward_controller']}/commands",
+              f"/{params['trajectory_controller']}/joint_trajectory"}
+    joint = params["joints"][0]
+
+    fox = json.loads((config_dir() / "foxglove_tape_recorder.json").read_text())
+    panels = set(fox["configById"])
+
+    def leaves(node):
+        return [node] if isinstance(node, str) else leaves(node["first"]) + leaves(node["second"])
+
+    assert sorted(leaves(fox["layout"])) == sorted(panels)  # every panel shown, none missing
+    paths = [p["value"] for c in fox["configById"].values() for p in c.get("paths", [])]
+    paths += [c["topicPath"] for c in fox["configById"].values() if "topicPath" in c]
+    assert {re.match(r"(/[\w/]+?)(?:\.|$)", p).group(1) for p in paths} == topics
+    assert {"/joint_states.position[0]", "/joint_states.velocity[0]", "/joint_states.effort[0]"} <= set(paths)
+
+    root = ET.parse(config_dir() / "plotjuggler_tape_recorder.xml").getroot()
+    for splitter in root.iter("DockSplitter"):
+        assert int(splitter.get("count")) == len(splitter) == len(splitter.get("sizes").split(";"))
+    curves = [c.get("name") for c in root.iter("curve")]
+    assert {f"/joint_states/{joint}/{f}" for f in ("position", "velocity", "effort")} <= set(curves)
+    assert any(c.startswith("/diagnostics/tape_recorder//tape_recorder/") for c in curves)
+    [subscriber] = [p for p in root.iter("plugin") if p.get("ID") == "ROS2 Topic Subscriber"]
+    selected = set(subscriber.find("selected_topics").get("value").split(";"))
+    assert selected == topics
+    assert all(any(c.startswith(t + "/") for t in selected) for c in curves)
