@@ -100,7 +100,7 @@ class Page:
     def __init__(self, title: str) -> None:
         self.title = title
         self.parts: list[str] = [f"<h1>{html.escape(title)}</h1>"]
-        self.plots = 0
+        self.figures: list = []  # the plotly figures, in order (bench/bench_report.py draws them with matplotlib)
 
     def heading(self, text: str, level: int = 2) -> None:
         self.parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
@@ -128,13 +128,17 @@ class Page:
 
     def plot(self, fig) -> None:
         """A plotly figure, drawn by the embedded plotly.js when the page opens."""
-        self.plots += 1
+        self.figures.append(fig)
         div = f"plot{self.plots}"
         fig_json = fig.to_json(engine="json")
         self.parts.append(f'<div id="{div}" class="{PLOT_CLASS}"></div>'
                           f'<script>(function(){{var f={fig_json};'
                           f'Plotly.newPlot("{div}",f.data,f.layout,{{responsive:true,displaylogo:false}});}})();'
                           f"</script>")
+
+    @property
+    def plots(self) -> int:
+        return len(self.figures)
 
     def render(self) -> str:
         from plotly.offline import get_plotlyjs
