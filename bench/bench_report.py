@@ -106,7 +106,7 @@ def reports(demo: Path):
 
     out = [("identification", lambda: identification.regenerate(demo / "identified"), demo / "identified")]
     tune = sorted((demo / "tuner").glob("tune_*"))
-    canary = sorted((demo / "tuner").glob("canary_*"))
+    canary = sorted(p.parent for p in (demo / "tuner").glob("canary_*/canary.yaml"))
     if tune:
         out.append(("tuning", lambda: tuning.write_tuning_report(tune[-1]), tune[-1]))
     if canary:

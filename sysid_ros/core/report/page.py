@@ -2,7 +2,7 @@
 
 plotly.js (4.8 MB, the copy shipped with the plotly package that `mujoco[sysid]` installs) is embedded once
 per page; each plot is a `Plotly.newPlot` call on a div of class `sysid-plot`. Arrays go in as float32, which
-plotly writes base64-packed, and long series are thinned to `MAX_POINTS`, so a page stays a few hundred kB
+plotly writes base64-packed, and long series are thinned to `MAX_POINTS`, so a page stays some 100 kB
 above the library. Chosen over matplotlib by `bench/bench_report.py` (see docs/reports.md).
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-MAX_POINTS = 1500
-"""Points kept per plotted series (a screen is ~1000 px wide; stride thinning keeps the shape)."""
+MAX_POINTS = 1000
+"""Points kept per plotted series (a report plot is ~1000 px wide; stride thinning keeps the shape)."""
 
 PLOT_CLASS = "sysid-plot"
 
@@ -40,8 +40,11 @@ def figure(title: str, xlabel: str, ylabel: str, height: int = 300, log_x: bool 
 
     fig = go.Figure()
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=height, margin=dict(l=70, r=20, t=40, b=45),
-                      xaxis_title=xlabel, yaxis_title=ylabel, template="plotly_white",
+                      xaxis_title=xlabel, yaxis_title=ylabel, template="none",  # a template is ~6.5 kB a plot
+                      font=dict(family="sans-serif", size=11), plot_bgcolor="white",
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+    fig.update_xaxes(gridcolor="#eee", showline=True, linecolor="#888", zeroline=False, automargin=True)
+    fig.update_yaxes(gridcolor="#eee", showline=True, linecolor="#888", zerolinecolor="#ccc", automargin=True)
     if log_x:
         fig.update_xaxes(type="log")
     if log_y:

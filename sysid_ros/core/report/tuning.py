@@ -129,12 +129,14 @@ def rungs_plot(page: Page, joint: str, details: dict) -> None:
 
 
 def candidates_plot(page: Page, joint: str, details: dict) -> None:
-    """Refine candidates: cost against kp and kd, twin-screened only vs played on the robot."""
+    """Refine candidates in the kp-kd plane, coloured by cost; twin-screened only vs played on the robot."""
+    from plotly.colors import sample_colorscale
+
     cands = details.get("candidates") or []
     if not cands:
         return
-    fig = figure(f"{joint}: refine candidates (cost, lower is better; as found = 1)", "kp [N m/rad]", "kd [N m s/rad]",
-                 height=320)
+    fig = figure(f"{joint}: refine candidates (colour: cost 0 dark .. 2 = as found or worse, yellow)",
+                 "kp [N m/rad]", "kd [N m s/rad]", height=320)
     for played, name, symbol in ((False, "twin-screened only", "circle"), (True, "played on the robot", "diamond")):
         group = [c for c in cands if bool(c.get("played_on_plant")) == played]
         if not group:
@@ -142,11 +144,10 @@ def candidates_plot(page: Page, joint: str, details: dict) -> None:
         costs = [c["cost"] if c.get("cost") is not None else c.get("twin_cost") for c in group]
         text = [f"{c['label']}<br>cost {_num(c.get('cost'))}, twin {_num(c.get('twin_cost'))}<br>"
                 + "; ".join(c.get("failures") or []) for c in group]
+        colors = sample_colorscale("Viridis", [_capped(v) / 2.0 for v in costs])
         fig.add_scatter(x=[c["kp"] for c in group], y=[c["kd"] for c in group], mode="markers", name=name, text=text,
-                        hoverinfo="text", marker=dict(symbol=symbol, size=10 + 3 * played, coloraxis="coloraxis",
-                                                      color=[_capped(c) for c in costs],
+                        hoverinfo="text", marker=dict(symbol=symbol, size=10 + 3 * played, color=colors,
                                                       line=dict(width=1, color="#333")))
-    fig.update_layout(coloraxis=dict(colorscale="Viridis", colorbar=dict(title="cost"), cmin=0))
     page.plot(fig)
 
 
