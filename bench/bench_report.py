@@ -104,7 +104,9 @@ def reports(demo: Path):
     from sysid_ros.core.report.tape import tape_page
     from sysid_ros.core.envelope import Envelope
 
-    out = [("identification", lambda: identification.regenerate(demo / "identified"), demo / "identified")]
+    out = []
+    if (demo / "identified" / "identified.yaml").is_file():
+        out.append(("identification", lambda: identification.regenerate(demo / "identified"), demo / "identified"))
     tune = sorted((demo / "tuner").glob("tune_*"))
     canary = sorted(p.parent for p in (demo / "tuner").glob("canary_*/canary.yaml"))
     if tune:
