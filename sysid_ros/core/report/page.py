@@ -38,17 +38,13 @@ def figure(title: str, xlabel: str, ylabel: str, height: int = 300, log_x: bool 
     """An empty plotly figure with the report's layout."""
     import plotly.graph_objects as go
 
-    fig = go.Figure()
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=height, margin=dict(l=70, r=20, t=40, b=45),
-                      xaxis_title=xlabel, yaxis_title=ylabel, template="none",  # a template is ~6.5 kB a plot
-                      font=dict(family="sans-serif", size=11), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
-    fig.update_xaxes(gridcolor="#eee", showline=True, linecolor="#888", zeroline=False, automargin=True)
-    fig.update_yaxes(gridcolor="#eee", showline=True, linecolor="#888", zerolinecolor="#ccc", automargin=True)
-    if log_x:
-        fig.update_xaxes(type="log")
-    if log_y:
-        fig.update_yaxes(type="log")
+    axis = dict(gridcolor="#eee", showline=True, linecolor="#888", automargin=True)
+    fig = go.Figure(layout=dict(  # one layout dict: each update_* call validates the whole layout again
+        title={"text": title, "font": {"size": 14}}, height=height, margin=dict(l=70, r=20, t=40, b=45),
+        template="none", font=dict(family="sans-serif", size=11), plot_bgcolor="white",  # a template: 6.5 kB a plot
+        legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+        xaxis=dict(axis, title=xlabel, zeroline=False, type="log" if log_x else None),
+        yaxis=dict(axis, title=ylabel, zerolinecolor="#ccc", type="log" if log_y else None)))
     return fig
 
 
@@ -88,13 +84,19 @@ def back_to_back(times: Sequence[np.ndarray], names: Sequence[str]) -> tuple[np.
 
 
 def mark_windows(fig, windows: Sequence[Window]) -> None:
-    """Shade every other window, a dotted line at each start, and its name on top."""
+    """Shade every other window, a dotted line at each start, and its name on top (set at once: plotly's
+    add_vrect/add_vline validate every shape again on each call, quadratic in the number of windows)."""
+    shapes, notes = [], []
     for k, (a, b, name) in enumerate(windows):
         if len(windows) > 1:
-            fig.add_vrect(x0=a, x1=b, fillcolor="#888" if k % 2 else "#fff", opacity=0.08, line_width=0)
-            fig.add_vline(x=a, line_width=0.6, line_dash="dot", line_color="#888")
-        fig.add_annotation(x=a, y=1, yref="paper", text=name, showarrow=False, xanchor="left", yanchor="bottom",
-                           font=dict(size=9, color="#666"))
+            if k % 2:
+                shapes.append(dict(type="rect", xref="x", yref="y domain", x0=a, x1=b, y0=0, y1=1,
+                                   fillcolor="#888", opacity=0.08, line_width=0, layer="below"))
+            shapes.append(dict(type="line", xref="x", yref="y domain", x0=a, x1=a, y0=0, y1=1,
+                               line=dict(width=0.6, dash="dot", color="#888")))
+        notes.append(dict(x=a, y=1, xref="x", yref="paper", text=name, showarrow=False, xanchor="left",
+                          yanchor="bottom", font=dict(size=9, color="#666")))
+    fig.update_layout(shapes=list(fig.layout.shapes) + shapes, annotations=list(fig.layout.annotations) + notes)
 
 
 class Page:

@@ -202,7 +202,7 @@ def canary_section(page: Page, canary: dict, plays: Sequence[tuple[str, dict]], 
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C: 10x faster
     except (OSError, yaml.YAMLError) as exc:
         raise DataError(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict):
