@@ -224,24 +224,25 @@ def build_parser() -> argparse.ArgumentParser:
     ident.set_defaults(run=_identify)
 
     report = commands.add_parser("report", help="draw a results folder's report.html again from its results and bags")
-    report.add_argument("folder", type=Path, help="an identification results folder (identified.yaml)")
+    report.add_argument("folder", type=Path, help="a results folder: identification (identified.yaml), "
+                        "tuner/tune_<UTC> (proposal.yaml) or tuner/canary_<UTC> (canary.yaml)")
     report.set_defaults(run=_report)
 
+    tape_options = argparse.ArgumentParser(add_help=False)
+    tape_options.add_argument("--params-file", type=Path, default=config_dir() / "tape_recorder.yaml",
+                              help="tape_recorder parameters (ros__parameters YAML): joints, envelopes, tape")
+    tape_options.add_argument("--tape", default=None, help="tape kind (overrides tape.kind)")
+    tape_options.add_argument("--seed", type=int, default=None, help="tape seed (overrides tape.seed)")
+
     tapes = commands.add_parser("tapes", help="designed tapes").add_subparsers(dest="tapes_command", required=True)
-    plot = tapes.add_parser("plot", help="a tape's position, velocity, acceleration and torque against the envelope")
-    plot.add_argument("--params-file", type=Path, default=config_dir() / "tape_recorder.yaml",
-                      help="tape_recorder parameters: joints, envelopes, rate, model, tape.kind/seed")
-    plot.add_argument("--tape", default=None, help="tape kind (overrides tape.kind)")
-    plot.add_argument("--seed", type=int, default=None, help="tape seed (overrides tape.seed)")
+    plot = tapes.add_parser("plot", parents=[tape_options],
+                            help="a tape's position, velocity, acceleration and torque against the envelope")
     plot.add_argument("--file", type=Path, default=None, help="a tape YAML or a tuner play (play_NNNN_<tape>.yaml)")
     plot.add_argument("--out", type=Path, required=True, help="the page to write (.html)")
     plot.set_defaults(run=_tapes_plot)
 
-    record = commands.add_parser("record", help="play a tape on the robot and record it (no lifecycle manager)")
-    record.add_argument("--params-file", type=Path, default=config_dir() / "tape_recorder.yaml",
-                        help="tape_recorder parameters (ros__parameters YAML)")
-    record.add_argument("--tape", default=None, help="tape kind (overrides tape.kind)")
-    record.add_argument("--seed", type=int, default=None, help="tape seed (overrides tape.seed)")
+    record = commands.add_parser("record", parents=[tape_options],
+                                 help="play a tape on the robot and record it (no lifecycle manager)")
     record.add_argument("--out", type=Path, default=None, help="output folder (overrides output_dir)")
     record.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the robot")
     record.set_defaults(run=_record)
