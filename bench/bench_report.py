@@ -62,7 +62,7 @@ def matplotlib_page(page) -> str:
                 continue
             x, y = series(trace)
             style = "o" if trace.mode and "lines" not in trace.mode else "-"
-            ax.plot(x, y, style, lw=1, ms=4, label=trace.name)
+            ax.plot(x, y, style, lw=1, ms=4, label=trace.name or None)
         for shape in fig.layout.shapes or ():
             if shape.xref == "x domain":
                 ax.axhline(shape.y0, ls="--", c="r", lw=0.8)
@@ -73,7 +73,8 @@ def matplotlib_page(page) -> str:
         if fig.layout.yaxis.type == "log":
             ax.set_yscale("log")
         ax.set_title(fig.layout.title.text or "", fontsize=10)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
         buf = io.StringIO()
         mfig.savefig(buf, format="svg", bbox_inches="tight")
         plt.close(mfig)
