@@ -16,11 +16,12 @@ import yaml
 from mujoco import sysid
 
 from .. import sysid_data as sd
-from ..errors import ConfigError, SysidRosError
+from ..errors import SysidRosError
 from ..report.identification import Trace
 from .data import build_segments, load_source, segment_sources
 from .parameters import CachedBuild, build_parameters, identified_xml, signal_transform
-from .problem import Problem, check_problem, load_spec
+from .model_cache import compiled_model
+from .problem import Problem, check_problem
 from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn, null_directions
 from .start_error import (ShiftedStartRollout, start_state_covariance, start_state_noise, start_state_sensitivity,
@@ -118,11 +119,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     timings: dict[str, float] = {}
     t_start = time.perf_counter()
     _report(progress, "load", 0.0, f"loading model {problem.model}")
-    spec = load_spec(problem)
-    try:
-        model = spec.compile()
-    except Exception as exc:
-        raise ConfigError(f"model does not compile: {exc}", model=problem.model) from exc
+    spec, model = compiled_model(problem)  # compiled once per process and model file
     maps = sd.joint_maps(model, problem.joints, problem.mapping)
     signals = [f"{m.mjcf_joint}_{sd.STATE_FIELDS[f]}" for f in problem.observe for m in maps]
     starts = check_problem(problem, spec, model, signals)

@@ -1,0 +1,46 @@
+"""The problem's model, parsed and compiled once per process: a worker identifying many robots of the same
+model file (a fleet) compiles it once and hands each run its own copy of the spec and the compiled model.
+
+Keyed by the resolved file and its size and modification time, so an edited file is compiled again.
+Copies, not the cached objects: a run may edit its spec (parameter modifiers) or its model's data.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+
+import mujoco
+
+from ..errors import ConfigError
+from ..paths import model_path
+from .problem import Problem, load_spec
+
+_CACHE: OrderedDict[tuple[str, int, int], tuple[mujoco.MjSpec, mujoco.MjModel]] = OrderedDict()
+_MAXSIZE = 8
+stats = {"compiles": 0, "hits": 0}
+"""This process's model compiles and cache hits (for provenance and the fleet benchmark)."""
+
+
+def compiled_model(problem: Problem) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
+    """(spec, model) of the problem's model: the spec as compiling left it (a URDF's jointless bodies fused),
+    both private copies. ConfigError when the model does not compile."""
+    path = model_path(problem.model)
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    cached = _CACHE.get(key)
+    if cached is None:
+        spec = load_spec(problem)
+        try:
+            model = spec.compile()
+        except Exception as exc:
+            raise ConfigError(f"model does not compile: {exc}", model=problem.model) from exc
+        stats["compiles"] += 1
+        cached = _CACHE[key] = (spec, model)
+        if len(_CACHE) > _MAXSIZE:
+            _CACHE.popitem(last=False)
+    else:
+        stats["hits"] += 1
+        _CACHE.move_to_end(key)
+    spec, model = cached
+    return spec.copy(), copy.copy(model)
