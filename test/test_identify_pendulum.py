@@ -16,44 +16,20 @@ import numpy as np
 import pytest
 import yaml
 from headless_browser import check_offline_page
-from rosbags.typesys import Stores, get_typestore
 
-from sysid_ros.core.bags import BagWriter
 from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
-from sysid_ros.core.identify.synthetic import multisine, record_effort
+from sysid_ros.core.identify.synthetic import (EFFORT_TOPIC, EPOCH_NS, multisine, record_effort, record_pendulum,
+                                               write_effort_bag)
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
 PHYSICS = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}
-EPOCH_NS = 1_700_000_000_123_456_789
-TS = get_typestore(Stores.ROS2_JAZZY)
-EFFORT_TOPIC = "/effort_controller/commands"
 
 
 def _record(seed: int, seconds: float, noise: FeedbackNoise):
     """Five sines 0.2-3 Hz, peak 2.5 N m, commanded at 500 Hz (held 2 ms), feedback at 500 Hz."""
-    robot = SimRobot("pendulum", physics=PHYSICS, noise=noise, seed=seed, start_time_ns=EPOCH_NS + seed)
-    t = np.arange(0, seconds + 1e-9, 0.002)
-    u = multisine(t, [0.2, 0.7, 1.3, 2.1, 3.0], 2.5, seed=seed)
-    return record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], seconds)
-
-
-def _write_bag(path, samples, commands):
-    js, f64 = TS.types["sensor_msgs/msg/JointState"], TS.types["std_msgs/msg/Float64MultiArray"]
-    layout = TS.types["std_msgs/msg/MultiArrayLayout"](dim=[], data_offset=0)
-    with BagWriter(path) as w:
-        w.write_metadata({"joint_names": ["hinge"], "command_interface": "effort"}, int(samples.time_ns[0]))
-        for k, t in enumerate(samples.time_ns):
-            t = int(t)
-            stamp = TS.types["builtin_interfaces/msg/Time"](sec=t // 10**9, nanosec=t % 10**9)
-            header = TS.types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
-            w.write_message("/joint_states", "sensor_msgs/msg/JointState", t,
-                            js(header=header, name=["hinge"], position=samples.position[k], velocity=samples.velocity[k],
-                               effort=samples.effort[k]))
-            w.write_message(EFFORT_TOPIC, "std_msgs/msg/Float64MultiArray", t,
-                            f64(layout=layout, data=commands.values[k]))
-    return path
+    return record_pendulum(PHYSICS, seed, seconds, noise)
 
 
 def _problem(train, val, **extra):
@@ -83,7 +59,7 @@ def noisy(tmp_path_factory):
     d = tmp_path_factory.mktemp("noisy")
     noise = FeedbackNoise(position_rad=5e-4, velocity_rad_s=5e-3)
     s, c = _record(1, 10.0, noise)
-    bag = _write_bag(d / "train_bag", s, c)
+    bag = write_effort_bag(d / "train_bag", s, c)
     s, c = _record(2, 5.0, noise)
     save_npz(d / "val.npz", s, {EFFORT_TOPIC: c})
     problem = _problem(bag, d / "val.npz")
