@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .fleet_cli import add_commands as add_fleet_commands
 from .nodes.tuner_cli import add_commands as add_tuner_commands
 from .core.controller_styles import ALIASES, STYLES
 from .core.errors import ConfigError, SysidRosError
@@ -255,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write this file (never overwritten) instead of printing")
     export.set_defaults(run=_export)
     add_tuner_commands(commands)  # tune, apply, rollback: requests to a running servo_tuner
+    add_fleet_commands(commands)  # fleet identify
     return parser
 
 

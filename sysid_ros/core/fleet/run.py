@@ -1,0 +1,108 @@
+"""Identify a fleet: every robot of a manifest through one engine, then `fleet.yaml` and `fleet.html`.
+
+Bad input (the manifest, the output folder, the baseline) is refused before any robot runs. A robot's
+own failure is recorded and the others go on. Results are written per robot as each finishes, so an
+interrupt keeps every finished robot, and running the same command again skips them (resume).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from ..errors import ConfigError
+from .engines import check_engine, map_jobs
+from .manifest import load_manifest
+from .provenance import software, utc_now
+from .robot import PARTIAL, identify_robot
+from .summary import MIN_ROBOTS, Z_THRESHOLD, drift, fleet_statistics, parameter_table
+
+FLEET_YAML, FLEET_HTML = "fleet.yaml", "fleet.html"
+OUTLIER_RULE = (f"robust z = (x - fleet median) / max(1.4826 MAD, median standard error of the estimates); "
+                f"outlier when |z| > {Z_THRESHOLD} (with at least {MIN_ROBOTS} robots identified ok)")
+DRIFT_RULE = "drifted when the 95 % intervals of now and the baseline do not overlap: |now - before| > h_now + h_before"
+
+
+def load_baseline(folder: str | Path) -> dict[str, Any]:
+    """The fleet.yaml of an earlier run (ConfigError when there is none)."""
+    path = Path(folder) / FLEET_YAML
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"no readable fleet run to compare with: {exc}", baseline=str(folder)) from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("robots"), dict):
+        raise ConfigError("not a fleet.yaml (no robots)", baseline=str(path))
+    return doc
+
+
+def _failure(name: str, exc: BaseException) -> dict[str, Any]:
+    """A robot whose job escaped its worker (the worker process died, the engine lost it)."""
+    reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return {"name": name, "status": "failed", "reason": reason, "verdict": None, "warnings": [], "parameters": {},
+            "provenance": {}, "resumed": False, "seconds": 0.0}
+
+
+def fleet_document(outcomes: dict[str, dict], meta: dict[str, Any], baseline: dict[str, Any] | None,
+                   baseline_dir: str | None) -> dict[str, Any]:
+    """The content of fleet.yaml."""
+    stats = fleet_statistics(parameter_table(outcomes))
+    moved = drift(outcomes, baseline) if baseline is not None else None
+    robots = {}
+    for name, o in outcomes.items():
+        params = {}
+        for pname, p in o["parameters"].items():
+            params[pname] = {**p, **({"z": stats[pname]["z"].get(name), "outlier": name in stats[pname]["outliers"]}
+                                     if pname in stats else {})}
+        robots[name] = {"status": o["status"], **({"reason": o["reason"]} if o["reason"] else {}),
+                        "verdict": o["verdict"], "warnings": o["warnings"], "resumed": o["resumed"],
+                        "results": name if o["status"] != "failed" else None, "seconds": round(o["seconds"], 3),
+                        "parameters": params,
+                        "outlier_in": sorted(k for k, s in stats.items() if name in s["outliers"]),
+                        **({"drifted": sorted((moved["drifted"].get(name) or {}))} if moved else {}),
+                        "provenance": o["provenance"]}
+    counts = {s: sum(o["status"] == s for o in outcomes.values()) for s in ("ok", "suspect", "failed")}
+    counts["resumed"] = sum(bool(o["resumed"]) for o in outcomes.values())
+    return {"fleet": {**meta, "counts": counts, "outlier_rule": OUTLIER_RULE, "drift_rule": DRIFT_RULE},
+            "parameters": {k: {kk: vv for kk, vv in s.items() if kk != "z"} for k, s in stats.items()},
+            "robots": robots,
+            **({"drift": {"baseline": baseline_dir, **moved}} if moved is not None else {})}
+
+
+def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local", workers: int | None = None,
+              address: str | None = None, baseline: str | Path | None = None,
+              progress: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """Identify every robot of the manifest into `out_dir/<robot>/`; write and return the fleet document."""
+    fleet = load_manifest(manifest)
+    before = load_baseline(baseline) if baseline is not None else None
+    out = Path(out_dir).expanduser().resolve()
+    if out.exists() and not out.is_dir():
+        raise ConfigError("the output is a file, not a folder", out=str(out))
+    check_engine(engine, workers, address)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(f".*{PARTIAL}*"):  # folders an interrupted run was writing
+        shutil.rmtree(stale, ignore_errors=True)
+    start, t0 = utc_now(), time.perf_counter()
+    outcomes: dict[str, dict] = {}
+    job = partial(identify_robot, out_dir=str(out), engine=engine)
+    for k, result, exc in map_jobs(job, fleet.robots, engine=engine, workers=workers, address=address):
+        outcome = result if exc is None else _failure(fleet.robots[k].name, exc)
+        outcomes[fleet.robots[k].name] = outcome
+        if progress is not None:
+            progress(outcome)
+    outcomes = {r.name: outcomes[r.name] for r in fleet.robots}  # manifest order
+    meta = {"manifest": str(fleet.path), "out": str(out), "engine": engine, "workers": workers,
+            "address": address, "start": start, "end": utc_now(), "seconds": round(time.perf_counter() - t0, 3),
+            "software": software()}
+    doc = fleet_document(outcomes, meta, before, None if baseline is None else str(Path(baseline).resolve()))
+    tmp = out / f".{FLEET_YAML}{PARTIAL}"
+    tmp.write_text(yaml.safe_dump(doc, sort_keys=False))
+    tmp.replace(out / FLEET_YAML)
+    from .html import write_fleet_html
+
+    write_fleet_html(doc, out / FLEET_HTML)
+    return doc
