@@ -1,0 +1,260 @@
+"""`sysid-ros fleet identify` on six simulated pendulums, each with its own hidden physics, on Ray.
+
+Day 1 (the baseline) all six record good bags; day 2 they record again (new noise, new excitation seeds):
+r5's bag is corrupt (its mcap file cut short) and r6 carries a 0.25 kg payload. Day 2 must identify the
+five others within their 95 % intervals of their truths, report r5 failed with the reason, flag r6's pole
+mass as drifted and nothing else. Bags: 6 s training, 3 s held out, 500 Hz, 0.5 mrad noise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from sysid_ros.cli import main
+from sysid_ros.core.errors import ConfigError
+from sysid_ros.core.fleet import load_manifest, run_fleet
+from sysid_ros.core.fleet.summary import drift, fleet_statistics
+from sysid_ros.core.identify.synthetic import record_pendulum, write_effort_bag
+
+PHYSICS = {  # pole.mass kg, hinge.damping N m s/rad, hinge.frictionloss N m
+    "r1": (1.20, 0.06, 0.040), "r2": (1.30, 0.08, 0.050), "r3": (1.40, 0.10, 0.060),
+    "r4": (1.25, 0.07, 0.045), "r5": (1.35, 0.09, 0.055), "r6": (1.30, 0.08, 0.050)}
+PAYLOAD_KG = 0.25  # added to r6's pole on day 2
+PARAMS = ("pole_mass", "hinge_damping", "hinge_frictionloss")
+PROBLEM = {
+    "model": "pendulum", "joints": ["hinge"], "training": ["placeholder"], "noise": {"position_rad": 5e-4,
+                                                                                  "velocity_rad_s": 5e-3},
+    "parameters": [
+        {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
+        {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
+        {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "min": 0.0, "max": 1.0,
+         "start": 0.02}]}
+
+
+def truth(robot: str, day: int) -> dict[str, float]:
+    mass, damping, friction = PHYSICS[robot]
+    if robot == "r6" and day == 2:
+        mass += PAYLOAD_KG
+    return {"pole_mass": mass, "hinge_damping": damping, "hinge_frictionloss": friction}
+
+
+def record_day(folder: Path, day: int) -> Path:
+    """Each robot's training and held-out bag; the manifest (r1 with a problem file of its own, the rest
+    sharing one problem with their bags given per robot)."""
+    robots = []
+    for k, robot in enumerate(PHYSICS):
+        t = truth(robot, day)
+        physics = {"pole.mass": t["pole_mass"], "hinge.damping": t["hinge_damping"],
+                   "hinge.frictionloss": t["hinge_frictionloss"]}
+        bags = []
+        for role, seconds, seed in (("train", 6.0, 100 * day + 2 * k), ("val", 3.0, 100 * day + 2 * k + 1)):
+            bags.append(write_effort_bag(folder / "bags" / f"{robot}_{role}", *record_pendulum(physics, seed, seconds)))
+        robots.append({"name": robot, "train": [f"bags/{robot}_train"], "validate": [f"bags/{robot}_val"],
+                       "control": "effort", "tags": {"site": "lab", "model": "pendulum"}})
+    if day == 2:  # r5's recording cut short mid-file
+        mcap = next((folder / "bags" / "r5_train").glob("*.mcap"))
+        mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size // 2])
+    (folder / "pendulum.yaml").write_text(yaml.safe_dump(PROBLEM))
+    own = {**PROBLEM, "training": [{"bag": "bags/r1_train", "control": "effort"}],
+           "validation": [{"bag": "bags/r1_val", "control": "effort"}]}
+    (folder / "r1.yaml").write_text(yaml.safe_dump(own))
+    robots[0] = {"name": "r1", "problem": "r1.yaml"}
+    manifest = folder / "fleet_manifest.yaml"
+    manifest.write_text(yaml.safe_dump({"problem": "pendulum.yaml", "robots": robots}, sort_keys=False))
+    return manifest
+
+
+def cli(*args: str, env: dict | None = None, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sysid_ros.cli", "fleet", "identify", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kw)
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory):
+    """Both days' bags; day 1 identified serially in this process as the baseline."""
+    root = tmp_path_factory.mktemp("fleet")
+    manifests = {}
+    for day in (1, 2):
+        (root / f"day{day}").mkdir()
+        manifests[day] = record_day(root / f"day{day}", day)
+    baseline = run_fleet(manifests[1], root / "out1", engine="serial")
+    return root, manifests, baseline
+
+
+@pytest.fixture(scope="module")
+def ray_run(days):
+    """Day 2 on Ray (a local instance of the CLI's own, 2 workers), against day 1; Ray's files in a folder
+    of this test so that its processes can be found afterwards."""
+    root, manifests, _ = days
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's unix sockets live under it
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp}
+    proc = cli(str(manifests[2]), "--out", str(root / "out2"), "--engine", "ray", "--workers", "2",
+               "--baseline", str(root / "out1"), env=env)
+    out, err = proc.communicate(timeout=600)
+    return proc.returncode, out, err, yaml.safe_load((root / "out2" / "fleet.yaml").read_text()), ray_tmp
+
+
+def test_baseline_all_ok_and_within_intervals(days):
+    _, _, baseline = days
+    assert [r["status"] for r in baseline["robots"].values()] == ["ok"] * 6
+    for robot, r in baseline["robots"].items():
+        for name, value in truth(robot, 1).items():
+            p = r["parameters"][name]
+            assert abs(p["value"] - value) <= p["half_width_95"], (robot, name, p, value)
+    assert all(not s["outliers"] for s in baseline["parameters"].values())
+
+
+def test_ray_run_reports_failed_drifted_and_the_rest_clean(days, ray_run):
+    root, _, _ = days
+    rc, out, err, doc, _ = ray_run
+    assert rc == 1, (out, err)  # one robot failed: non-zero, everyone else's results written
+    robots = doc["robots"]
+    assert doc["fleet"]["engine"] == "ray" and doc["fleet"]["counts"] == {"ok": 5, "suspect": 0, "failed": 1,
+                                                                           "resumed": 0}
+    assert robots["r5"]["status"] == "failed" and "r5_train" in robots["r5"]["reason"], robots["r5"]
+    assert not (root / "out2" / "r5").exists()
+    assert "r5" in out and robots["r5"]["reason"][:40] in out
+    for robot in ("r1", "r2", "r3", "r4", "r6"):
+        r = robots[robot]
+        assert r["status"] == "ok" and r["verdict"] == "ok", r
+        for name, value in truth(robot, 2).items():  # within the 95 % interval of its truth
+            p = r["parameters"][name]
+            assert abs(p["value"] - value) <= p["half_width_95"], (robot, name, p, value)
+        assert (root / "out2" / robot / "identified.yaml").is_file()
+        assert r["drifted"] == (["pole_mass"] if robot == "r6" else []), (robot, r["drifted"])
+    moved = doc["drift"]["drifted"]["r6"]["pole_mass"]
+    assert moved["moved"] == pytest.approx(PAYLOAD_KG, rel=0.02)
+    assert set(doc["drift"]["drifted"]) == {"r6"} and "drifted: r6 pole_mass" in out
+    assert doc["drift"]["not_compared"] == {"r5": "not identified ok now (failed)"}
+    assert set(doc["parameters"]) == set(PARAMS)
+
+
+def test_provenance_hashes_every_input(days, ray_run):
+    root, manifests, _ = days
+    doc = ray_run[3]
+    sha = lambda p: hashlib.sha256(Path(p).read_bytes()).hexdigest()  # noqa: E731
+    for robot in ("r2", "r6"):
+        prov = yaml.safe_load((root / "out2" / robot / "provenance.yaml").read_text())
+        assert prov == doc["robots"][robot]["provenance"]
+        files = sorted(str(f) for role in ("train", "val") for f in (root / "day2" / "bags" / f"{robot}_{role}").iterdir())
+        assert sorted(prov["inputs"]["bags"]) == files and len(files) == 4  # metadata.yaml + .mcap per bag
+        assert all(prov["inputs"]["bags"][f] == sha(f) for f in files)
+        assert prov["inputs"]["problem"] == {str(root / "day2" / "pendulum.yaml"): sha(root / "day2" / "pendulum.yaml")}
+        (model, digest), = prov["inputs"]["model"].items()
+        assert model.endswith("pendulum.xml") and digest == sha(model)
+        assert prov["engine"] == "ray" and prov["verdict"] == "ok" and prov["warnings"] == []
+        assert prov["mujoco"] == "4.0.0" and prov["host"] and prov["start"] < prov["end"]
+    assert doc["robots"]["r1"]["provenance"]["inputs"]["problem"] == {str(root / "day2" / "r1.yaml"):
+                                                                      sha(root / "day2" / "r1.yaml")}
+    # each worker process compiles the shared model file at most once
+    provs = [r["provenance"] for r in doc["robots"].values() if r["status"] == "ok"]
+    assert sum(p["model_compiled"] for p in provs) <= len({p["pid"] for p in provs}) < len(provs)
+
+
+def test_ray_left_no_process_behind(ray_run):
+    ray_tmp = ray_run[4]
+    left = [p.info for p in psutil.process_iter(["pid", "cmdline"]) if ray_tmp in " ".join(p.info["cmdline"] or [])]
+    assert not left
+
+
+def test_fleet_html_is_self_contained(days, ray_run):
+    root, _, _ = days
+    text = (root / "out2" / "fleet.html").read_text()
+    assert "Plotly.newPlot" in text and "pole_mass" in text and "r6" in text
+
+    class Resources(HTMLParser):  # every src/href of the page's elements (script bodies are not elements)
+        found: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.found += [v or "" for k, v in attrs if k in ("src", "href")]
+
+    parser = Resources()
+    parser.feed(text)
+    assert parser.found == [], parser.found  # nothing to load: the plotly script is inline
+
+
+def test_rerun_resumes_finished_robots(days, ray_run):
+    root, manifests, _ = days
+    before = {r: (root / "out2" / r / "identified.yaml").stat().st_mtime_ns for r in ("r1", "r6")}
+    proc = cli(str(manifests[2]), "--out", str(root / "out2"), "--engine", "serial", "--baseline", str(root / "out1"))
+    out, err = proc.communicate(timeout=300)
+    doc = yaml.safe_load((root / "out2" / "fleet.yaml").read_text())
+    assert proc.returncode == 1, err
+    assert {r for r, d in doc["robots"].items() if d["resumed"]} == {"r1", "r2", "r3", "r4", "r6"}
+    assert doc["robots"]["r5"]["status"] == "failed" and doc["robots"]["r6"]["drifted"] == ["pole_mass"]
+    assert before == {r: (root / "out2" / r / "identified.yaml").stat().st_mtime_ns for r in ("r1", "r6")}
+
+
+def test_interrupt_keeps_finished_robots_and_resumes(days, tmp_path):
+    """Ctrl-C after the first robot finished: exit 130, its results complete, no half-written folder."""
+    _, manifests, _ = days
+    out = tmp_path / "out"
+    proc = cli(str(manifests[1]), "--out", str(out), "--engine", "serial")
+    first = proc.stdout.readline()
+    assert first.startswith("r1 ") and " ok " in first, (first, proc.stderr.read() if proc.poll() else "")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert (out / "r1" / "provenance.yaml").is_file() and not (out / "fleet.yaml").exists()
+    assert not list(out.glob(".*")), list(out.glob(".*"))
+    done = sorted(p.name for p in out.iterdir())
+    doc = run_fleet(manifests[1], out, engine="serial")
+    assert {r for r, d in doc["robots"].items() if d["resumed"]} == set(done)
+    assert doc["fleet"]["counts"]["ok"] == 6
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--baseline", "{root}/nowhere"], "no readable fleet run"),
+    (["--engine", "local", "--address", "1.2.3.4:6379"], "address joins a Ray cluster"),
+    (["--workers", "0"], "workers must be >= 1")])
+def test_bad_input_one_line_nothing_written(days, tmp_path, capsys, args, message):
+    root, manifests, _ = days
+    rc = main(["fleet", "identify", str(manifests[2]), "--out", str(tmp_path / "out"),
+               *[a.format(root=root) for a in args]])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"robots": []}, "non-empty list"),
+    ({"robots": [{"name": "a b", "problem": "p.yaml"}]}, "needs a name"),
+    ({"robots": [{"name": "a", "problem": "p.yaml"}, {"name": "a", "problem": "p.yaml"}]}, "share this name"),
+    ({"robots": [{"name": "a"}]}, "names no problem file"),
+    ({"robots": [{"name": "a", "problem": "p.yaml", "bag": "x"}]}, "unknown keys"),
+    ({"problem": "p.yaml", "robots": [{"name": "a", "control": "torque"}]}, "control must be")])
+def test_manifest_refused(tmp_path, doc, message):
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=message):
+        load_manifest(path)
+
+
+def test_robust_outliers_and_drift_rules():
+    # six alike robots and one 0.3 kg heavier: MAD 0.01, scale 0.0148, z = 0.3 / 0.0148 = 20 > 3.5 for g;
+    # the others |z| <= 0.02 / 0.0148 = 1.35 (g's own deviation does not widen the scale, as a std would)
+    values = {"a": 1.30, "b": 1.32, "c": 1.28, "d": 1.31, "e": 1.29, "f": 1.30, "g": 1.60}
+    stats = fleet_statistics({"m": {r: (v, 1e-3) for r, v in values.items()}})["m"]
+    assert stats["outliers"] == ["g"] and stats["median"] == pytest.approx(1.30)
+    assert stats["z"]["g"] == pytest.approx(0.3 / (1.4826 * 0.01))
+    assert max(abs(z) for r, z in stats["z"].items() if r != "g") == pytest.approx(0.02 / (1.4826 * 0.01))
+    # identical robots: the spread is 0, the scale falls back to the estimates' own standard error
+    same = fleet_statistics({"m": {r: (1.3 + 1e-4 * (r == "a"), 1.96e-4) for r in "abcd"}})["m"]
+    assert same["outliers"] == [] and same["scale"] == pytest.approx(1e-4)
+    # drift: intervals that still overlap are not drift; disjoint ones are; an infinite interval is not judged
+    ok = lambda v, h: {"status": "ok", "parameters": {"m": {"value": v, "half_width_95": h}}}  # noqa: E731
+    moved = drift({"a": ok(1.0019, 0.001), "b": ok(1.0021, 0.001), "c": ok(2.0, float("inf"))},
+                  {"robots": {"a": ok(1.0, 0.001), "b": ok(1.0, 0.001), "c": ok(1.0, 0.001)}})
+    assert set(moved["drifted"]) == {"b"} and moved["compared"] == ["a", "b", "c"]
