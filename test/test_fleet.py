@@ -218,7 +218,8 @@ def test_interrupt_keeps_finished_robots_and_resumes(days, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--baseline", "{root}/nowhere"], "no readable fleet run"),
     (["--engine", "local", "--address", "1.2.3.4:6379"], "address joins a Ray cluster"),
-    (["--workers", "0"], "workers must be >= 1")])
+    (["--workers", "0"], "workers must be >= 1"),
+    (["--engine", "ray", "--address", "127.0.0.1:1"], "no Ray cluster answers at 127.0.0.1:1")])
 def test_bad_input_one_line_nothing_written(days, tmp_path, capsys, args, message):
     root, manifests, _ = days
     rc = main(["fleet", "identify", str(manifests[2]), "--out", str(tmp_path / "out"),

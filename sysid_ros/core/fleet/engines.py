@@ -11,6 +11,7 @@ import importlib.util
 import logging
 import multiprocessing
 import os
+import socket
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterator, Sequence
 
@@ -86,10 +87,27 @@ def start_ray(workers: int | None = None, address: str | None = None) -> bool:
         return False
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     if address:
-        ray.init(address=address, **quiet)
-    else:
-        ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False, **quiet)
+        _check_reachable(address)
+    try:
+        if address:
+            ray.init(address=address, **quiet)
+        else:
+            ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False, **quiet)
+    except Exception as exc:  # ConnectionError, a timeout, a version mismatch with the cluster, ...
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"cannot {'join' if address else 'start'} Ray: {reason}", address=address) from exc
     return True
+
+
+def _check_reachable(address: str, timeout_s: float = 10.0) -> None:
+    """Ray retries an address nobody answers at for minutes, logging every attempt: try it once first."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" and the like: Ray resolves them
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(f"no Ray cluster answers at {address}: {exc.strerror or exc}") from exc
 
 
 def _ray(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int | None, address: str | None

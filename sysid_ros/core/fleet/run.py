@@ -83,17 +83,23 @@ def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local
     if out.exists() and not out.is_dir():
         raise ConfigError("the output is a file, not a folder", out=str(out))
     check_engine(engine, workers, address)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob(f".*{PARTIAL}*"):  # folders an interrupted run was writing
         shutil.rmtree(stale, ignore_errors=True)
     start, t0 = utc_now(), time.perf_counter()
     outcomes: dict[str, dict] = {}
     job = partial(identify_robot, out_dir=str(out), engine=engine)
-    for k, result, exc in map_jobs(job, fleet.robots, engine=engine, workers=workers, address=address):
-        outcome = result if exc is None else _failure(fleet.robots[k].name, exc)
-        outcomes[fleet.robots[k].name] = outcome
-        if progress is not None:
-            progress(outcome)
+    try:
+        for k, result, exc in map_jobs(job, fleet.robots, engine=engine, workers=workers, address=address):
+            outcome = result if exc is None else _failure(fleet.robots[k].name, exc)
+            outcomes[fleet.robots[k].name] = outcome
+            if progress is not None:
+                progress(outcome)
+    except ConfigError:  # the engine did not start (e.g. no Ray cluster at the address): leave nothing
+        if created and not any(out.iterdir()):
+            out.rmdir()
+        raise
     outcomes = {r.name: outcomes[r.name] for r in fleet.robots}  # manifest order
     meta = {"manifest": str(fleet.path), "out": str(out), "engine": engine, "workers": workers,
             "address": address, "start": start, "end": utc_now(), "seconds": round(time.perf_counter() - t0, 3),
