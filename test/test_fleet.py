@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -252,3 +253,20 @@ def test_robust_outliers_and_drift_rules():
     moved = drift({"a": ok(1.0019, 0.001), "b": ok(1.0021, 0.001), "c": ok(2.0, float("inf"))},
                   {"robots": {"a": ok(1.0, 0.001), "b": ok(1.0, 0.001), "c": ok(1.0, 0.001)}})
     assert set(moved["drifted"]) == {"b"} and moved["compared"] == ["a", "b", "c"]
+
+
+def test_model_cache_compiles_once_per_model_and_mass_bodies(days):
+    """Same file and mass bodies: a copy of the compiled model; other mass bodies (load_spec gives them
+    explicit inertials): compiled again."""
+    from sysid_ros.core.identify import load_problem, model_cache
+
+    root, _, _ = days
+    problem = load_problem(root / "day2" / "pendulum.yaml")
+    first_spec, first_model = model_cache.compiled_model(problem)
+    before = dict(model_cache.stats)
+    spec, model = model_cache.compiled_model(problem)
+    assert model_cache.stats == {"compiles": before["compiles"], "hits": before["hits"] + 1}
+    assert spec is not first_spec and model is not first_model and model.nbody == first_model.nbody
+    no_mass = replace(problem, parameters=tuple(p for p in problem.parameters if p.kind != "body_mass"))
+    model_cache.compiled_model(no_mass)
+    assert model_cache.stats["compiles"] == before["compiles"] + 1

@@ -1,7 +1,8 @@
 """The problem's model, parsed and compiled once per process: a worker identifying many robots of the same
 model file (a fleet) compiles it once and hands each run its own copy of the spec and the compiled model.
 
-Keyed by the resolved file and its size and modification time, so an edited file is compiled again.
+Keyed by the resolved file, its size and modification time (an edited file is compiled again) and the
+bodies the problem identifies masses of (`load_spec` gives those explicit inertials).
 Copies, not the cached objects: a run may edit its spec (parameter modifiers) or its model's data.
 """
 
@@ -16,18 +17,19 @@ from ..errors import ConfigError
 from ..paths import model_path
 from .problem import Problem, load_spec
 
-_CACHE: OrderedDict[tuple[str, int, int], tuple[mujoco.MjSpec, mujoco.MjModel]] = OrderedDict()
+_CACHE: OrderedDict[tuple, tuple[mujoco.MjSpec, mujoco.MjModel]] = OrderedDict()
 _MAXSIZE = 8
 stats = {"compiles": 0, "hits": 0}
 """This process's model compiles and cache hits (for provenance and the fleet benchmark)."""
 
 
 def compiled_model(problem: Problem) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
-    """(spec, model) of the problem's model: the spec as compiling left it (a URDF's jointless bodies fused),
-    both private copies. ConfigError when the model does not compile."""
+    """(spec, model) of the problem's model as `load_spec` prepares it and compiled, both private copies.
+    ConfigError when the model does not compile."""
     path = model_path(problem.model)
     st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
+    bodies = tuple(sorted({p.target for p in problem.parameters if p.kind.startswith("body_")}))
+    key = (str(path), st.st_size, st.st_mtime_ns, bodies)
     cached = _CACHE.get(key)
     if cached is None:
         spec = load_spec(problem)
