@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -104,7 +104,8 @@ def ray_run(days):
     proc = cli(str(manifests[2]), "--out", str(root / "out2"), "--engine", "ray", "--workers", "2",
                "--baseline", str(root / "out1"), env=env)
     out, err = proc.communicate(timeout=600)
-    return proc.returncode, out, err, yaml.safe_load((root / "out2" / "fleet.yaml").read_text()), ray_tmp
+    yield proc.returncode, out, err, yaml.safe_load((root / "out2" / "fleet.yaml").read_text()), ray_tmp
+    shutil.rmtree(ray_tmp, ignore_errors=True)  # Ray's session logs
 
 
 def test_baseline_all_ok_and_within_intervals(days):
@@ -149,7 +150,8 @@ def test_provenance_hashes_every_input(days, ray_run):
     for robot in ("r2", "r6"):
         prov = yaml.safe_load((root / "out2" / robot / "provenance.yaml").read_text())
         assert prov == doc["robots"][robot]["provenance"]
-        files = sorted(str(f) for role in ("train", "val") for f in (root / "day2" / "bags" / f"{robot}_{role}").iterdir())
+        bags = root / "day2" / "bags"
+        files = sorted(str(f) for role in ("train", "val") for f in (bags / f"{robot}_{role}").iterdir())
         assert sorted(prov["inputs"]["bags"]) == files and len(files) == 4  # metadata.yaml + .mcap per bag
         assert all(prov["inputs"]["bags"][f] == sha(f) for f in files)
         assert prov["inputs"]["problem"] == {str(root / "day2" / "pendulum.yaml"): sha(root / "day2" / "pendulum.yaml")}
