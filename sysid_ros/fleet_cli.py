@@ -23,7 +23,7 @@ def fleet_identify(args: argparse.Namespace) -> int:
 
     try:
         doc = run_fleet(args.manifest, args.out, engine=args.engine, workers=args.workers, address=args.address,
-                        baseline=args.baseline, progress=_line)
+                        baseline=args.baseline, force=args.force, progress=_line)
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished robots are kept in {args.out}; the same command resumes", file=sys.stderr)
         return 130
@@ -54,4 +54,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     ident.add_argument("--address", default=None, help="with --engine ray: join this Ray cluster (e.g. 10.0.0.5:6379)"
                                                        " instead of starting a local one")
     ident.add_argument("--baseline", type=Path, default=None, help="an earlier fleet run's --out: report drift")
+    ident.add_argument("--force", action="store_true",
+                       help="replace a robot's earlier results made from other inputs (same inputs: resumed)")
     ident.set_defaults(run=fleet_identify)

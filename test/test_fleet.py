@@ -26,6 +26,7 @@ from headless_browser import check_offline_page
 from sysid_ros.cli import main
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.fleet import load_manifest, run_fleet
+from sysid_ros.core.fleet.robot import identify_robot
 from sysid_ros.core.fleet.summary import drift, fleet_statistics
 from sysid_ros.core.identify.synthetic import record_pendulum, write_effort_bag
 
@@ -272,3 +273,19 @@ def test_model_cache_compiles_once_per_model_and_mass_bodies(days):
     no_mass = replace(problem, parameters=tuple(p for p in problem.parameters if p.kind != "body_mass"))
     model_cache.compiled_model(no_mass)
     assert model_cache.stats["compiles"] == before["compiles"] + 1
+
+
+def test_results_of_other_inputs_are_replaced_only_with_force(days, ray_run, tmp_path):
+    """A robot's folder holding results of other inputs (day 2's r2, day 1's manifest): failed and left as it
+    was; with force identified again and replaced."""
+    root, manifests, _ = days
+    shutil.copytree(root / "out2" / "r2", tmp_path / "r2")
+    before = (tmp_path / "r2" / "provenance.yaml").read_text()
+    job = next(r for r in load_manifest(manifests[1]).robots if r.name == "r2")
+    refused = identify_robot(job, tmp_path)
+    assert refused["status"] == "failed" and "--force replaces them" in refused["reason"], refused
+    assert (tmp_path / "r2" / "provenance.yaml").read_text() == before
+    replaced = identify_robot(job, tmp_path, force=True)
+    assert replaced["status"] == "ok" and not replaced["resumed"]
+    prov = yaml.safe_load((tmp_path / "r2" / "provenance.yaml").read_text())
+    assert all("/day1/" in f for f in prov["inputs"]["bags"]) and not list(tmp_path.glob(".*"))

@@ -18,6 +18,8 @@ from typing import Any, Callable, Iterator, Sequence
 from ..errors import ConfigError
 
 ENGINES = ("serial", "local", "ray")
+STARTS = 3
+"""Attempts to start Ray: its raylet must register within a fixed 30 s, which a loaded machine can miss."""
 
 Outcome = tuple[int, Any, BaseException | None]
 """(index of the job, fn(job) or None, the exception that escaped fn or None)."""
@@ -88,14 +90,18 @@ def start_ray(workers: int | None = None, address: str | None = None) -> bool:
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     if address:
         _check_reachable(address)
-    try:
-        if address:
-            ray.init(address=address, **quiet)
-        else:
-            ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False, **quiet)
-    except Exception as exc:  # ConnectionError, a timeout, a version mismatch with the cluster, ...
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"cannot {'join' if address else 'start'} Ray: {reason}", address=address) from exc
+    for attempt in range(STARTS):
+        try:
+            if address:
+                ray.init(address=address, **quiet)
+            else:
+                ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False, **quiet)
+            return True
+        except Exception as exc:  # ConnectionError, a timeout, a version mismatch with the cluster, ...
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            ray.shutdown()
+            if "timed out during startup" not in reason or attempt == STARTS - 1:
+                raise ConfigError(f"cannot {'join' if address else 'start'} Ray: {reason}", address=address) from exc
     return True
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import SysidRosError
+from ..errors import ConfigError, SysidRosError
 from .manifest import RobotJob
 from .provenance import input_hashes, software, utc_now
 
@@ -64,9 +64,11 @@ def _replace_dir(tmp: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial") -> dict[str, Any]:
+def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", force: bool = False
+                   ) -> dict[str, Any]:
     """Identify one robot into `<out_dir>/<name>/`; a plain dict (status ok|suspect|failed, reason,
-    verdict, warnings, parameters, provenance, resumed) that pickles across any engine."""
+    verdict, warnings, parameters, provenance, resumed) that pickles across any engine. Results of other
+    inputs already in that folder fail the robot unless `force` (they are replaced only when told)."""
     from ..identify import identify, load_problem, write_results
     from ..identify import model_cache
     from ..identify.overrides import with_data
@@ -85,6 +87,8 @@ def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial") -
         resumed = _resumed(final, inputs)
         if resumed is not None:
             return {"name": job.name, "reason": "", **resumed, "seconds": time.perf_counter() - t0}
+        if final.exists() and not force:
+            raise ConfigError(f"{final} holds results of other inputs; --force replaces them")
         compiles = model_cache.stats["compiles"]
         result = identify(problem)
         prov["model_compiled"] = model_cache.stats["compiles"] > compiles  # False: this worker's copy reused

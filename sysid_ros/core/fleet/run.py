@@ -74,9 +74,10 @@ def fleet_document(outcomes: dict[str, dict], meta: dict[str, Any], baseline: di
 
 
 def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local", workers: int | None = None,
-              address: str | None = None, baseline: str | Path | None = None,
+              address: str | None = None, baseline: str | Path | None = None, force: bool = False,
               progress: Callable[[dict], None] | None = None) -> dict[str, Any]:
-    """Identify every robot of the manifest into `out_dir/<robot>/`; write and return the fleet document."""
+    """Identify every robot of the manifest into `out_dir/<robot>/`; write and return the fleet document.
+    A robot whose folder holds results of other inputs fails unless `force`; of the same inputs, resumes."""
     fleet = load_manifest(manifest)
     before = load_baseline(baseline) if baseline is not None else None
     out = Path(out_dir).expanduser().resolve()
@@ -89,7 +90,7 @@ def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local
         shutil.rmtree(stale, ignore_errors=True)
     start, t0 = utc_now(), time.perf_counter()
     outcomes: dict[str, dict] = {}
-    job = partial(identify_robot, out_dir=str(out), engine=engine)
+    job = partial(identify_robot, out_dir=str(out), engine=engine, force=force)
     try:
         for k, result, exc in map_jobs(job, fleet.robots, engine=engine, workers=workers, address=address):
             outcome = result if exc is None else _failure(fleet.robots[k].name, exc)
