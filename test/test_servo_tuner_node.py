@@ -58,6 +58,8 @@ def test_tune_improves_the_pendulum_and_leaves_the_controller_as_found(rig):
     # every play went through the recorder into a bag; the trial session is closed in the journal
     document = yaml.safe_load(Path(result["proposal_file"]).read_text())
     assert document["bags"] and all(Path(b).exists() for b in document["bags"])
+    # sim_robot adds the trajectory points' effort: never judged as ignoring it (that would tune gains only)
+    assert document["trajectory_feedforward"] != "ignored by the controller" and document["notes"] == []
     journal = GainsJournal(rig.folder / "tuner" / "gains_journal.jsonl")
     assert journal.unfinished() == [] and any(c.state == "rolled_back" for c in journal.changes().values())
     # the proposal as read-only parameters

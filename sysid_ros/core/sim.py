@@ -95,6 +95,8 @@ def _rate_steps(rate_hz: float, dt_ns: int, what: str) -> int:
 class SimRobot:
     """MuJoCo physics of an arm with one torque motor per controlled joint and a per-joint PID drive."""
 
+    trajectory_effort = True  # the drive adds trajectory points' effort (False: ignores it, as some controllers)
+
     def __init__(self, model: str | Path = "pendulum", joints: list[str] | None = None, *,
                  physics_dt_s: float = 0.0, command_rate_hz: float = 500.0, publish_rate_hz: float = 500.0,
                  noise: FeedbackNoise = FeedbackNoise(), seed: int = 0,
@@ -330,7 +332,8 @@ class SimRobot:
         traj = self._trajectory
         if traj is not None and self.time_ns >= traj.start_ns:
             p, v, e = traj.sample(self.time_ns, *self._traj_start_state)
-            ref_p[self._traj_idx], ref_v[self._traj_idx], ref_e[self._traj_idx] = p, v, e
+            ref_p[self._traj_idx], ref_v[self._traj_idx] = p, v
+            ref_e[self._traj_idx] = e if self.trajectory_effort else 0.0
         return ref_p, ref_v, ref_e
 
     def _update_control(self) -> None:

@@ -33,7 +33,9 @@ from ..core.report.tuning import save_play
 from ..core.tapes import KnotCurve, Tape, duration_s
 from ..core.tapes.moves import Path as MovePath
 from ..core.tapes.moves import room
+from ..core.joint_model import JointModel
 from ..core.tuner.arm_plant import Arm
+from ..core.tuner.feedforward_check import honours_feedforward
 from ..core.tuner.model import Controller, Gains
 from ..core.tuner.proposal import TUNED_GAINS, gain_parameters
 from ..core.tuner.plant import Telemetry
@@ -56,6 +58,10 @@ class RosArm(Arm):
     play_timeout_s: float = 600.0
     plays: int = 0
     bags: list[str] = field(default_factory=list)
+    # Whether the controller adds the trajectory points' effort: None until two plays with feed-forward agree
+    # (`core.tuner.feedforward_check`); False: nothing more is sent as feed-forward, the tuner tunes gains only.
+    feedforward_honoured: bool | None = None
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -67,6 +73,7 @@ class RosArm(Arm):
         self._session: GainChange | None = None
         self._on_controller: dict[str, float] = {}  # what we know the controller has now
         self._setpoint: dict[str, float] | None = None  # where the controller was last told to be
+        self._ff_verdicts: list[bool] = []  # what each play with feed-forward said (feedforward_check)
 
     # --- gains ---------------------------------------------------------------------------------------
     def gain_names(self) -> list[str]:
@@ -174,9 +181,32 @@ class RosArm(Arm):
         if not bag:
             raise DataError(f"{self.recorder} recorded no bag: {status.message}")
         self.bags.append(bag)
-        telemetry = self._telemetry(bag, tape.name, t, q, qd, ff, controllers)
-        save_play(path.with_suffix(".npz"), telemetry)  # what the reports draw, without reading the bag again
-        return telemetry
+        out = self._telemetry(bag, tape.name, t, q, qd, ff, controllers)
+        if self.feedforward_honoured is None and np.any(ff):
+            verdicts = {honours_feedforward(tel) for tel in out.values() if not tel.aborted} - {None}
+            if len(verdicts) == 1:
+                self._ff_verdicts.append(verdicts.pop())
+            if self._ff_verdicts[-2:] == [False, False]:  # two plays agree: never on one play's word
+                self.feedforward_honoured = False
+                self.notes.append(f"the controller ignores the feed-forward in trajectory points' effort (measured "
+                                  f"torque vs commanded in {bag}): tuned with gains only, no host feed-forward")
+                out = self._telemetry(bag, tape.name, t, q, qd, np.zeros_like(ff), controllers)  # what ran
+            elif self._ff_verdicts[-2:] == [True, True]:
+                self.feedforward_honoured = True
+        save_play(path.with_suffix(".npz"), out)  # what the reports draw, without reading the bag again
+        return out
+
+    def reference(self, tape: Tape, controllers: dict[str, Controller]) -> tuple[np.ndarray, ...]:
+        """As `Arm.reference`, with no feed-forward once the controller is known to ignore it."""
+        t, q, qd, qdd, ff = super().reference(tape, controllers)
+        return t, q, qd, qdd, (np.zeros_like(ff) if self.feedforward_honoured is False else ff)
+
+    @property
+    def box_terms(self) -> tuple[str, ...]:
+        return () if self.feedforward_honoured is False else super().box_terms
+
+    def base_feedforward(self, joint: str) -> JointModel | None:
+        return None if self.feedforward_honoured is False else super().base_feedforward(joint)
 
     def _telemetry(self, bag: str, name: str, t: np.ndarray, q: np.ndarray, qd: np.ndarray, ff: np.ndarray,
                    controllers: dict[str, Controller]) -> dict[str, Telemetry]:

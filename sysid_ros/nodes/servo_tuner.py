@@ -246,12 +246,15 @@ class ServoTunerNode(LifecycleNode):
                 proposal = from_arm(result, arm_check_tapes(arm, {j: o.model for j, o in result.outcomes.items()}))
         path = folder / "proposal.yaml"
         document = {**proposal.to_dict(), "controller": c["controller"],
-                    "controller_style": self._gains.style.name, "bags": arm.bags,
+                    "controller_style": self._gains.style.name,
+                    "trajectory_feedforward": {None: "not measured", True: "added by the controller",
+                                               False: "ignored by the controller"}[arm.feedforward_honoured],
+                    "notes": list(arm.notes), "bags": arm.bags,
                     "seconds_of_motion": arm.motion_s}
         path.write_text(yaml.safe_dump(document, sort_keys=False, width=110))
         self._proposal = (proposal, path)
         report = self._draw(write_tuning_report, folder)
-        self._post("ok", f"proposal: {proposal.summary}", {
+        self._post("ok", f"proposal: {proposal.summary}" + "".join(f"; note: {n}" for n in arm.notes), {
             "action": "tune", "ok": True, "improved": proposal.improved, "proposal_file": str(path),
             "report": report,
             "parameters": proposal.parameters, "as_found": proposal.as_found,

@@ -89,6 +89,8 @@ class SimRobotNode(Node):
             self.robot.set_gains(joint, gains)  # start-up values are checked against the guard too
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
+        self.robot.trajectory_effort = bool(declare(self, "trajectory_effort", True, "add trajectory points' effort "
+                                                    "to the drive's output (false: ignore it)"))
         reliability = declare(self, "joint_states_reliability", "reliable", "reliable, or best_effort as sensor "
                               "drivers often publish")
         self.joint_pub = self.create_publisher(JointState, "/joint_states", sensor_qos(reliability))

@@ -147,7 +147,10 @@ def best_feedforward(cands: Sequence[Candidate]) -> Candidate | None:
 
 
 def feedforwards(model: JointModel, terms: tuple[str, ...]) -> list[tuple[str, JointModel | None]]:
+    """The feed-forwards to try: none, and the model's `terms` at each Coulomb scale (no terms: none only)."""
     out: list[tuple[str, JointModel | None]] = [("feedback only", None)]
+    if not terms:
+        return out
     out += [(f"ff coulomb x{k:g}", feedforward_from(model, k, terms)) for k in COULOMB_SCALES]
     return out
 
