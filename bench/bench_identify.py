@@ -8,7 +8,7 @@ compared. Goal: identify <= 1.05x raw. Each run also reports its parameter point
 segment each) and the wall time per point: the whole-run ratio depends on the optimiser's path (warm
 start, residual scaling, xtol), the per-point time on the overhead around the rollouts.
 
-    .venv/bin/python bench/bench_identify.py [--reps 5] [--arm]
+    .venv/bin/python bench/bench_identify.py [--reps 5] [--arm] [--iiwa]
 """
 
 from __future__ import annotations
@@ -114,13 +114,14 @@ def pendulum_problem(path: Path, initial_state: str):
              "start": 0.02}]})
 
 
-def raw_arm(path: Path) -> dict[str, float]:
-    """The arm by hand: the same 0.25 s windows, default residual (recompiles per window, per-window norm)."""
+def raw_windows(path: Path, spec, joints: list[str], masses: dict[str, tuple[float, float, float]],
+                dampings: dict[str, tuple[float, float, float]], max_iters: int = 50) -> dict[str, float]:
+    """An arm by hand: 0.25 s windows from the measured state, default residual (recompiles per window, per-window
+    norm). `masses` / `dampings`: target -> (start, min, max); parameters are named `<target>_mass|_damping`."""
     samples, _, _ = load_npz(path)
-    spec = load_spec("arm3")
+    samples = samples.select(joints)
     model = spec.compile()
     dt_ns = int(round(model.opt.timestep * 1e9))
-    joints = ["shoulder", "elbow", "wrist"]
     states, controls, sensors, names = [], [], [], []
     t = samples.time_ns
     starts = np.searchsorted(t, t[0] + np.arange(0, int(t[-1] - t[0]), 250_000_000, dtype=np.int64))
@@ -135,21 +136,27 @@ def raw_arm(path: Path) -> dict[str, float]:
                                                    names=[(f"{j}_qpos", sysid.SignalType.MjStateQPos) for j in joints]))
         states.append(sysid.create_initial_state(model, samples.position[a], samples.velocity[a]))
         names.append(f"w{k}")
-    ms = sysid.ModelSequences("arm3", spec, names, states, controls, sensors, allow_missing_sensors=True)
+    ms = sysid.ModelSequences("arm", spec, names, states, controls, sensors, allow_missing_sensors=True)
     params = sysid.ParameterDict()
-    for b, start in (("link1", 2.0), ("link2", 1.2), ("link3", 0.5)):
+    for b, (start, lo, hi) in masses.items():
         body = spec.body(b)
         m0, i0 = float(body.mass), np.array(body.inertia)
-        params.add(sysid.Parameter(f"{b}_mass", start, 0.05, 10.0, modifier=lambda s, p, b=b, m0=m0, i0=i0: (
+        params.add(sysid.Parameter(f"{b}_mass", start, lo, hi, modifier=lambda s, p, b=b, m0=m0, i0=i0: (
             setattr(s.body(b), "mass", p.value[0]), setattr(s.body(b), "inertia", i0 * (p.value[0] / m0)))))
-    for j, start in (("shoulder", 0.5), ("elbow", 0.3), ("wrist", 0.1)):
-        params.add(sysid.Parameter(f"{j}_damping", start, 0.0, 3.0,
+    for j, (start, lo, hi) in dampings.items():
+        params.add(sysid.Parameter(f"{j}_damping", start, lo, hi,
                                    modifier=lambda s, p, j=j: s.joint(j).damping.__setitem__(0, p.value[0])))
     residual_fn = counting(sysid.build_residual_fn(models_sequences=[ms]))
-    opt, result = sysid.optimize(params, residual_fn, optimizer="mujoco", verbose=False, max_iters=50)
+    opt, result = sysid.optimize(params, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iters)
     res, _, _ = residual_fn(result.x, opt)
     sysid.calculate_intervals(res, result.jac)
-    return {**{k: float(opt[k].value[0]) for k in ARM_TRUTH}, "points": residual_fn.points}
+    return {**{k: float(opt[k].value[0]) for k in opt.keys()}, "points": residual_fn.points}
+
+
+def raw_arm(path: Path) -> dict[str, float]:
+    return raw_windows(path, load_spec("arm3"), ["shoulder", "elbow", "wrist"],
+                       {"link1": (2.0, 0.05, 10.0), "link2": (1.2, 0.05, 10.0), "link3": (0.5, 0.05, 10.0)},
+                       {"shoulder": (0.5, 0.0, 3.0), "elbow": (0.3, 0.0, 3.0), "wrist": (0.1, 0.0, 3.0)})
 
 
 def arm_problem(path: Path):
@@ -161,6 +168,47 @@ def arm_problem(path: Path):
                        for b in ("link1", "link2", "link3")]
         + [{"name": f"{j}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 3.0}
            for j in ("shoulder", "elbow", "wrist")]})
+
+
+def iiwa_data(folder: Path) -> tuple[Path, Path]:
+    """The iiwa with a hidden 0.8 kg payload and joint damping (the model file: 0.5 kg, 0.5 N m s/rad), PID
+    tracking of multisine setpoints; 0.2 mrad position noise, exact velocity (test_identify_iiwa_bags)."""
+    from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf
+    from sysid_ros.core.identify.synthetic import iiwa_setpoints, record_iiwa
+
+    model = iiwa_mjcf(folder / "iiwa.xml", payload=Payload(0.5))
+    hidden = {"payload.mass": 0.8, **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, IIWA_DAMPING)}}
+    robot = SimRobot(str(model), physics=hidden, noise=FeedbackNoise(position_rad=2e-4), seed=1,
+                     initial_positions=list(iiwa_setpoints(1, 0.0)[0]))
+    return model, save_npz(folder / "iiwa.npz", record_iiwa(robot, 1, 4.0))
+
+
+IIWA_DAMPING = (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)
+IIWA_TRUTH = {**{f"lbr_iiwa_joint_{k + 1}_damping": d for k, d in enumerate(IIWA_DAMPING)},
+              "payload_mass": 0.8, "flange_sum": 1.1}
+
+
+def iiwa_problem(model: Path, path: Path):
+    """The problem as test_identify_iiwa_bags writes it: defaults everywhere but window, noise and parameters."""
+    from sysid_ros.core.identify.arm_models import IIWA_JOINTS
+
+    return problem_from_dict({
+        "model": str(model), "joints": list(IIWA_JOINTS), "training": [str(path)], "window_s": 0.25,
+        "noise": {"position_rad": 2e-4},
+        "parameters": [{"name": f"{j}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 3.0}
+                       for j in IIWA_JOINTS]
+        + [{"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0},
+           {"name": "lbr_iiwa_link_7_mass", "kind": "body_mass", "body": "lbr_iiwa_link_7", "min": 0.01,
+            "max": 2.0}]})
+
+
+def raw_iiwa(model: Path, path: Path) -> dict[str, float]:
+    from sysid_ros.core.identify.arm_models import IIWA_JOINTS
+
+    out = raw_windows(path, load_spec(str(model)), list(IIWA_JOINTS),
+                      {"payload": (0.5, 0.05, 3.0), "lbr_iiwa_link_7": (0.3, 0.01, 2.0)},
+                      {j: (0.5, 0.0, 3.0) for j in IIWA_JOINTS})
+    return {**out, "flange_sum": out["payload_mass"] + out["lbr_iiwa_link_7_mass"]}
 
 
 def timed(fn):
@@ -179,6 +227,8 @@ def compare(title: str, truth: dict[str, float], runs: dict[str, callable], reps
             times[name].append(dt)
             values[name] = out if isinstance(out, dict) else {
                 **{p.name: p.value[0] for p in out.parameters}, "points": out.metrics["parameter_points"]}
+            if "flange_sum" in truth and "flange_sum" not in values[name]:
+                values[name]["flange_sum"] = values[name]["payload_mass"] + values[name]["lbr_iiwa_link_7_mass"]
     base = statistics.median(times["raw mujoco.sysid"])
     print(f"\n== {title} ({reps} alternating repetitions, median wall time)")
     for name, ts in times.items():
@@ -195,8 +245,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--arm", action="store_true", help="also the 3-link arm from 0.25 s windows (slower)")
+    ap.add_argument("--iiwa", action="store_true", help="also the 7-joint iiwa with a hidden payload (slowest; "
+                    "needs pybullet)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.iiwa:
+            model, data = iiwa_data(Path(tmp))
+            problem = iiwa_problem(model, data)
+            compare("KUKA iiwa, 4 s at 500 Hz, 16 windows of 0.25 s, hidden payload", IIWA_TRUTH, {
+                "raw mujoco.sysid": lambda: raw_iiwa(model, data), "identify (defaults)": lambda: identify(problem)},
+                max(1, args.reps // 3))
         path = pendulum_data(Path(tmp) / "pendulum.npz")
         measured, estimated = pendulum_problem(path, "measured"), pendulum_problem(path, "estimate")
         compare("pendulum, 10 s at 500 Hz, 0.5 mrad", PENDULUM_TRUTH, {

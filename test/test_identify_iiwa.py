@@ -17,33 +17,24 @@ pytestmark = pytest.mark.slow  # three recordings and two 7-joint identification
 import mujoco  # noqa: E402
 
 from sysid_ros.core.bags.arrays_io import save_npz  # noqa: E402
-from sysid_ros.core.gains import PidGains  # noqa: E402
 from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
 from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf, mass_sum_groups  # noqa: E402
-from sysid_ros.core.identify.synthetic import multisine, record_position  # noqa: E402
+from sysid_ros.core.identify.synthetic import iiwa_setpoints, record_iiwa  # noqa: E402
 from sysid_ros.core.sim import FeedbackNoise, SimRobot  # noqa: E402
 
-DT_S = 0.002
 NOMINAL_PAYLOAD = Payload(0.5, com_m=(0.0, 0.0, 0.08))
 TRUE_PAYLOAD_KG = 0.8
 TRUE_DAMPING = (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)  # N m s/rad; the model file says 0.5 everywhere
 HIDDEN = {"payload.mass": TRUE_PAYLOAD_KG, **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, TRUE_DAMPING)}}
-POSE_RAD = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.9, 0.0])  # elbow bent, away from singularities and limits
-AMPLITUDE_RAD = np.array([0.5, 0.35, 0.5, 0.4, 0.6, 0.5, 0.8])
-FREQS_HZ = (0.2, 0.5, 0.8, 1.1, 1.5)  # peak speeds 2-4.5 rad/s; no torque limit reached
-GAINS = {j: PidGains(p=p, i=0.0, d=d) for j, p, d in zip(IIWA_JOINTS, (600, 600, 200, 300, 100, 60, 40),
-                                                         (30, 30, 8, 15, 4, 2.5, 1.5))}
 NOISE = FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3)
 LINK7 = "lbr_iiwa_link_7"
 
 
 def record(model_path, seed: int, seconds: float, physics: dict[str, float]):
-    """PID tracking of multisine setpoints around POSE_RAD, starting on the first setpoint."""
-    t = np.arange(0, seconds + 1e-9, DT_S)
-    setpoints = POSE_RAD + np.column_stack([a * multisine(t, FREQS_HZ, 1.0, seed=10 * seed + j)
-                                            for j, a in enumerate(AMPLITUDE_RAD)])
-    robot = SimRobot(str(model_path), physics=physics, noise=NOISE, seed=seed, initial_positions=list(setpoints[0]))
-    samples = record_position(robot, lambda ts: setpoints[int(round(ts / DT_S))], seconds, GAINS)
+    """PID tracking of multisine setpoints around the bent-elbow pose, starting on the first setpoint."""
+    start = list(iiwa_setpoints(seed, 0.0)[0])
+    robot = SimRobot(str(model_path), physics=physics, noise=NOISE, seed=seed, initial_positions=start)
+    samples = record_iiwa(robot, seed, seconds)
     assert np.all(np.abs(samples.effort) < 0.98 * robot.torque_limits_nm)  # never saturated
     return samples
 

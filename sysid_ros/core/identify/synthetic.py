@@ -99,3 +99,26 @@ def write_effort_bag(path: str | Path, samples: JointSamples, commands: JointCom
                                effort=samples.effort[k]))
             w.write_message(topic, "std_msgs/msg/Float64MultiArray", t, f64(layout=layout, data=commands.values[k]))
     return Path(path)
+
+
+# The KUKA iiwa (arm_models.iiwa_mjcf) tracking multisine setpoints around a bent-elbow pose with PID drives:
+# peak speeds 2-4.5 rad/s, away from singularities, joint limits and its data-sheet torque limits.
+IIWA_POSE_RAD = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.9, 0.0])
+IIWA_AMPLITUDE_RAD = np.array([0.5, 0.35, 0.5, 0.4, 0.6, 0.5, 0.8])
+IIWA_FREQS_HZ = (0.2, 0.5, 0.8, 1.1, 1.5)
+IIWA_GAINS = {f"lbr_iiwa_joint_{k + 1}": PidGains(p=p, i=0.0, d=d) for k, (p, d) in enumerate(
+    ((600, 30), (600, 30), (200, 8), (300, 15), (100, 4), (60, 2.5), (40, 1.5)))}
+
+
+def iiwa_setpoints(seed: int, seconds: float, dt_s: float = 0.002) -> np.ndarray:
+    """(N, 7) position setpoints every `dt_s`: five sines per joint around IIWA_POSE_RAD."""
+    t = np.arange(0, seconds + 1e-9, dt_s)
+    return IIWA_POSE_RAD + np.column_stack([a * multisine(t, IIWA_FREQS_HZ, 1.0, seed=10 * seed + j)
+                                            for j, a in enumerate(IIWA_AMPLITUDE_RAD)])
+
+
+def record_iiwa(robot: SimRobot, seed: int, seconds: float) -> JointSamples:
+    """PID tracking of `iiwa_setpoints(seed)` on a SimRobot of the iiwa placed on the first setpoint."""
+    dt_s = robot.dt_ns * 1e-9
+    setpoints = iiwa_setpoints(seed, seconds, dt_s)
+    return record_position(robot, lambda ts: setpoints[int(round(ts / dt_s))], seconds, IIWA_GAINS)
