@@ -179,7 +179,7 @@ def iiwa_data(folder: Path) -> tuple[Path, Path]:
     model = iiwa_mjcf(folder / "iiwa.xml", payload=Payload(0.5))
     hidden = {"payload.mass": 0.8, **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, IIWA_DAMPING)}}
     robot = SimRobot(str(model), physics=hidden, noise=FeedbackNoise(position_rad=2e-4), seed=1,
-                     initial_positions=list(iiwa_setpoints(1, 0.0)[0]))
+                     initial_positions=list(iiwa_setpoints(1, 4.0)[0]))
     return model, save_npz(folder / "iiwa.npz", record_iiwa(robot, 1, 4.0))
 
 

@@ -32,7 +32,7 @@ LINK7 = "lbr_iiwa_link_7"
 
 def record(model_path, seed: int, seconds: float, physics: dict[str, float]):
     """PID tracking of multisine setpoints around the bent-elbow pose, starting on the first setpoint."""
-    start = list(iiwa_setpoints(seed, 0.0)[0])
+    start = list(iiwa_setpoints(seed, seconds)[0])
     robot = SimRobot(str(model_path), physics=physics, noise=NOISE, seed=seed, initial_positions=start)
     samples = record_iiwa(robot, seed, seconds)
     assert np.all(np.abs(samples.effort) < 0.98 * robot.torque_limits_nm)  # never saturated

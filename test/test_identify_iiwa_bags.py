@@ -33,7 +33,7 @@ EPOCH_NS = 1_764_590_400_000_000_000
 
 def recorded_bag(path, model, seed: int, seconds: float):
     robot = SimRobot(str(model), physics=HIDDEN, noise=NOISE, seed=seed, start_time_ns=EPOCH_NS + seed * 10**10,
-                     initial_positions=list(iiwa_setpoints(seed, 0.0)[0]))
+                     initial_positions=list(iiwa_setpoints(seed, seconds)[0]))
     s = record_iiwa(robot, seed, seconds)
     return write_bag(path, [("/joint_states", JS, int(t) + 200_000, joint_state(int(t), IIWA_JOINTS, s.position[k],
                                                                                s.velocity[k], s.effort[k]))

@@ -111,7 +111,8 @@ IIWA_GAINS = {f"lbr_iiwa_joint_{k + 1}": PidGains(p=p, i=0.0, d=d) for k, (p, d)
 
 
 def iiwa_setpoints(seed: int, seconds: float, dt_s: float = 0.002) -> np.ndarray:
-    """(N, 7) position setpoints every `dt_s`: five sines per joint around IIWA_POSE_RAD."""
+    """(N, 7) position setpoints every `dt_s`: five sines per joint around IIWA_POSE_RAD, each scaled to its
+    amplitude over these `seconds` (place the robot on row 0 of the same call)."""
     t = np.arange(0, seconds + 1e-9, dt_s)
     return IIWA_POSE_RAD + np.column_stack([a * multisine(t, IIWA_FREQS_HZ, 1.0, seed=10 * seed + j)
                                             for j, a in enumerate(IIWA_AMPLITUDE_RAD)])
