@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from test_bags_make import F64, JS, float64_array, joint_state, write_bag
+from test_bags_make import F64, JS, NOETIC, float64_array, joint_state, sine_states, write_bag, write_ros1_bag
 
 from sysid_ros.cli import main
 from sysid_ros.core.bags import inspect_bag
@@ -118,6 +118,33 @@ def test_inspect_joints_filters_joints(tmp_path):
     bag = write_bag(tmp_path / "two", messages)
     assert inspect_bag(bag, joints=["a"]).joints == ("a",)
     assert inspect_bag(bag).joints == ("a", "b")
+
+
+def test_ros1_bag_with_two_joint_state_topics(tmp_path):
+    """ROS 1 bags hit the same wall: the same listing and the same option."""
+    feedback, _ = sine_states(names=("j1", "j2"), ts=NOETIC)
+    echo, _ = sine_states(names=("j1", "j2"), ts=NOETIC, topic="/desired_joint_states")
+    bag = write_ros1_bag(tmp_path / "robot.bag", sorted(feedback + echo, key=lambda m: m[2]))
+    summary = inspect_bag(bag)
+    assert not summary.usable and any("--feedback-topic" in r for r in summary.reasons)
+    assert {t.name: t.joints for t in summary.topics} == {"/joint_states": ("j1", "j2"),
+                                                           "/desired_joint_states": ("j1", "j2")}
+    assert inspect_bag(bag, feedback_topic="/joint_states").usable
+
+
+def test_convert_keeps_the_longest_segment_on_request(tmp_path, capsys):
+    first, _ = sine_states(seconds=1.0, names=("j1",))
+    second, _ = sine_states(seconds=2.0, names=("j1",), t0_ns=first[-1][2] + 10**9)  # 1 s silence: a gap
+    bag = write_bag(tmp_path / "gappy", first + second)
+    assert main(["convert", str(bag), "--out", str(tmp_path / "all.npz")]) == 2
+    assert "--segments longest" in capsys.readouterr().err
+    assert not (tmp_path / "all.npz").exists()
+    assert main(["convert", str(bag), "--segments", "longest", "--out", str(tmp_path / "longest.npz")]) == 0
+    from sysid_ros.core.bags import load_npz
+
+    samples, _, _ = load_npz(tmp_path / "longest.npz")
+    assert len(samples) == 400  # the 2 s stretch at 200 Hz
+    assert "1 gap(s); the longest (400 samples) is used" in inspect_bag(bag, segments="longest").topics[0].reason
 
 
 def test_clock_offset_not_printed_without_joint_states(tmp_path):
