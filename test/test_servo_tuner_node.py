@@ -80,6 +80,13 @@ def test_tune_improves_the_pendulum_and_leaves_the_controller_as_found(rig):
     done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "report", str(report.parent)], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0 and report.read_text() == page, done.stderr
+    # a play whose measured motion was not saved is read back from its bag
+    [held_out] = sorted(report.parent.glob(f"play_*_{proposal.canary_tapes[0].name}.npz"))[-1:]
+    held_out.unlink()
+    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "report", str(report.parent)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    check_offline_page(report, 4 + 2 + len(proposal.canary_tapes))
 
 
 def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig, tmp_path):
