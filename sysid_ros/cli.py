@@ -122,9 +122,11 @@ def _export(args: argparse.Namespace) -> int:
     if args.out is None:
         print(text, end="")
         return 0
+    from .core.outputs import write_file
+
     if args.out.exists():
         raise SysidRosError(f"{args.out} exists: not overwritten (use apply --persist to update a controllers file)")
-    args.out.write_text(text)
+    write_file(args.out, lambda tmp: tmp.write_text(text))  # whole or not at all
     print(args.out)
     return 0
 

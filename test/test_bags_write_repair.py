@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from rosbags.highlevel import AnyReader
 from test_bags_make import JAZZY, JS, T0_NS, joint_state, sine_states
 
@@ -142,6 +143,7 @@ def test_repair_truncated_mcap_with_metadata_present(tmp_path):
     bag = tmp_path / "rec"
     msgs, truth = sine_states(seconds=2.0, rate_hz=500)
     with BagWriter(bag, chunk_bytes=16 * 1024) as w:
+        w.set_custom_data("sysid_ros.command_topics", "/forward_command_controller/commands")
         for topic, msgtype, t, msg in msgs:
             w.write_raw(topic, msgtype, t, JAZZY.serialize_cdr(msg, msgtype))
     f = next(bag.glob("*.mcap"))
@@ -153,6 +155,8 @@ def test_repair_truncated_mcap_with_metadata_present(tmp_path):
     assert 0.5 * len(msgs) < len(s) < len(msgs) and report.messages == len(s)
     np.testing.assert_array_equal(s.position, truth["position"][: len(s)])
     assert [p.name for p in sorted(Path(report.repaired).iterdir())] == ["metadata.yaml", "rec_repaired.mcap"]
+    info = yaml.safe_load((Path(report.repaired) / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["custom_data"] == {"sysid_ros.command_topics": "/forward_command_controller/commands"}
 
 
 def test_repair_refuses_what_it_cannot_fix(tmp_path):

@@ -299,6 +299,15 @@ def _mcap_records(src_file: Path) -> tuple[Iterator, dict]:
     return walk(), status
 
 
+def _custom_data(path: Path) -> dict[str, str]:
+    """`custom_data` of the original metadata.yaml, when it is there and readable (else none)."""
+    try:
+        info = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        return {str(k): str(v) for k, v in (info.get("custom_data") or {}).items()}
+    except (OSError, yaml.YAMLError, TypeError, KeyError, AttributeError):
+        return {}
+
+
 def _repair_mcap(path: Path, src_file: Path, target: Path) -> RepairReport:
     """Stream the readable records of a summary-less mcap into a fresh, indexed bag at `target`."""
     from mcap.records import Channel, Message, Schema
@@ -311,6 +320,8 @@ def _repair_mcap(path: Path, src_file: Path, target: Path) -> RepairReport:
     start, end, count, kept_bytes = None, None, 0, 0
     records, status = _mcap_records(src_file)
     with Writer(target, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        for key, value in _custom_data(path).items():  # e.g. the recorder's command-topic mark
+            writer.set_custom_data(key, value)
         for record in records:
             if isinstance(record, Schema):
                 schemas[record.id] = record
@@ -384,7 +395,7 @@ def _repair_sqlite3(path: Path, db_file: Path, target: Path) -> RepairReport:
         "compression_mode": "",
         "files": [{"path": copy.name, "starting_time": {"nanoseconds_since_epoch": start},
                    "duration": {"nanoseconds": duration}, "message_count": int(count)}],
-        "custom_data": None,
+        "custom_data": _custom_data(path) or None,
         "ros_distro": "rosbags",
     }
     (target / "metadata.yaml").write_text(yaml.safe_dump({"rosbag2_bagfile_information": info}, sort_keys=False))
