@@ -33,6 +33,7 @@ from std_srvs.srv import Trigger
 from ..core.errors import SysidRosError
 from ..core.gains import GainGuard
 from ..core.journal import GainChange, GainsJournal
+from ..core.outputs import write_file
 from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
 from ..core.tuner.arm import arm_check_tapes
 from ..core.report.tuning import write_canary_report, write_tuning_report
@@ -251,7 +252,8 @@ class ServoTunerNode(LifecycleNode):
                                                False: "ignored by the controller"}[arm.feedforward_honoured],
                     "notes": list(arm.notes), "bags": arm.bags,
                     "seconds_of_motion": arm.motion_s}
-        path.write_text(yaml.safe_dump(document, sort_keys=False, width=110))
+        text = yaml.safe_dump(document, sort_keys=False, width=110)
+        write_file(path, lambda tmp: tmp.write_text(text), force=True)  # `apply` never reads half a proposal
         self._proposal = (proposal, path)
         report = self._draw(write_tuning_report, folder)
         self._post("ok", f"proposal: {proposal.summary}" + "".join(f"; note: {n}" for n in arm.notes), {
