@@ -122,7 +122,7 @@ def _refuse_if_recording(path: Path, names: list[str], busy_s: float) -> None:
         return  # our recorder died: the lock is stale
     if "metadata.yaml" in names:
         return  # written on close
-    newest = max(((path / n).stat().st_mtime for n in names), default=0.0)
+    newest = max(((path / n).lstat().st_mtime for n in names), default=0.0)
     age = time.time() - newest
     if age < busy_s:
         raise BagError(f"the bag changed {age:.1f} s ago and has no metadata.yaml: it may still be recording; "
