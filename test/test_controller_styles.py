@@ -176,6 +176,13 @@ def test_a_reloaded_controller_is_noticed_not_rolled_back(ros, tmp_path):
     assert client.get_parameters("standin_jtc", ["gains.elbow.p", "gains.elbow.d"]) == [77.0, 0.0]
     assert gains.journal.changes()[change.change_id].state == "overridden" and gains.journal.unfinished() == []
     assert gains.recover() == []
+    # a kept change lost in a reload is noticed too (the servo_tuner says so when it configures)
+    kept = gains.keep(gains.apply({"gains.elbow.p": 66.0}))
+    assert gains.lost() is None
+    client.set_parameters("standin_jtc", {"gains.elbow.p": 77.0})  # as a reload from the file would
+    lost = gains.lost()
+    assert lost.change_id == kept.change_id and lost.state == "overridden" and "77.0" in lost.reason
+    assert gains.lost() is None  # said once
 
 
 def test_the_tuner_reads_infinite_clamps_and_its_trials_restore_them(ros, tmp_path):

@@ -164,6 +164,19 @@ class ControllerGains:
                              controller=self.controller)
         return self.journal.advance(change, "rolled_back", reason)
 
+    def lost(self) -> GainChange | None:
+        """The last kept change when the controller no longer holds its gains (reloaded from its parameter file
+        without them: persist them with `apply --persist`), journaled `overridden`; else None."""
+        kept = [c for c in self.journal.changes().values() if c.controller == self.controller and c.state == "kept"]
+        if not kept:
+            return None
+        now = self.read(list(kept[-1].new))
+        if now == kept[-1].new:
+            return None
+        differ = {n: now[n] for n in now if now[n] != kept[-1].new[n]}
+        return self.journal.advance(kept[-1], "overridden", f"the kept gains are gone from the controller "
+                                                            f"(reloaded?): now {differ}")
+
     def recover(self) -> list[GainChange]:
         """Roll back every change of this controller that a crash left unfinished; returns them (state
         `rolled_back`, or `overridden` when the controller was reloaded meanwhile and was left as it is)."""

@@ -110,6 +110,17 @@ class ServoTunerNode(LifecycleNode):
             self.get_logger().warning(message)
             self._post("warn", message, {"action": "recover", "ok": True, "change_id": change.change_id,
                                          "restored": change.previous if change.state == "rolled_back" else None})
+        lost = None
+        try:
+            lost = self._gains.lost()
+        except SysidRosError as exc:  # the controller may come up later; the tune reads it again
+            self.get_logger().info(f"kept gains not checked: {exc}")
+        if lost is not None:
+            message = (f"the gains kept by change {lost.change_id} are no longer on the controller: {lost.reason}; "
+                       f"make them permanent with sysid-ros apply PROPOSAL --persist FILE")
+            self.get_logger().warning(message)
+            self._post("warn", message, {"action": "recover", "ok": True, "change_id": lost.change_id,
+                                         "restored": None})
         self.get_logger().info(f"configured: joints {c['joints']} of {c['controller']}, journal {c['journal']}")
         return TransitionCallbackReturn.SUCCESS
 
