@@ -135,7 +135,7 @@ class TuningRig:
         self.tuner = self.start_tuner()
         self.client = RosClient("sysid_ros_tuning")
         self.results: list[dict] = []
-        self.client.node.create_subscription(String, "/servo_tuner/result",
+        self.client.node.create_subscription(String, "servo_tuner/result",
                                              lambda m: self.results.append(yaml.safe_load(m.data)), RESULT_QOS)
         for node in ("tape_recorder", "servo_tuner"):
             self.activate(node)
@@ -157,7 +157,7 @@ class TuningRig:
     def call(self, service: str):
         from std_srvs.srv import Trigger
 
-        return self.client.call(Trigger, f"/servo_tuner/{service}", Trigger.Request())
+        return self.client.call(Trigger, f"servo_tuner/{service}", Trigger.Request())
 
     def request(self, service: str, outcome: str, timeout_s: float) -> dict:
         """Call `~/<service>` and wait for the tuner's `outcome` on ~/result; RuntimeError when refused."""

@@ -21,12 +21,13 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def load_ros_parameters(path: Path, node_name: str) -> dict[str, Any]:
-    """The flat parameters a file gives `node_name` (its own section, else the `/**` wildcard)."""
+    """The flat parameters a file gives `node_name`: its own section (`name`, `/name` or `/**/name`), else `/**`."""
     try:
         document = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read parameter file: {exc}", file=str(path)) from exc
-    section = document.get(node_name) or document.get(f"/{node_name}") or document.get("/**")
+    section = (document.get(node_name) or document.get(f"/{node_name}") or document.get(f"/**/{node_name}")
+               or document.get("/**"))
     if not isinstance(section, dict) or "ros__parameters" not in section:
         raise ConfigError(f"no ros__parameters for node {node_name!r}", file=str(path))
     return flatten(section["ros__parameters"])

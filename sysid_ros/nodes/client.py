@@ -3,6 +3,8 @@
 `RosClient` holds one node spun by a background executor (a service call then costs ~1 ms, against
 ~10 ms with spin_until_future_complete), collects messages, publishes, and calls services with one
 shared timeout rule. Every wait is on a condition with a timeout, never a fixed delay.
+Node, service and topic names resolve as a ROS user expects: relative to the client's namespace (a robot's,
+`RosClient(namespace="/r1")` or `--ros-args -r __ns:=/r1`), absolute when they start with `/`.
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float = TIMEOUT_S, what: s
 class RosClient:
     """A node of our own in a private context, spun in a background thread."""
 
-    def __init__(self, name: str = "sysid_ros_client") -> None:
+    def __init__(self, name: str = "sysid_ros_client", namespace: str = "", ros_args: list[str] | None = None) -> None:
+        """`ros_args`: remaps for this client (`-r __ns:=/r1`, `-r joint_states:=...`); never the process's own
+        `--ros-args` implicitly (a `__node:=` remap meant for another node would rename us too)."""
         self.context = rclpy.Context()
-        rclpy.init(context=self.context, args=[])  # not the process's --ros-args: a node remap would rename us too
-        self.node = Node(name, context=self.context)
+        rclpy.init(context=self.context, args=["sysid_ros", "--ros-args", *ros_args] if ros_args else [])
+        self.node = Node(name, namespace=namespace or None, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -76,9 +80,13 @@ class RosClient:
         finally:
             self.node.destroy_client(client)
 
+    def resolve(self, name: str) -> str:
+        """A node, topic or service name as this client resolves it (namespace and remaps applied)."""
+        return self.node.resolve_topic_name(name)
+
     def set_parameters(self, node_name: str, values: dict[str, Any]) -> list:
         request = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
-        return list(self.call(SetParameters, f"/{node_name}/set_parameters", request).results)
+        return list(self.call(SetParameters, f"{node_name}/set_parameters", request).results)
 
     def set_parameters_atomically(self, node_name: str, values: dict[str, Any], timeout_s: float = TIMEOUT_S):
         """All or nothing: the node's `SetParametersResult` for the whole batch."""
@@ -86,12 +94,12 @@ class RosClient:
 
         request = SetParametersAtomically.Request(
             parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
-        return self.call(SetParametersAtomically, f"/{node_name}/set_parameters_atomically", request,
+        return self.call(SetParametersAtomically, f"{node_name}/set_parameters_atomically", request,
                          timeout_s).result
 
     def get_parameters(self, node_name: str, names: list[str], timeout_s: float = TIMEOUT_S) -> list[Any]:
         """Values of `names` on the node (None for a parameter it does not have)."""
-        response = self.call(GetParameters, f"/{node_name}/get_parameters", GetParameters.Request(names=names),
+        response = self.call(GetParameters, f"{node_name}/get_parameters", GetParameters.Request(names=names),
                              timeout_s)
         return [Parameter.from_parameter_msg(_named(n, v)).value for n, v in zip(names, response.values)]
 
@@ -101,17 +109,17 @@ class RosClient:
         from rcl_interfaces.msg import ParameterType
         from rcl_interfaces.srv import DescribeParameters, ListParameters
 
-        listed = self.call(ListParameters, f"/{node_name}/list_parameters",
+        listed = self.call(ListParameters, f"{node_name}/list_parameters",
                            ListParameters.Request(prefixes=prefixes, depth=0), timeout_s).result.names
         if not listed:
             return {}
-        described = self.call(DescribeParameters, f"/{node_name}/describe_parameters",
+        described = self.call(DescribeParameters, f"{node_name}/describe_parameters",
                               DescribeParameters.Request(names=list(listed)), timeout_s).descriptors
         kinds = {getattr(ParameterType, k): k[len("PARAMETER_"):].lower() for k in dir(ParameterType)
                  if k.startswith("PARAMETER_") and isinstance(getattr(ParameterType, k), int)}
         return {d.name: (kinds.get(d.type, str(d.type)), bool(d.read_only)) for d in described}
 
-    def change_state(self, node_name: str, transition: str) -> tuple[bool, str]:
+    def change_state(self, node_name: str, transition: str, timeout_s: float = TIMEOUT_S) -> tuple[bool, str]:
         """Request a lifecycle transition by label (an invalid numeric id kills a Jazzy node; a label does not).
 
         Returns (success, the node's state afterwards).
@@ -120,14 +128,27 @@ class RosClient:
         from lifecycle_msgs.srv import ChangeState, GetState
 
         request = ChangeState.Request(transition=Transition(label=transition))
-        success = bool(self.call(ChangeState, f"/{node_name}/change_state", request).success)
-        return success, self.call(GetState, f"/{node_name}/get_state", GetState.Request()).current_state.label
+        success = bool(self.call(ChangeState, f"{node_name}/change_state", request, timeout_s).success)
+        return success, self.call(GetState, f"{node_name}/get_state", GetState.Request(), timeout_s).current_state.label
 
     def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
         self._thread.join(5.0)
+
+
+def ros_arguments(namespace: str = "", ros_args: list[str] | None = None) -> list[str]:
+    """The `--ros-args` rules for a command's own node: the user's rules first (rcl applies the first rule that
+    matches, so they win), then those of `--namespace`."""
+    from .processes import namespace_args
+
+    return [*(ros_args or []), *namespace_args(namespace or "")]
+
+
+def ros_client(name: str, args: Any) -> RosClient:
+    """A client for a command that talks to nodes, placed by its `--namespace` and `--ros-args`."""
+    return RosClient(name, ros_args=ros_arguments(getattr(args, "namespace", ""), getattr(args, "ros_args", [])))
 
 
 def _named(name: str, value: Any):
@@ -150,7 +171,7 @@ def request_play(client: RosClient, recorder: str = "tape_recorder") -> Any:
     from std_srvs.srv import Trigger
 
     return wait_for(lambda: (lambda r: None if "no fresh feedback" in r.message else r)(
-        client.call(Trigger, f"/{recorder}/play", Trigger.Request())), what=f"{recorder} to hear the robot")
+        client.call(Trigger, f"{recorder}/play", Trigger.Request())), what=f"{recorder} to hear the robot")
 
 
 def play_tape(client: RosClient, diagnostics: list, recorder: str = "tape_recorder",
@@ -164,6 +185,11 @@ def play_tape(client: RosClient, diagnostics: list, recorder: str = "tape_record
     response = request_play(client, recorder)
     if not response.success:
         raise RuntimeError(response.message)
-    return wait_for(lambda: next((s for array in diagnostics[seen:] for s in array.status
-                                  if s.name == f"/{recorder}" and s.message.startswith(("finished", "aborted"))),
-                                 None), timeout_s, f"{recorder} to finish")
+    return wait_for(lambda: play_ended(client, diagnostics[seen:], recorder), timeout_s, f"{recorder} to finish")
+
+
+def play_ended(client: RosClient, diagnostics: list, recorder: str = "tape_recorder") -> Any:
+    """The recorder's `finished`/`aborted` status among `diagnostics` (its name resolved in the client's namespace)."""
+    name = client.resolve(recorder)
+    return next((s for array in diagnostics for s in array.status
+                 if s.name == name and s.message.startswith(("finished", "aborted"))), None)

@@ -35,6 +35,9 @@ def publishers_reliability(node: Node, topic: str) -> str | None:
         return None
     return "best_effort" if ReliabilityPolicy.BEST_EFFORT in offered else "reliable"
 
+# The one absolute topic: every robot's nodes report to the fleet's /diagnostics (statuses name the robot).
+DIAGNOSTICS = "/diagnostics"
+
 LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
           "stale": DiagnosticStatus.STALE}
 
@@ -103,11 +106,27 @@ def read_envelopes(node: Node, joints: list[str]) -> dict:
     return envelopes_from_parameters(joints, flat)
 
 
+def declare_robot(node: Node) -> str:
+    """Declare `robot`, the name of the robot this node serves (default: its namespace's last part)."""
+    return declare(node, "robot", "", "robot this node serves, named in every /diagnostics status "
+                                      "(empty: the node's namespace, or 'robot' at the root)", read_only=True)
+
+
+def robot_name(node: Node) -> str:
+    """The robot a node serves: its `robot` parameter, else its namespace's last part, else 'robot'."""
+    named = node.get_parameter("robot").value if node.has_parameter("robot") else ""
+    return named or node.get_namespace().rstrip("/").rsplit("/", 1)[-1] or "robot"
+
+
 def diagnostic(node: Node, level: str, message: str, values: dict[str, Any] | None = None) -> DiagnosticStatus:
-    """A DiagnosticStatus for this node (name = node's full name)."""
+    """A DiagnosticStatus for this node: name = the node's full name, hardware_id and value `robot` = its robot.
+
+    `/diagnostics` is global (one aggregator for the fleet), so every status says which robot it is about.
+    """
+    robot = robot_name(node)
     status = DiagnosticStatus(level=LEVELS[level], name=node.get_fully_qualified_name(), message=message,
-                              hardware_id=node.get_name())
-    status.values = [KeyValue(key=str(k), value=str(v)) for k, v in (values or {}).items()]
+                              hardware_id=robot)
+    status.values = [KeyValue(key=str(k), value=str(v)) for k, v in {"robot": robot, **(values or {})}.items()]
     return status
 
 

@@ -24,7 +24,7 @@ from ..core.identify import identify, load_problem, write_results
 from ..core.identify.overrides import with_data
 from ..core.identify.pipeline import result_names, results_document
 from ..core.outputs import check_writable
-from .common import declare, diagnostic, publish_diagnostics, run
+from .common import DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run
 
 
 class IdentifierNode(LifecycleNode):
@@ -38,7 +38,8 @@ class IdentifierNode(LifecycleNode):
         declare(self, "validation_bags", bags, "held-out bags (empty: the problem's own)")
         declare(self, "control", "effort", "drive the model with: effort (measured), commands, or auto")
         declare(self, "output_dir", "identified", "results go to <output_dir>/<problem name>_<UTC time>")
-        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        declare_robot(self)
+        self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self.result_pub = self.create_publisher(String, "~/result", 10)
         self.create_service(Trigger, "~/identify", self._on_identify)
         self._problem = None

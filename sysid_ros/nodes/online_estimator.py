@@ -34,7 +34,7 @@ from ..core.online import OnlineEstimator
 from ..core.online.config import pendulum_config
 from ..core.online.reports import ExcitationRequest
 from ..core.signals import JointSamples
-from .common import SENSOR_QOS, declare, diagnostic, run
+from .common import SENSOR_QOS, declare, declare_robot, diagnostic, run
 
 
 class OnlineEstimatorNode(LifecycleNode):
@@ -49,9 +49,10 @@ class OnlineEstimatorNode(LifecycleNode):
         d("rotor_inertia_kg_m2", 1e-4, "pendulum: known rotor inertia")
         d("window_s", 2.0, "sliding window (robot time)")
         d("hop_s", 0.25, "a fit every hop")
-        d("feedback_topic", "/joint_states", "sensor_msgs/JointState with position and effort")
+        d("feedback_topic", "joint_states", "sensor_msgs/JointState with position and effort (relative: in the namespace)")
         d("request_excitation", False, "ask the recorder for an excitation tape when confidence stays low")
         d("recorder", "tape_recorder", "the tape_recorder node to ask")
+        declare_robot(self)
         self._estimator: OnlineEstimator | None = None
         self._buffer: list[tuple[int, float, float]] = []
         self._names: dict[object, list[str]] = {}
@@ -81,7 +82,7 @@ class OnlineEstimatorNode(LifecycleNode):
         self._estimate_pub = self.create_lifecycle_publisher(DiagnosticArray, "~/estimate", 10)
         self._array_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/estimate_array", 10)
         self._event_pub = self.create_lifecycle_publisher(String, "~/events", 50)
-        self._play = self.create_client(Trigger, f"/{value('recorder')}/play")
+        self._play = self.create_client(Trigger, f"{value('recorder')}/play")
         self._sub = self.create_subscription(JointState, value("feedback_topic"), self._on_feedback, SENSOR_QOS,
                                              raw=True)
         self.get_logger().info(f"configured: following {config.joint} ({', '.join(config.model.names)})")

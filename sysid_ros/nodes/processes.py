@@ -46,20 +46,29 @@ def isolate_ros_environment() -> int:
     return domain
 
 
+def namespace_args(namespace: str) -> list[str]:
+    """`--ros-args` rules that move a node into `namespace`, with its simulated time: the robot's `<ns>/clock`."""
+    if not namespace.strip("/"):
+        return []
+    return ["-r", f"__ns:=/{namespace.strip('/')}", "-r", "/clock:=clock"]
+
+
 class NodeProcess:
-    """A sysid_ros node in its own process, started with a parameter dict; stopped by its pid."""
+    """A sysid_ros node in its own process, started with a parameter dict (in `namespace`); stopped by its pid."""
 
     def __init__(self, node: str, name: str, params: dict[str, Any], folder: Path,
-                 extra_args: list[str] | None = None) -> None:
-        self.name = name
+                 extra_args: list[str] | None = None, namespace: str = "") -> None:
+        self.name, self.namespace = name, namespace.strip("/")
+        self.full_name = f"/{self.namespace}/{name}" if self.namespace else f"/{name}"
         folder.mkdir(parents=True, exist_ok=True)
-        params_file = folder / f"{name}_params.yaml"
-        params_file.write_text(yaml.safe_dump({name: {"ros__parameters": params}}))
-        self.log_path = folder / f"{name}.log"
+        tag = self.full_name.strip("/").replace("/", "_")
+        params_file = folder / f"{tag}_params.yaml"
+        params_file.write_text(yaml.safe_dump({f"/**/{name}": {"ros__parameters": params}}))
+        self.log_path = folder / f"{tag}.log"
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", f"sysid_ros.nodes.{node}", "--ros-args", "-r", f"__node:={name}",
-             "--params-file", str(params_file), *(extra_args or [])],
+             *namespace_args(namespace), "--params-file", str(params_file), *(extra_args or [])],
             stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy())
 
     @property

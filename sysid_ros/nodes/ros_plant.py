@@ -53,7 +53,7 @@ class RosArm(Arm):
     client: RosClient | None = None
     gains: ControllerGains | None = None
     recorder: str = "tape_recorder"
-    feedback_topic: str = "/joint_states"
+    feedback_topic: str = "joint_states"
     workdir: Path = Path("tuner")
     play_timeout_s: float = 600.0
     plays: int = 0

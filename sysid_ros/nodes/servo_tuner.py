@@ -39,7 +39,8 @@ from ..core.tuner.arm import arm_check_tapes
 from ..core.report.tuning import write_canary_report, write_tuning_report
 from ..core.tuner.proposal import GainProposal, from_arm, from_tune, load_proposal
 from .client import RosClient
-from .common import declare, declare_envelopes, diagnostic, publish_diagnostics, read_envelopes, run
+from .common import (DIAGNOSTICS, declare, declare_envelopes, declare_robot, diagnostic, publish_diagnostics,
+                     read_envelopes, run)
 from .controller_gains import ControllerGains
 from .ros_plant import RosArm
 
@@ -60,7 +61,7 @@ class ServoTunerNode(LifecycleNode):
         d("recorder", "tape_recorder", "tape_recorder node that plays the tapes (command_mode trajectory)")
         d("model", "", "MJCF of the robot (embedded name or path): torque caps and the arm's feed-forward")
         d("command_rate_hz", 250.0, "the controller's update rate (the recorder's command_rate_hz)")
-        d("feedback_topic", "/joint_states", "sensor_msgs/JointState feedback")
+        d("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)")
         d("torque_sample_phase", 0.5, "where in its interval the drive's reported torque is taken (0.5: held)")
         for f in fields(GainGuard):
             d(f"guard.{f.name}", getattr(GainGuard(), f.name), "largest value the tuner may send")
@@ -77,7 +78,8 @@ class ServoTunerNode(LifecycleNode):
         declare_envelopes(self, list(self.get_parameter("joints").value))
         self._proposal_lock = False  # proposal.* parameters are read-only except while this node writes them
         self.add_on_set_parameters_callback(self._guard_proposal_parameters)
-        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        declare_robot(self)
+        self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self.result_pub = self.create_publisher(String, "~/result", RESULT_QOS)
         for name, handler in (("~/tune", self._on_tune), ("~/apply", self._on_apply), ("~/rollback", self._on_rollback)):
             self.create_service(Trigger, name, handler)
@@ -94,7 +96,7 @@ class ServoTunerNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
             self._config = self._read_configuration()
-            self._client = RosClient(f"{self.get_name()}_client")
+            self._client = RosClient(f"{self.get_name()}_client", self.get_namespace())  # names resolve in ours
             c = self._config
             self._gains = ControllerGains(self._client, c["controller"], GainsJournal(c["journal"]), c["guard"],
                                           c["controller_timeout_s"], c["controller_style"])

@@ -1,10 +1,14 @@
 """`sim_robot`: a MuJoCo arm that looks to every node like a ros2_control robot.
 
-Publishes `/joint_states` (position, velocity, effort = applied joint torque) and, with `use_sim_time`,
-`/clock`; takes `/<forward_controller>/commands` (Float64MultiArray) and
-`/<trajectory_controller>/joint_trajectory` (JointTrajectory); holds its drive gains as the live
+Publishes `joint_states` (position, velocity, effort = applied joint torque) and, with `use_sim_time`,
+`clock`; takes `<forward_controller>/commands` (Float64MultiArray) and
+`<trajectory_controller>/joint_trajectory` (JointTrajectory); holds its drive gains as the live
 parameters `gains.<joint>.p|i|d|i_clamp|ff_velocity_scale` and its hidden physics as `physics.*`.
-Bad commands are logged and published on `/diagnostics`, then ignored: the node stays up.
+Every name is relative, so `__ns:=/r1` (or a launch `namespace`) moves the whole robot; at the root they
+are the usual `/joint_states`, `/clock`, ... . Each robot in a namespace runs its own simulated time on
+`<ns>/clock`: its nodes that use sim time take it with `-r /clock:=clock`.
+Bad commands are logged and published on `/diagnostics` (global; the status names the robot), then
+ignored: the node stays up.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from ..core.errors import SysidRosError
 from ..core.gains import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
 from ..core.sim import Feedback, FeedbackNoise, SimRobot
 from ..core.trajectory import Trajectory
-from .common import COMMAND_QOS, declare, diagnostic, publish_diagnostics, run, sensor_qos
+from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run,
+                     sensor_qos)
 
 TICK_S = 0.002          # wall period of the stepping loop
 MAX_CHUNK_S = 0.05      # most wall time one tick may catch up; a starved loop slows down instead
@@ -54,7 +59,8 @@ class SimRobotNode(Node):
         guard = GainGuard(**{f"{g}_max": p(f"gain_guard.{g}_max", getattr(GainGuard(), f"{g}_max"),
                                            f"largest {g} gain accepted") for g in GAIN_FIELDS})
         start_s = p("start_time_s", 1.0, "simulated time of the first sample")
-        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        declare_robot(self)
+        self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         try:
             self.robot = SimRobot(
@@ -93,10 +99,10 @@ class SimRobotNode(Node):
                                                     "to the drive's output (false: ignore it)"))
         reliability = declare(self, "joint_states_reliability", "reliable", "reliable, or best_effort as sensor "
                               "drivers often publish")
-        self.joint_pub = self.create_publisher(JointState, "/joint_states", sensor_qos(reliability))
-        self.clock_pub = self.create_publisher(ClockMsg, "/clock", 10) if self.sim_time else None
-        self.create_subscription(Float64MultiArray, f"/{forward}/commands", self._on_forward, COMMAND_QOS)
-        self.create_subscription(JointTrajectory, f"/{trajectory}/joint_trajectory", self._on_trajectory,
+        self.joint_pub = self.create_publisher(JointState, "joint_states", sensor_qos(reliability))
+        self.clock_pub = self.create_publisher(ClockMsg, "clock", 10) if self.sim_time else None
+        self.create_subscription(Float64MultiArray, f"{forward}/commands", self._on_forward, COMMAND_QOS)
+        self.create_subscription(JointTrajectory, f"{trajectory}/joint_trajectory", self._on_trajectory,
                                  COMMAND_QOS)
         self.create_service(SetBool, "~/pause", self._on_pause)
 
@@ -110,7 +116,8 @@ class SimRobotNode(Node):
         self.get_logger().info(
             f"sim_robot: model {model}, joints {list(self.robot.joint_names)}, "
             f"{'sim time x' + str(self.real_time_factor) if self.sim_time else 'wall time'}, "
-            f"commands on /{forward}/commands ({self.forward_interface}) and /{trajectory}/joint_trajectory")
+            f"commands on {self.resolve_topic_name(forward + '/commands')} ({self.forward_interface}) and "
+            f"{self.resolve_topic_name(trajectory + '/joint_trajectory')}")
 
     # --- stepping -----------------------------------------------------------------------------------
     def _tick(self) -> None:

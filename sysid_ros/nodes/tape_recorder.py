@@ -41,8 +41,8 @@ from ..core.errors import SysidRosError
 from ..core.params import flatten
 from ..core.playback import Playback, SafetyMargins
 from .serialization import float64_array_cdr, msgtype_of, to_cdr
-from .common import (COMMAND_QOS, declare, declare_envelopes, diagnostic, publish_diagnostics, publishers_reliability,
-                     read_envelopes, run, sensor_qos)
+from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_envelopes, declare_robot, diagnostic,
+                     publish_diagnostics, publishers_reliability, read_envelopes, run, sensor_qos)
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
@@ -57,11 +57,11 @@ class TapeRecorderNode(LifecycleNode):
         d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
         d("joints", Parameter.Type.STRING_ARRAY, "names of the joints to move, in the controller's command order")
         d("command_mode", "stream", "stream (Float64MultiArray at command_rate_hz) or trajectory (JointTrajectory)")
-        d("forward_controller", "forward_command_controller", "takes /<name>/commands in stream mode")
+        d("forward_controller", "forward_command_controller", "takes <name>/commands in stream mode")
         d("forward_interface", "position", "the forward controller's interface: position or effort")
-        d("trajectory_controller", "joint_trajectory_controller", "takes /<name>/joint_trajectory")
+        d("trajectory_controller", "joint_trajectory_controller", "takes <name>/joint_trajectory")
         d("command_rate_hz", 500.0, "stream rate, and the rate tapes are designed for")
-        d("feedback_topic", "/joint_states", "sensor_msgs/JointState feedback")
+        d("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)")
         d("feedback_reliability", "auto", "auto (match the feedback publishers: best_effort when one offers only "
                                           "that), reliable or best_effort")
         d("tape.kind", "multisine", f"one of {', '.join(tapes.KINDS)}")
@@ -92,7 +92,8 @@ class TapeRecorderNode(LifecycleNode):
         self._status_slot = -1
         self.create_service(Trigger, "~/play", self._on_play)
         self.create_service(Trigger, "~/stop", self._on_stop)
-        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        declare_robot(self)
+        self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         declare_envelopes(self, list(self.get_parameter("joints").value))
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -103,13 +104,15 @@ class TapeRecorderNode(LifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         c = self._config
+        c["feedback_topic"] = self.resolve_topic_name(c["feedback_topic"])  # in the namespace: as the bag names it
         self._subscribe_feedback()
         if c["command_mode"] == "stream":
-            self._command_topic, self._command_type = f"/{c['forward_controller']}/commands", Float64MultiArray
+            self._command_topic, self._command_type = f"{c['forward_controller']}/commands", Float64MultiArray
         else:
-            self._command_topic = f"/{c['trajectory_controller']}/joint_trajectory"
+            self._command_topic = f"{c['trajectory_controller']}/joint_trajectory"
             self._command_type = JointTrajectory
         self._command_pub = self.create_lifecycle_publisher(self._command_type, self._command_topic, COMMAND_QOS)
+        self._command_topic = self._command_pub.topic_name  # resolved: what the bag and the checks name
         self._watchdog = self.create_timer(c["margins"].stale_after_s / 4, self._check_fresh, clock=self._steady)
         self.get_logger().info(f"configured: joints {c['joints']}, {c['command_mode']} to {self._command_topic}")
         return TransitionCallbackReturn.SUCCESS
