@@ -174,6 +174,16 @@ def _record(args: argparse.Namespace) -> int:
     return record(args)
 
 
+def split_ros_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """A command line split into (its own arguments, the rules after `--ros-args` up to `--`), as ROS tools do."""
+    if "--ros-args" not in argv:
+        return list(argv), []
+    k = argv.index("--ros-args")
+    rest = argv[k + 1:]
+    end = rest.index("--") if "--" in rest else len(rest)
+    return argv[:k] + rest[end + 1:], rest[:end]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sysid-ros", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"sysid_ros {__version__}")
@@ -244,7 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--out", type=Path, required=True, help="the page to write (.html)")
     plot.set_defaults(run=_tapes_plot)
 
-    record = commands.add_parser("record", parents=[tape_options],
+    # verbs that talk to nodes: a robot's namespace, and any ROS rules after --ros-args (split off in main)
+    ros_options = argparse.ArgumentParser(add_help=False)
+    ros_options.add_argument("--namespace", default="", help="the robot's namespace (e.g. r1): its nodes and topics")
+    record = commands.add_parser("record", parents=[tape_options, ros_options],
                                  help="play a tape on the robot and record it (no lifecycle manager)")
     record.add_argument("--out", type=Path, default=None, help="output folder (overrides output_dir)")
     record.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the robot")
@@ -257,13 +270,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", type=Path, default=None,
                         help="write this file (never overwritten) instead of printing")
     export.set_defaults(run=_export)
-    add_tuner_commands(commands)  # tune, apply, rollback: requests to a running servo_tuner
+    add_tuner_commands(commands, ros_options)  # tune, apply, rollback: requests to a running servo_tuner
     add_fleet_commands(commands)  # fleet identify
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    own, ros_args = split_ros_args(sys.argv[1:] if argv is None else list(argv))
+    args = build_parser().parse_args(own)
+    args.ros_args = ros_args
+    if ros_args and not hasattr(args, "namespace"):
+        print(f"sysid-ros {args.command}: --ros-args only applies to commands that talk to nodes", file=sys.stderr)
+        return 2
     try:
         code = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit

@@ -28,7 +28,9 @@ def record(args: argparse.Namespace) -> int:
         params["tape.seed"] = args.seed
     if args.out is not None:
         params["output_dir"] = str(args.out)
-    rclpy.init()
+    from .client import ros_arguments
+
+    rclpy.init(args=["sysid-ros", "--ros-args", *ros_arguments(args.namespace, args.ros_args)])
     node = TapeRecorderNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
     executor = SingleThreadedExecutor()
     executor.add_node(node)

@@ -31,14 +31,14 @@ def tuner_command(args: argparse.Namespace) -> int:
     from std_msgs.msg import String
     from std_srvs.srv import Trigger
 
-    from .client import RosClient, wait_for
+    from .client import ros_client, wait_for
     from .servo_tuner import RESULT_QOS
 
-    node = args.node.strip("/")
+    node = args.node
     persist_to = _persist_target(args) if getattr(args, "persist", None) else None
-    client = RosClient("sysid_ros_tuner_cli")
+    client = ros_client("sysid_ros_tuner_cli", args)
     results: list[dict] = []
-    client.node.create_subscription(String, f"/{node}/result", lambda m: results.append(yaml.safe_load(m.data)),
+    client.node.create_subscription(String, f"{node}/result", lambda m: results.append(yaml.safe_load(m.data)),
                                     RESULT_QOS)
     try:
         if getattr(args, "proposal", None) is not None:
@@ -49,10 +49,11 @@ def tuner_command(args: argparse.Namespace) -> int:
                 return 1
         seen = len(results)
         try:
-            response = client.call(Trigger, f"/{node}/{args.command}", Trigger.Request(), args.timeout)
+            response = client.call(Trigger, f"{node}/{args.command}", Trigger.Request(), args.timeout)
         except TimeoutError:
-            raise SysidRosError(f"no {node} answered /{node}/{args.command} within {args.timeout:g} s: start the "
-                                f"servo_tuner node (and activate it), or name it with --node") from None
+            raise SysidRosError(f"no {node} answered {client.resolve(node)}/{args.command} within {args.timeout:g} s: "
+                                f"start the servo_tuner node (and activate it), or name it with --node "
+                                f"(and --namespace)") from None
         print(response.message)
         if not response.success or not WAIT_FOR[args.command]:
             return 0 if response.success else 1
@@ -90,11 +91,11 @@ def _persist(path: Path, result: dict, proposal, controller: str, style) -> None
     print(f"persisted to {path} ({controller}, {style.name} names; the file as it was: {backup})")
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:
+def add_commands(commands: argparse._SubParsersAction, ros_options: argparse.ArgumentParser) -> None:
     for name, text in (("tune", "tune the servo_tuner's joints over ROS and write a proposal"),
                        ("apply", "apply a proposal (default: the latest tune's) and run the canary"),
                        ("rollback", "restore the gains from before the last applied change")):
-        sub = commands.add_parser(name, help=text)
+        sub = commands.add_parser(name, help=text, parents=[ros_options])
         if name == "apply":
             from ..core.controller_styles import ALIASES, STYLES
 
@@ -105,7 +106,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              help="with --persist: the controller's parameter names (auto: as the proposal says)")
             sub.add_argument("--controller", default=None, help="with --persist: the controller (default: the "
                                                                  "proposal's)")
-        sub.add_argument("--node", default="servo_tuner", help="the servo_tuner node's name")
+        sub.add_argument("--node", default="servo_tuner", help="the servo_tuner node's name (relative: in --namespace)")
         sub.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the service")
         sub.add_argument("--wait", type=float, default=7200.0, help="seconds to wait for the outcome")
         sub.set_defaults(run=tuner_command, command=name)
