@@ -32,6 +32,7 @@ setup(
             "identifier = sysid_ros.nodes.identifier:main",
             "online_estimator = sysid_ros.nodes.online_estimator:main",
             "servo_tuner = sysid_ros.nodes.servo_tuner:main",
+            "lifecycle_manager = sysid_ros.nodes.lifecycle_manager:main",
             "sysid-ros = sysid_ros.cli:main",
         ],
     },

@@ -8,6 +8,8 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from sysid_ros.launching import placement, stack_arguments
+
 
 def _sim_robot(context):
     share = get_package_share_directory("sysid_ros")
@@ -15,9 +17,10 @@ def _sim_robot(context):
     params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(
         share, "config", "sim_robot_arm3.yaml" if model == "arm3" else "sim_robot.yaml")
     use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() == "true"
+    where, robot = placement(context)
     return [Node(
-        package="sysid_ros", executable="sim_robot", name="sim_robot", output="screen",
-        parameters=[params_file, {"use_sim_time": use_sim_time,
+        package="sysid_ros", executable="sim_robot", name="sim_robot", output="screen", **where,
+        parameters=[params_file, {"use_sim_time": use_sim_time, **robot,
                                   "real_time_factor": float(LaunchConfiguration("real_time_factor").perform(context))}],
     )]
 
@@ -28,5 +31,6 @@ def generate_launch_description():
         DeclareLaunchArgument("params_file", default_value="", description="sim_robot parameters (default: by model)"),
         DeclareLaunchArgument("use_sim_time", default_value="false", description="publish /clock and run on it"),
         DeclareLaunchArgument("real_time_factor", default_value="1.0", description="with use_sim_time"),
+        *stack_arguments(),
         OpaqueFunction(function=_sim_robot),
     ])

@@ -4,8 +4,8 @@ Starts the servo_tuner and the tape_recorder it plays through (both lifecycle no
 file: config/servo_tuner.yaml, or servo_tuner_arm3.yaml for `model:=arm3`). With `sim:=true` it also
 starts sim_robot with that model, position-controlled at the tuner's rate on simulated time.
 On a real robot point `params_file` at a copy naming the robot's joints, controller, MJCF and envelopes.
-Configure and activate both nodes (`ros2 lifecycle set /tape_recorder configure`, `... activate`, the same
-for /servo_tuner), then `sysid-ros tune`, `sysid-ros apply`, and if ever needed `sysid-ros rollback`.
+`autostart:=true` brings them up in order (a lifecycle_manager); or configure and activate both nodes
+(`ros2 lifecycle set /tape_recorder configure`, `... activate`, the same for /servo_tuner), then `sysid-ros tune`, `sysid-ros apply`, and if ever needed `sysid-ros rollback`.
 """
 
 import os
@@ -16,23 +16,27 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
+from sysid_ros.launching import managed, placement, stack_arguments
+
 
 def _nodes(context):
     share = get_package_share_directory("sysid_ros")
     model = LaunchConfiguration("model").perform(context)
     params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(
         share, "config", "servo_tuner_arm3.yaml" if model == "arm3" else "servo_tuner.yaml")
-    nodes = [LifecycleNode(package="sysid_ros", executable=name, name=name, namespace="", output="screen",
-                           parameters=[params_file]) for name in ("tape_recorder", "servo_tuner")]
+    where, robot = placement(context)
+    nodes = [LifecycleNode(package="sysid_ros", executable=name, name=name, output="screen", **where,
+                           parameters=[params_file, robot]) for name in ("tape_recorder", "servo_tuner")]
     if LaunchConfiguration("sim").perform(context).lower() == "true":
         sim_file = "sim_robot_arm3.yaml" if model == "arm3" else "sim_robot.yaml"
         rate = 200.0 if model == "arm3" else 250.0
-        nodes.append(Node(package="sysid_ros", executable="sim_robot", name="sim_robot", output="screen",
+        nodes.append(Node(package="sysid_ros", executable="sim_robot", name="sim_robot", output="screen", **where,
                           parameters=[os.path.join(share, "config", sim_file),
                                       {"use_sim_time": True, "forward_interface": "position",
                                        "command_rate_hz": rate, "publish_rate_hz": rate,
-                                       "real_time_factor": 1.0}]))
-    return nodes
+                                       "real_time_factor": 1.0, **robot}]))
+    sim = LaunchConfiguration("sim").perform(context).lower() == "true"
+    return managed(context, nodes, ["sim_robot"] * sim + ["tape_recorder", "servo_tuner"], where, robot)
 
 
 def generate_launch_description():
@@ -40,5 +44,6 @@ def generate_launch_description():
         DeclareLaunchArgument("sim", default_value="false", description="also start sim_robot"),
         DeclareLaunchArgument("model", default_value="pendulum", description="with sim: pendulum or arm3"),
         DeclareLaunchArgument("params_file", default_value="", description="servo_tuner + tape_recorder parameters"),
+        *stack_arguments(),
         OpaqueFunction(function=_nodes),
     ])

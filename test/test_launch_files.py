@@ -139,10 +139,16 @@ def _declared(entry_point: str, values: dict[str, Any]) -> set[str]:
 
 
 PROBLEM = str(ROOT / "config" / "identify_pendulum.yaml")
-VARIANTS = {"sim_robot.launch.py": ({}, {"model": "arm3"}), "record.launch.py": ({}, {"sim": "true"}),
+ROBOT = {"namespace": "r1", "robot": "left_arm"}  # every launch file places a robot's stack
+UP = {**ROBOT, "autostart": "true"}  # and brings it up with a lifecycle_manager
+VARIANTS = {"sim_robot.launch.py": ({}, {"model": "arm3"}, ROBOT),
+            "record.launch.py": ({}, {"sim": "true", **ROBOT}, ROBOT, UP, {"sim": "true", **UP}),
             "identify.launch.py": ({"problem_file": PROBLEM},
-                                   {"problem_file": PROBLEM, "training_bags": "/a/bag1 /a/bag2"}),
-            "tune.launch.py": ({}, {"sim": "true"}, {"sim": "true", "model": "arm3"})}
+                                   {"problem_file": PROBLEM, "training_bags": "/a/bag1 /a/bag2"},
+                                   {"problem_file": PROBLEM, **ROBOT}, {"problem_file": PROBLEM, **UP}),
+            "tune.launch.py": ({}, {"sim": "true"}, {"sim": "true", "model": "arm3", **ROBOT}, ROBOT, {"sim": "true", **UP}),
+            "online.launch.py": ({}, ROBOT, UP),
+            "fleet.launch.py": ({"robots": "r1,r2,r3", "sim": "true"}, {"robots": "r4"})}
 CASES = [(f, args) for f in LAUNCH_FILES for args in VARIANTS.get(f.name, ({},))]
 
 
@@ -153,12 +159,43 @@ def test_launch_file_resolves(launch_file: Path, arguments: dict[str, str], monk
     scripts = _console_scripts()
     nodes = _nodes(launch_file, arguments)
     assert nodes, f"{launch_file.name} starts no node"
+    _check_bring_up(launch_file, nodes, arguments)
     for node in nodes:
         assert node.package == "sysid_ros"
         assert node.executable in scripts, f"{node.executable} is not a console script of the package"
         values = _parameters(node)
         unknown = set(values) - _declared(scripts[node.executable], values)
         assert not unknown, f"{launch_file.name}: {node.executable} declares no parameters {sorted(unknown)}"
+        _check_placement(launch_file, node, values, arguments)
+
+
+def _check_placement(launch_file: Path, node: _Node, values: dict[str, Any], arguments: dict[str, str]) -> None:
+    """Every node goes in the robot's namespace, names its robot, and takes the robot's own sim time."""
+    namespace = arguments.get("namespace", "")
+    if "robots" in arguments:  # the fleet: one stack per robot, each named after its namespace
+        namespace = node.kwargs.get("namespace", "")
+        assert namespace in arguments["robots"].split(","), f"{node.executable} in no robot's namespace"
+    assert node.kwargs.get("namespace", "") == namespace, f"{launch_file.name}: {node.executable} not in {namespace!r}"
+    if namespace:
+        assert values.get("robot") == arguments.get("robot", namespace), f"{node.executable} does not name its robot"
+        assert ("/clock", "clock") in node.kwargs.get("remappings", []), f"{node.executable} takes the root /clock"
+
+
+def _check_bring_up(launch_file: Path, nodes: list[_Node], arguments: dict[str, str]) -> None:
+    """With autostart (always in the fleet), one lifecycle_manager per namespace manages every node there, in
+    dependency order (sim_robot, then tape_recorder, then the rest)."""
+    managers = [n for n in nodes if n.executable == "lifecycle_manager"]
+    if arguments.get("autostart") != "true" and "robots" not in arguments:
+        assert not managers, f"{launch_file.name} starts a lifecycle_manager without autostart"
+        return
+    assert managers, f"{launch_file.name}: autostart starts no lifecycle_manager"
+    for m in managers:
+        values = _parameters(m)
+        namespace = m.kwargs["namespace"]
+        others = [n.kwargs["name"] for n in nodes if n is not m and n.kwargs.get("namespace") == namespace]
+        assert values["autostart"] is True and sorted(values["node_names"]) == sorted(others), (values, others)
+        rank = {"sim_robot": 0, "tape_recorder": 1}
+        assert values["node_names"] == sorted(values["node_names"], key=lambda n: rank.get(n, 2))
 
 
 @pytest.mark.skipif(not REAL_LAUNCH, reason="launch_ros is not installable here; the stand-in test covers it")

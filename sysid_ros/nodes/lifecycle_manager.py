@@ -1,0 +1,208 @@
+"""`lifecycle_manager`: brings one robot's nodes up and down in dependency order, and watches them.
+
+`node_names` lists the robot's nodes in dependency order (relative names resolve in the manager's
+namespace: sim_robot, tape_recorder, servo_tuner, ...). Bring-up takes each in turn to active (configure,
+then activate, before the next one starts), so a node that needs another at configure finds it up; a node
+without lifecycle services (sim_robot) is waited for on the graph and counts as active while it is there.
+Bring-down deactivates, then cleans up, in reverse order. The first failed transition stops the sequence
+and is reported (response, log, /diagnostics) naming the node, the transition and the state it is left in.
+
+- `autostart` (bool): bring the nodes up as soon as the manager starts;
+- `~/manage` (std_srvs/SetBool): data true brings them up, false brings them down; answered when done;
+- `~/is_active` (std_srvs/Trigger): success when every managed node is active, the states in the message;
+- heartbeat: every `heartbeat_period_s` each node's state is asked for and published on /diagnostics (the
+  robot named); a node that left active, or stopped answering, after bring-up is an error status.
+
+This is our own small manager: nav2's lifecycle_manager and its bond messages cannot be installed here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_srvs.srv import SetBool, Trigger
+
+from .client import RosClient
+from .common import DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run
+
+UP = (("configure", "inactive"), ("activate", "active"))
+DOWN = (("deactivate", "inactive"), ("cleanup", "unconfigured"))
+PLAIN = "running"  # the state of a node without lifecycle services, while it is on the graph
+
+
+class LifecycleManagerNode(Node):
+    """Ordered configure/activate/deactivate/cleanup of a robot's nodes, a `~/manage` service and a heartbeat."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("lifecycle_manager", **kwargs)
+        self.node_names = list(declare(self, "node_names", Parameter.Type.STRING_ARRAY,
+                                       "the nodes to manage, in dependency order (relative: in our namespace)",
+                                       read_only=True))
+        self.autostart = bool(declare(self, "autostart", False, "bring the nodes up when the manager starts"))
+        self.timeout_s = float(declare(self, "transition_timeout_s", 60.0,
+                                       "how long a node may take to appear or to answer a transition"))
+        period = float(declare(self, "heartbeat_period_s", 1.0, "how often each node's state is checked"))
+        self.heartbeat_timeout_s = 2.0 * period  # a node that does not answer within it is 'not answering'
+        declare_robot(self)
+        self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
+        self._client = RosClient(f"{self.get_name()}_client", self.get_namespace())
+        self._lock = threading.Lock()  # one sequence at a time; the heartbeat waits for it
+        self._lifecycle: dict[str, bool] = {}  # node -> has lifecycle services (found when first met)
+        self.states: dict[str, str] = {name: "unknown" for name in self.node_names}
+        self.managed = False  # True after a complete bring-up, until a bring-down starts
+        self.bring_up_s = float("nan")
+        self.create_service(SetBool, "~/manage", self._on_manage)
+        self.create_service(Trigger, "~/is_active", self._on_is_active)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(period, self._heartbeat, clock=steady)
+        if self.autostart:  # once the executor spins, off its thread: transitions are service calls
+            threading.Thread(target=self.bring_up, daemon=True).start()
+
+    # --- sequences ----------------------------------------------------------------------------------
+    def bring_up(self) -> tuple[bool, str]:
+        with self._lock:
+            start = time.monotonic()
+            for name in self.node_names:
+                why = self._wait_for(name) or self._walk(name, UP)
+                if why:
+                    return self._failed(why)
+            self.managed, self.bring_up_s = True, time.monotonic() - start
+        message = f"active: {', '.join(self.node_names)} in {self.bring_up_s:.2f} s"
+        self.get_logger().info(message)
+        publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok", message, self._values()))
+        return True, message
+
+    def bring_down(self) -> tuple[bool, str]:
+        with self._lock:
+            self.managed = False
+            for steps in ((DOWN[0],), (DOWN[1],)):
+                for name in reversed(self.node_names):
+                    why = self._walk(name, steps)
+                    if why:
+                        return self._failed(why)
+        message = f"brought down: {', '.join(reversed(self.node_names))}"
+        publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok", message, self._values()))
+        return True, message
+
+    def _failed(self, why: str) -> tuple[bool, str]:
+        self.get_logger().error(why)
+        publish_diagnostics(self, self.diag_pub, diagnostic(self, "error", why, self._values()))
+        return False, why
+
+    def _wait_for(self, name: str) -> str:
+        """'' once `name` is on the graph (its kind known), else why not."""
+        full = self._client.resolve(name)
+        namespace, _, short = full.rpartition("/")
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            services = {s for s, _ in self._safe(lambda: self._client.node.get_service_names_and_types_by_node(
+                short, namespace or "/"), [])}
+            if f"{full}/get_parameters" in services:  # rclpy's own services are up: the node is
+                if name not in self._lifecycle:  # its lifecycle services come a moment after rclpy's own
+                    self._lifecycle[name] = f"{full}/get_state" in services or self._has_service(f"{full}/get_state")
+                if not self._lifecycle[name]:
+                    self.states[name] = PLAIN
+                return ""
+            time.sleep(0.05)
+        self.states[name] = "missing"
+        return f"{full} did not appear within {self.timeout_s:.0f} s"
+
+    def _walk(self, name: str, steps: tuple[tuple[str, str], ...]) -> str:
+        """Take a lifecycle node through `steps` (transition, state it leads to), skipping those already done."""
+        if not self._lifecycle.get(name, True):
+            return ""
+        for transition, goal in steps:
+            state = self._state(name)
+            if state == goal or (transition == "configure" and state == "active") or \
+                    (transition == "deactivate" and state in ("unconfigured", "finalized")) or \
+                    (transition == "cleanup" and state == "finalized"):
+                continue
+            try:
+                ok, state = self._client.change_state(name, transition, self.timeout_s)
+            except TimeoutError as exc:
+                ok, state = False, f"no answer ({exc})"
+            self.states[name] = state
+            if not ok:
+                return f"{self._client.resolve(name)} failed to {transition} (left {state}); see its log"
+        return ""
+
+    def _state(self, name: str, timeout_s: float | None = None) -> str:
+        from lifecycle_msgs.srv import GetState
+
+        if not self._lifecycle.get(name, True):
+            present = name in self._present()
+            state = PLAIN if present else "missing"
+        else:
+            try:
+                state = self._client.call(GetState, f"{name}/get_state", GetState.Request(),
+                                          timeout_s or self.timeout_s).current_state.label
+            except TimeoutError:
+                state = "not answering"
+        self.states[name] = state
+        return state
+
+    def _has_service(self, name: str, wait_s: float = 1.0) -> bool:
+        from lifecycle_msgs.srv import GetState
+
+        probe = self._client.node.create_client(GetState, name)
+        try:
+            return probe.wait_for_service(timeout_sec=wait_s)
+        finally:
+            self._client.node.destroy_client(probe)
+
+    def _present(self) -> set[str]:
+        ours = self.get_namespace().rstrip("/")
+        return {n for n, ns in self._client.node.get_node_names_and_namespaces() if ns.rstrip("/") == ours}
+
+    @staticmethod
+    def _safe(call, default):
+        try:
+            return call()
+        except Exception:  # a node that left the graph between listing and asking
+            return default
+
+    # --- services and heartbeat ---------------------------------------------------------------------
+    def _on_manage(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        response.success, response.message = self.bring_up() if request.data else self.bring_down()
+        return response
+
+    def is_active(self) -> bool:
+        return bool(self.node_names) and all(self.states[n] in ("active", PLAIN) for n in self.node_names)
+
+    def _on_is_active(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self.is_active()
+        response.message = ", ".join(f"{n}: {self.states[n]}" for n in self.node_names)
+        return response
+
+    def _values(self) -> dict[str, str]:
+        return {"managed": str(self.managed), **{f"state.{n}": self.states[n] for n in self.node_names}}
+
+    def _heartbeat(self) -> None:
+        if not self.managed or not self._lock.acquire(blocking=False):
+            return
+        try:  # state queries go through the client's own executor: a quick call, then the result
+            for name in self.node_names:
+                self._state(name, self.heartbeat_timeout_s)
+        finally:
+            self._lock.release()
+        lost = [n for n in self.node_names if self.states[n] not in ("active", PLAIN)]
+        level, message = (("error", f"not active: {', '.join(f'{n} ({self.states[n]})' for n in lost)}") if lost
+                          else ("ok", "all active"))
+        publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message, self._values()))
+
+    def destroy_node(self) -> None:
+        self._client.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    run(LifecycleManagerNode, args)
+
+
+if __name__ == "__main__":
+    main()
