@@ -40,12 +40,19 @@ def autostart(context: Any) -> bool:
     return LaunchConfiguration("autostart").perform(context).lower() == "true"
 
 
+PLAIN_NODES = ("sim_robot",)  # our nodes without lifecycle services: waited for, never transitioned
+
+
 def manager(where: dict, robot: dict, node_names: list[str]) -> Any:
     """The robot's lifecycle_manager, bringing `node_names` (dependency order) to active at start."""
     from launch_ros.actions import Node
 
+    params = {"node_names": node_names, "autostart": True, **robot}
+    plain = [name for name in node_names if name in PLAIN_NODES]
+    if plain:  # an empty list has no type in a ROS parameter: leave it out
+        params["plain_nodes"] = plain
     return Node(package="sysid_ros", executable="lifecycle_manager", name="lifecycle_manager", output="screen",
-                **where, parameters=[{"node_names": node_names, "autostart": True, **robot}])
+                **where, parameters=[params])
 
 
 def managed(context: Any, nodes: list, names: list[str], where: dict, robot: dict) -> list:

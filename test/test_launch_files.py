@@ -194,6 +194,7 @@ def _check_bring_up(launch_file: Path, nodes: list[_Node], arguments: dict[str, 
         namespace = m.kwargs["namespace"]
         others = [n.kwargs["name"] for n in nodes if n is not m and n.kwargs.get("namespace") == namespace]
         assert values["autostart"] is True and sorted(values["node_names"]) == sorted(others), (values, others)
+        assert values.get("plain_nodes", []) == [n for n in others if n == "sim_robot"]  # the one plain node
         rank = {"sim_robot": 0, "tape_recorder": 1}
         assert values["node_names"] == sorted(values["node_names"], key=lambda n: rank.get(n, 2))
 

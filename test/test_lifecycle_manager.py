@@ -24,7 +24,8 @@ def test_bring_up_down_failure_and_heartbeat(nodes, client, tmp_path):
     nodes("sim_robot", "sim_robot", SIM, namespace="r1")
     nodes("tape_recorder", "tape_recorder", recorder_params(tmp_path / "bags"), namespace="r1")
     nodes("lifecycle_manager", "lifecycle_manager", {"node_names": ["sim_robot", "tape_recorder"], "autostart": True,
-                                                     "heartbeat_period_s": 0.5}, namespace="r1")
+                                                     "plain_nodes": ["sim_robot"], "heartbeat_period_s": 0.5},
+          namespace="r1")
     nodes("tape_recorder", "tape_recorder", recorder_params(tmp_path / "bags", joints=[""]), namespace="r2")
     nodes("lifecycle_manager", "lifecycle_manager", {"node_names": ["tape_recorder"]}, namespace="r2")
 

@@ -37,3 +37,8 @@ class DataError(SysidRosError):
 
 class GainsError(SysidRosError):
     """Gains are outside their guard, not finite, or a controller refused them."""
+
+
+class Cancelled(Exception):
+    """A long job (a play, an identification, a tune, a canary) stopped on request; not a SysidRosError, so no
+    handler of bad input swallows it on its way out."""

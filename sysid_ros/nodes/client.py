@@ -175,17 +175,27 @@ def request_play(client: RosClient, recorder: str = "tape_recorder") -> Any:
 
 
 def play_tape(client: RosClient, diagnostics: list, recorder: str = "tape_recorder",
-              timeout_s: float = 300.0) -> Any:
+              timeout_s: float = 300.0, cancel: threading.Event | None = None) -> Any:
     """Have a tape_recorder play its configured tape and wait for the end; the final DiagnosticStatus.
 
     `diagnostics` is the list `client.collect(DiagnosticArray, "/diagnostics")` fills; a refused play
-    raises RuntimeError with the recorder's reason.
+    raises RuntimeError with the recorder's reason. Once `cancel` is set the recorder is asked to cancel
+    (it holds at once and closes the bag with the reason); the `aborted` status is still waited for.
     """
+    from std_srvs.srv import Trigger
+
     seen = len(diagnostics)
     response = request_play(client, recorder)
     if not response.success:
         raise RuntimeError(response.message)
-    return wait_for(lambda: play_ended(client, diagnostics[seen:], recorder), timeout_s, f"{recorder} to finish")
+    asked: list = []
+
+    def ended() -> Any:
+        if cancel is not None and cancel.is_set() and not asked:
+            asked.append(client.call(Trigger, f"{recorder}/cancel", Trigger.Request()))
+        return play_ended(client, diagnostics[seen:], recorder)
+
+    return wait_for(ended, timeout_s, f"{recorder} to finish")
 
 
 def play_ended(client: RosClient, diagnostics: list, recorder: str = "tape_recorder") -> Any:

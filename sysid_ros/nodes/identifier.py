@@ -4,6 +4,8 @@ Lifecycle: configure loads and checks the problem file (FAILURE: it cannot be re
 model lacks); activate accepts requests. `~/identify` (std_srvs/Trigger) starts a run on the bags named by
 `training_bags`/`validation_bags` (or the problem's own) and answers at once; progress, the result folder
 and the identified values go to `/diagnostics` and `~/result` (std_msgs/String, YAML of identified.yaml).
+`~/cancel` (std_srvs/Trigger) stops a run at its next progress step (each optimizer evaluation); nothing
+is written for a cancelled run.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from ..core.errors import ConfigError, SysidRosError
+from ..core.errors import Cancelled, ConfigError, SysidRosError
 from ..core.identify import identify, load_problem, write_results
 from ..core.identify.overrides import with_data
 from ..core.identify.pipeline import result_names, results_document
@@ -42,6 +44,8 @@ class IdentifierNode(LifecycleNode):
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self.result_pub = self.create_publisher(String, "~/result", 10)
         self.create_service(Trigger, "~/identify", self._on_identify)
+        self.create_service(Trigger, "~/cancel", self._on_cancel)
+        self._cancel = threading.Event()
         self._problem = None
         self._worker: threading.Thread | None = None
         self._progress = (0.0, "idle")
@@ -80,19 +84,34 @@ class IdentifierNode(LifecycleNode):
                 response.success, response.message = False, str(exc)
                 return response
             self._done, self._progress = None, (0.0, "starting")
+            self._cancel.clear()
             self._worker = threading.Thread(target=self._run, args=(self._problem, out), daemon=True)
             self._worker.start()
             response.success, response.message = True, f"identifying {self._problem.name} into {out}"
         return response
 
+    def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self._worker is not None and self._worker.is_alive()
+        response.message = "cancelling the identification" if response.success else "nothing is running"
+        if response.success:
+            self._cancel.set()
+        return response
+
+    def _step(self, stage: str, fraction: float, message: str) -> None:
+        """Progress from the run (every optimizer evaluation): kept for the executor; where a cancel lands."""
+        if self._cancel.is_set():
+            raise Cancelled("cancelled by request")
+        self._progress = (fraction, f"{stage}: {message}")
+
     def _run(self, problem, out: Path) -> None:
         """The worker thread: the whole identification, with progress kept for the executor to publish."""
         try:
-            result = identify(problem, progress=lambda stage, fraction, message: setattr(
-                self, "_progress", (fraction, f"{stage}: {message}")))
+            result = identify(problem, progress=self._step)
             paths = write_results(result, out)
             document = yaml.safe_dump(results_document(result), sort_keys=False)
             self._done = ("ok", f"identified {problem.name} -> {paths['yaml']}", document)
+        except Cancelled as exc:
+            self._done = ("warn", f"identification {exc}: nothing written", "")
         except Exception as exc:  # a failed run is reported, never fatal to the node
             self._done = ("error", f"identification failed: {exc}", "")
 

@@ -3,7 +3,8 @@
 `node_names` lists the robot's nodes in dependency order (relative names resolve in the manager's
 namespace: sim_robot, tape_recorder, servo_tuner, ...). Bring-up takes each in turn to active (configure,
 then activate, before the next one starts), so a node that needs another at configure finds it up; a node
-without lifecycle services (sim_robot) is waited for on the graph and counts as active while it is there.
+without lifecycle services, listed in `plain_nodes` too (sim_robot, a controller), is waited for (its
+parameter services answer) and counts as active while it is on the graph.
 Bring-down deactivates, then cleans up, in reverse order. The first failed transition stops the sequence
 and is reported (response, log, /diagnostics) naming the node, the transition and the state it is left in.
 
@@ -43,6 +44,13 @@ class LifecycleManagerNode(Node):
         self.node_names = list(declare(self, "node_names", Parameter.Type.STRING_ARRAY,
                                        "the nodes to manage, in dependency order (relative: in our namespace)",
                                        read_only=True))
+        self.plain = set(declare(self, "plain_nodes", Parameter.Type.STRING_ARRAY,
+                                 "those of node_names without lifecycle services: waited for, not transitioned",
+                                 read_only=True))
+        if self.plain - set(self.node_names):
+            self.get_logger().error(f"plain_nodes {sorted(self.plain - set(self.node_names))} are not in node_names "
+                                    f"{self.node_names}: ignored")
+            self.plain &= set(self.node_names)
         self.autostart = bool(declare(self, "autostart", False, "bring the nodes up when the manager starts"))
         self.timeout_s = float(declare(self, "transition_timeout_s", 60.0,
                                        "how long a node may take to appear or to answer a transition"))
@@ -52,7 +60,6 @@ class LifecycleManagerNode(Node):
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self._client = RosClient(f"{self.get_name()}_client", self.get_namespace())
         self._lock = threading.Lock()  # one sequence at a time; the heartbeat waits for it
-        self._lifecycle: dict[str, bool] = {}  # node -> has lifecycle services (found when first met)
         self.states: dict[str, str] = {name: "unknown" for name in self.node_names}
         self.managed = False  # True after a complete bring-up, until a bring-down starts
         self.bring_up_s = float("nan")
@@ -95,26 +102,25 @@ class LifecycleManagerNode(Node):
         return False, why
 
     def _wait_for(self, name: str) -> str:
-        """'' once `name` is on the graph (its kind known), else why not."""
-        full = self._client.resolve(name)
-        namespace, _, short = full.rpartition("/")
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            services = {s for s, _ in self._safe(lambda: self._client.node.get_service_names_and_types_by_node(
-                short, namespace or "/"), [])}
-            if f"{full}/get_parameters" in services:  # rclpy's own services are up: the node is
-                if name not in self._lifecycle:  # its lifecycle services come a moment after rclpy's own
-                    self._lifecycle[name] = f"{full}/get_state" in services or self._has_service(f"{full}/get_state")
-                if not self._lifecycle[name]:
-                    self.states[name] = PLAIN
-                return ""
-            time.sleep(0.05)
-        self.states[name] = "missing"
-        return f"{full} did not appear within {self.timeout_s:.0f} s"
+        """'' once `name` answers (its lifecycle services; a plain node's parameter services), else why not."""
+        from lifecycle_msgs.srv import GetState
+        from rcl_interfaces.srv import GetParameters
+
+        kind, service = (GetParameters, "get_parameters") if name in self.plain else (GetState, "get_state")
+        probe = self._client.node.create_client(kind, f"{name}/{service}")
+        try:
+            if not probe.wait_for_service(timeout_sec=self.timeout_s):
+                self.states[name] = "missing"
+                return f"{self._client.resolve(name)} did not appear within {self.timeout_s:.0f} s"
+        finally:
+            self._client.node.destroy_client(probe)
+        if name in self.plain:
+            self.states[name] = PLAIN
+        return ""
 
     def _walk(self, name: str, steps: tuple[tuple[str, str], ...]) -> str:
         """Take a lifecycle node through `steps` (transition, state it leads to), skipping those already done."""
-        if not self._lifecycle.get(name, True):
+        if name in self.plain:
             return ""
         for transition, goal in steps:
             state = self._state(name)
@@ -134,7 +140,7 @@ class LifecycleManagerNode(Node):
     def _state(self, name: str, timeout_s: float | None = None) -> str:
         from lifecycle_msgs.srv import GetState
 
-        if not self._lifecycle.get(name, True):
+        if name in self.plain:
             present = name in self._present()
             state = PLAIN if present else "missing"
         else:
@@ -146,25 +152,9 @@ class LifecycleManagerNode(Node):
         self.states[name] = state
         return state
 
-    def _has_service(self, name: str, wait_s: float = 1.0) -> bool:
-        from lifecycle_msgs.srv import GetState
-
-        probe = self._client.node.create_client(GetState, name)
-        try:
-            return probe.wait_for_service(timeout_sec=wait_s)
-        finally:
-            self._client.node.destroy_client(probe)
-
     def _present(self) -> set[str]:
         ours = self.get_namespace().rstrip("/")
         return {n for n, ns in self._client.node.get_node_names_and_namespaces() if ns.rstrip("/") == ours}
-
-    @staticmethod
-    def _safe(call, default):
-        try:
-            return call()
-        except Exception:  # a node that left the graph between listing and asking
-            return default
 
     # --- services and heartbeat ---------------------------------------------------------------------
     def _on_manage(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:

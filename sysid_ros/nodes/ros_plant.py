@@ -14,6 +14,7 @@ to the robot:
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,7 @@ from sensor_msgs.msg import JointState
 
 from ..core.bags import read_joint_states
 from ..core.bags.write import read_metadata
-from ..core.errors import ConfigError, DataError, EnvelopeError
+from ..core.errors import Cancelled, ConfigError, DataError, EnvelopeError
 from ..core.gains import clamp_for_tuning, parameter_name
 from ..core.journal import GainChange
 from ..core.report.tuning import save_play
@@ -56,6 +57,7 @@ class RosArm(Arm):
     feedback_topic: str = "joint_states"
     workdir: Path = Path("tuner")
     play_timeout_s: float = 600.0
+    cancel: threading.Event | None = None  # once set: the play running is cancelled, and no other starts
     plays: int = 0
     bags: list[str] = field(default_factory=list)
     # Whether the controller adds the trajectory points' effort: None until two plays with feed-forward agree
@@ -164,7 +166,12 @@ class RosArm(Arm):
                 curves.append(KnotCurve((0.0, end), (h, h), (0.0, 0.0), (0.0, 0.0)))
         return replace(tape, joints=self.joints, curves=tuple(curves))
 
+    def _check_cancel(self, where: str) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise Cancelled(f"cancelled by request {where}")
+
     def _play(self, tape: Tape, controllers: dict[str, Controller]) -> dict[str, Telemetry]:
+        self._check_cancel(f"before {tape.name}")
         t, q, qd, _, ff = self.reference(tape, controllers)
         play: dict = {"tape": tape.to_dict()}
         if np.any(ff):
@@ -176,11 +183,13 @@ class RosArm(Arm):
         results = self.client.set_parameters(self.recorder, {"tape.file": str(path.resolve())})
         if not all(r.successful for r in results):
             raise ConfigError(f"{self.recorder} refused tape.file: {[r.reason for r in results]}")
-        status = play_tape(self.client, self._diagnostics, self.recorder, self.play_timeout_s)
+        status = play_tape(self.client, self._diagnostics, self.recorder, self.play_timeout_s, self.cancel)
         bag = status_value(status, "bag")
+        if bag:
+            self.bags.append(bag)
+        self._check_cancel(f"during {tape.name} ({status.message}; bag {bag or 'none'})")
         if not bag:
             raise DataError(f"{self.recorder} recorded no bag: {status.message}")
-        self.bags.append(bag)
         out = self._telemetry(bag, tape.name, t, q, qd, ff, controllers)
         if self.feedforward_honoured is None and np.any(ff):
             verdicts = {honours_feedforward(tel) for tel in out.values() if not tel.aborted} - {None}

@@ -9,7 +9,10 @@ requests. Services (std_srvs/Trigger):
 - `~/apply` sets the proposal (or `apply.proposal_file`) on the controller all at once, journaled first;
   a canary then replays the held-out tapes and keeps the change only if the live cost ratio
   <= 1 - (1 - predicted) / 2, else rolls it back by itself;
-- `~/rollback` restores the exact gains from before the last change.
+- `~/rollback` restores the exact gains from before the last change;
+- `~/cancel` stops a running tune or canary: the recorder holds at once and closes the play's bag with the
+  reason, no other play starts, and the controller gets back exactly the gains it had (a tune's as-found
+  gains; a canary's previous gains). Deactivating while busy cancels the same way, then deactivates.
 `auto_apply` applies each new proposal that improves. Status on /diagnostics; outcomes on `~/result`.
 """
 
@@ -30,7 +33,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from ..core.errors import SysidRosError
+from ..core.errors import Cancelled, SysidRosError
 from ..core.gains import GainGuard
 from ..core.journal import GainChange, GainsJournal
 from ..core.outputs import write_file
@@ -81,13 +84,15 @@ class ServoTunerNode(LifecycleNode):
         declare_robot(self)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self.result_pub = self.create_publisher(String, "~/result", RESULT_QOS)
-        for name, handler in (("~/tune", self._on_tune), ("~/apply", self._on_apply), ("~/rollback", self._on_rollback)):
+        for name, handler in (("~/tune", self._on_tune), ("~/apply", self._on_apply), ("~/rollback", self._on_rollback),
+                              ("~/cancel", self._on_cancel)):
             self.create_service(Trigger, name, handler)
         self._config: dict | None = None
         self._client: RosClient | None = None
         self._gains: ControllerGains | None = None
         self._proposal: tuple[GainProposal, Path] | None = None
         self._worker: threading.Thread | None = None
+        self._cancel = threading.Event()
         self._phase = "idle"
         self._outbox: list[tuple[str, str, dict]] = []  # (level, message, result) for the executor to publish
         self.create_timer(0.5, self._report)
@@ -127,9 +132,12 @@ class ServoTunerNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        if self._busy():  # a tune or canary finishes its play and restores or judges the gains first
-            self.get_logger().error(f"cannot deactivate while busy ({self._phase}); try again when it is idle")
-            return TransitionCallbackReturn.FAILURE
+        if self._busy():  # cancel: the play stops, the gains come back, then the worker ends
+            self.cancel()
+            self._worker.join(3 * self._config["controller_timeout_s"])
+            if self._busy():
+                self.get_logger().error(f"cannot deactivate: the cancelled {self._phase} did not end in time")
+                return TransitionCallbackReturn.FAILURE
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -178,6 +186,7 @@ class ServoTunerNode(LifecycleNode):
 
     def _start(self, phase: str, target, *args) -> None:
         self._phase = phase
+        self._cancel.clear()
         self._worker = threading.Thread(target=self._guarded, args=(phase, target, *args), daemon=True)
         self._worker.start()
 
@@ -185,12 +194,32 @@ class ServoTunerNode(LifecycleNode):
         """A worker: any failure is reported, never fatal to the node."""
         try:
             target(*args)
+        except Cancelled as exc:
+            message = f"{phase} {exc}: the controller has its gains from before"
+            self.get_logger().warning(message)
+            self._post("warn", message, {"action": phase, "ok": False, "cancelled": True, "message": message})
         except Exception as exc:
             message = f"{phase} failed: {exc}"
             self.get_logger().error(message)
             self._post("error", message, {"action": phase, "ok": False, "message": message})
         finally:
             self._phase = "idle"
+
+    def cancel(self) -> None:
+        """Stop the running tune or canary: its play at once (the recorder holds), its gains restored by the worker."""
+        self._cancel.set()
+        try:  # straight to the recorder, not waiting for the worker's next look at the flag
+            self._client.call(Trigger, f"{self._config['recorder']}/cancel", Trigger.Request(), 5.0)
+        except TimeoutError as exc:
+            self.get_logger().warning(f"recorder not told to cancel ({exc}); the worker will ask again")
+
+    def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self._busy()
+        response.message = (f"cancelling {self._phase}: the play stops and the gains come back"
+                            if response.success else "nothing is running")
+        if response.success:
+            self.cancel()
+        return response
 
     def _on_tune(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         why = self._refusal()
@@ -241,7 +270,7 @@ class ServoTunerNode(LifecycleNode):
         return RosArm(c["model"], tuple(c["joints"]), c["envelopes"], c["rate"], arm_feedforward=nominal,
                       client=self._client,
                       gains=self._gains, recorder=c["recorder"], feedback_topic=c["feedback_topic"], workdir=folder,
-                      torque_sample_phase=c["phase"])
+                      torque_sample_phase=c["phase"], cancel=self._cancel)
 
     def _tune(self, folder: Path) -> None:
         c = self._config
@@ -320,7 +349,7 @@ class ServoTunerNode(LifecycleNode):
             ratio, failure = proposal.live_ratio(after)
             verdict = judge_canary(ratio, proposal.predicted_ratio, failure)
         except Exception as exc:
-            self._gains.rollback(change, f"canary failed: {exc}")
+            self._gains.rollback(change, f"canary {exc}" if isinstance(exc, Cancelled) else f"canary failed: {exc}")
             raise
         if verdict.keep:
             self._gains.keep(change, verdict.reason)

@@ -4,7 +4,8 @@ Lifecycle: configure loads the robot interface, envelopes and tape choice from p
 parameter is invalid or the output folder is not writable); activate arms the command publishers
 (nothing can move the robot while inactive); deactivate stops any motion safely.
 Services: `~/play` (std_srvs/Trigger) plays the tape named by `tape.kind`/`tape.seed` (or `tape.file`),
-`~/stop` stops it. Status and progress go to `/diagnostics` and into the bag.
+`~/cancel` (or `~/stop`) stops it at once: the hold goes out in the same callback and the bag is closed
+with the reason. Status and progress go to `/diagnostics` and into the bag.
 Every feedback sample is checked against the envelope and a steady-clock watchdog checks it is fresh: a
 breach or stale feedback stops the motion at once (hold position, or zero effort), records the reason
 in the bag and closes the bag.
@@ -91,7 +92,8 @@ class TapeRecorderNode(LifecycleNode):
         self._robot_now_ns = 0
         self._status_slot = -1
         self.create_service(Trigger, "~/play", self._on_play)
-        self.create_service(Trigger, "~/stop", self._on_stop)
+        self.create_service(Trigger, "~/stop", lambda rq, rs: self._on_stop(rq, rs, "stopped by request"))
+        self.create_service(Trigger, "~/cancel", lambda rq, rs: self._on_stop(rq, rs, "cancelled by request"))
         declare_robot(self)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         declare_envelopes(self, list(self.get_parameter("joints").value))
@@ -278,11 +280,11 @@ class TapeRecorderNode(LifecycleNode):
         self._status("ok", message)
         return True, message
 
-    def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def _on_stop(self, request: Trigger.Request, response: Trigger.Response, reason: str) -> Trigger.Response:
         response.success = self._playback is not None
-        response.message = "stopped" if response.success else "nothing is playing"
+        response.message = reason if response.success else "nothing is playing"
         if response.success:
-            self._abort("stopped by request")
+            self._abort(reason)
         return response
 
     def _open_bag(self, playback: Playback) -> None:
