@@ -67,8 +67,19 @@ class LifecycleManagerNode(Node):
         self.create_service(Trigger, "~/is_active", self._on_is_active)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(period, self._heartbeat, clock=steady)
-        if self.autostart:  # once the executor spins, off its thread: transitions are service calls
-            threading.Thread(target=self.bring_up, daemon=True).start()
+        if self.autostart:  # once the executor spins (a one-shot timer), off its thread: transitions are calls
+            self._start_timer = self.create_timer(0.01, self._autostart, clock=steady)
+
+    def _autostart(self) -> None:
+        self.destroy_timer(self._start_timer)
+        threading.Thread(target=self._bring_up_guarded, daemon=True).start()
+
+    def _bring_up_guarded(self) -> None:
+        try:
+            self.bring_up()
+        except Exception as exc:  # shut down under it: nothing left to report to
+            if self.context.ok():
+                self._failed(f"bring-up stopped: {exc}")
 
     # --- sequences ----------------------------------------------------------------------------------
     def bring_up(self) -> tuple[bool, str]:
