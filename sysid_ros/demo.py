@@ -137,8 +137,12 @@ class TuningRig:
         self.results: list[dict] = []
         self.client.node.create_subscription(String, "servo_tuner/result",
                                              lambda m: self.results.append(yaml.safe_load(m.data)), RESULT_QOS)
-        for node in ("tape_recorder", "servo_tuner"):
-            self.activate(node)
+        try:
+            for node in ("tape_recorder", "servo_tuner"):
+                self.activate(node)
+        except BaseException:  # a rig that did not come up must not leave its processes running
+            self.close()
+            raise
 
     def start_tuner(self) -> NodeProcess:
         return NodeProcess("servo_tuner", "servo_tuner", self.tuner_params, self.logs)

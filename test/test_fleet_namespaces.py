@@ -43,6 +43,10 @@ def test_two_namespaced_robots_do_not_cross_talk(nodes, client, tmp_path):
     wait_for(lambda: all(node.count_publishers(f"/{ns}/joint_states") for ns in ROBOTS)
              and node.count_publishers(f"/r1/{COMMANDS}"), what="both robots and r1's recorder on the graph")
 
+    # plays come as files on a shared disk: a path the recorder cannot read is refused when it is set
+    [refused] = client.set_parameters("r1/tape_recorder", {"tape.file": str(tmp_path / "not_here.yaml")})
+    assert not refused.successful and "cannot read tape.file" in refused.reason
+
     status = play_tape(client, diagnostics, "r1/tape_recorder", 120.0)
     assert status.message.startswith("finished"), status.message
 

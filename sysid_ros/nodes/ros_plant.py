@@ -6,7 +6,7 @@ to the robot:
    at the next start, the controller gets back the exact gains it had before;
 2. when the controller's setpoint is not at a tape's start, a slow move takes every joint there first;
 3. the tape over every arm joint (the others hold home) and its host feed-forward go to the tape_recorder as
-   a play file; the recorder sends the stamped trajectory, guards the envelope and stale feedback, and
+   a play file (on a disk both share: the recorder refuses a file it cannot read; docs/fleet_stack.md says why); the recorder sends the stamped trajectory, guards the envelope and stale feedback, and
    writes the bag;
 4. the bag's joint states, put on the command grid, are the play's Telemetry.
 """
@@ -190,6 +190,9 @@ class RosArm(Arm):
         self._check_cancel(f"during {tape.name} ({status.message}; bag {bag or 'none'})")
         if not bag:
             raise DataError(f"{self.recorder} recorded no bag: {status.message}")
+        if not Path(bag).is_dir():
+            raise ConfigError(f"{self.recorder}'s bag {bag} is not on this host: the tuner reads every play's bag, "
+                              f"so it and the recorder must share a disk (see docs/fleet_stack.md)")
         out = self._telemetry(bag, tape.name, t, q, qd, ff, controllers)
         if self.feedforward_honoured is None and np.any(ff):
             verdicts = {honours_feedforward(tel) for tel in out.values() if not tel.aborted} - {None}

@@ -18,6 +18,7 @@ to follow), and everything in the bag is stamped in that one time base.
 from __future__ import annotations
 
 import math
+import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +27,7 @@ import numpy as np
 import yaml
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.parameter import Parameter
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
@@ -95,8 +97,19 @@ class TapeRecorderNode(LifecycleNode):
         self.create_service(Trigger, "~/stop", lambda rq, rs: self._on_stop(rq, rs, "stopped by request"))
         self.create_service(Trigger, "~/cancel", lambda rq, rs: self._on_stop(rq, rs, "cancelled by request"))
         declare_robot(self)
+        self.add_on_set_parameters_callback(self._check_tape_file)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         declare_envelopes(self, list(self.get_parameter("joints").value))
+
+    def _check_tape_file(self, params: list[Parameter]) -> SetParametersResult:
+        """Refuse a `tape.file` this node cannot read (plays come as files: the sender must share our disk)."""
+        for p in params:
+            if p.name == "tape.file" and p.value:
+                path = Path(p.value).expanduser()
+                if not path.is_file() or not os.access(path, os.R_OK):
+                    return SetParametersResult(successful=False, reason=f"tape_recorder cannot read tape.file "
+                                               f"{p.value} on its host: plays are files on a disk both share")
+        return SetParametersResult(successful=True)
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
