@@ -1,6 +1,7 @@
 """Follow parameter changes online: `ros2 launch sysid_ros online.launch.py [params_file:=...]`.
 
-The estimator is a lifecycle node: configure and activate it (or `autostart:=true`); it publishes ~/estimate, ~/estimate_array
+The estimator is a lifecycle node: configure and activate it (or `autostart:=true`); it publishes
+~/estimate, ~/estimate_array
 and ~/events. With request_excitation:=true it asks the tape_recorder for an excitation tape.
 """
 

@@ -5,7 +5,8 @@ file: config/servo_tuner.yaml, or servo_tuner_arm3.yaml for `model:=arm3`). With
 starts sim_robot with that model, position-controlled at the tuner's rate on simulated time.
 On a real robot point `params_file` at a copy naming the robot's joints, controller, MJCF and envelopes.
 `autostart:=true` brings them up in order (a lifecycle_manager); or configure and activate both nodes
-(`ros2 lifecycle set /tape_recorder configure`, `... activate`, the same for /servo_tuner), then `sysid-ros tune`, `sysid-ros apply`, and if ever needed `sysid-ros rollback`.
+(`ros2 lifecycle set /tape_recorder configure`, `... activate`, the same for /servo_tuner), then
+`sysid-ros tune`, `sysid-ros apply`, and if ever needed `sysid-ros rollback` (each with `--namespace`).
 """
 
 import os

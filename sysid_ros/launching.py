@@ -4,8 +4,8 @@ A robot's nodes go in its namespace (`namespace:=r1`): every topic, service and 
 is relative, so the whole stack moves; `/diagnostics` stays global and each status names the robot
 (`robot:=`, default the namespace). A namespaced robot runs its own simulated time on `<ns>/clock`, so its
 nodes take `/clock` from there. With `autostart:=true` a `lifecycle_manager` in the namespace brings the
-lifecycle nodes to active in dependency order (sim_robot, tape_recorder, then the rest). Imports of `launch` stay inside the functions: this module is imported by
-launch files only.
+lifecycle nodes to active in dependency order (sim_robot, tape_recorder, then the rest). Imports of
+`launch` stay inside the functions: this module is imported by launch files only.
 """
 
 from __future__ import annotations

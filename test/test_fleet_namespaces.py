@@ -11,7 +11,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
@@ -34,7 +33,8 @@ def test_two_namespaced_robots_do_not_cross_talk(nodes, client, tmp_path):
         nodes("sim_robot", "sim_robot", {**SIM, "physics.pole.mass": mass}, namespace=ns)
     nodes("tape_recorder", "tape_recorder", recorder_params(tmp_path / "r1_bags", **{"tape.kind": "sweep"}),
           namespace="r1")
-    heard = {ns: client.collect(JointState, f"{ns}/joint_states".lstrip("/")) for ns in ("", *ROBOTS)}  # relative: /, /r1, /r2
+    # relative names from the root client: /, /r1, /r2
+    heard = {ns: client.collect(JointState, f"{ns}/joint_states".lstrip("/")) for ns in ("", *ROBOTS)}
     commanded = {ns: client.collect(Float64MultiArray, f"{ns}/{COMMANDS}".lstrip("/"), 10) for ns in ("", *ROBOTS)}
     diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
     assert client.change_state("r1/tape_recorder", "configure") == (True, "inactive")

@@ -146,7 +146,8 @@ VARIANTS = {"sim_robot.launch.py": ({}, {"model": "arm3"}, ROBOT),
             "identify.launch.py": ({"problem_file": PROBLEM},
                                    {"problem_file": PROBLEM, "training_bags": "/a/bag1 /a/bag2"},
                                    {"problem_file": PROBLEM, **ROBOT}, {"problem_file": PROBLEM, **UP}),
-            "tune.launch.py": ({}, {"sim": "true"}, {"sim": "true", "model": "arm3", **ROBOT}, ROBOT, {"sim": "true", **UP}),
+            "tune.launch.py": ({}, {"sim": "true"}, {"sim": "true", "model": "arm3", **ROBOT}, ROBOT,
+                               {"sim": "true", **UP}),
             "online.launch.py": ({}, ROBOT, UP),
             "fleet.launch.py": ({"robots": "r1,r2,r3", "sim": "true"}, {"robots": "r4"})}
 CASES = [(f, args) for f in LAUNCH_FILES for args in VARIANTS.get(f.name, ({},))]

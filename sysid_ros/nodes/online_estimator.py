@@ -49,7 +49,7 @@ class OnlineEstimatorNode(LifecycleNode):
         d("rotor_inertia_kg_m2", 1e-4, "pendulum: known rotor inertia")
         d("window_s", 2.0, "sliding window (robot time)")
         d("hop_s", 0.25, "a fit every hop")
-        d("feedback_topic", "joint_states", "sensor_msgs/JointState with position and effort (relative: in the namespace)")
+        d("feedback_topic", "joint_states", "sensor_msgs/JointState with position and effort (in the namespace)")
         d("request_excitation", False, "ask the recorder for an excitation tape when confidence stays low")
         d("recorder", "tape_recorder", "the tape_recorder node to ask")
         declare_robot(self)

@@ -6,7 +6,8 @@ to the robot:
    at the next start, the controller gets back the exact gains it had before;
 2. when the controller's setpoint is not at a tape's start, a slow move takes every joint there first;
 3. the tape over every arm joint (the others hold home) and its host feed-forward go to the tape_recorder as
-   a play file (on a disk both share: the recorder refuses a file it cannot read; docs/fleet_stack.md says why); the recorder sends the stamped trajectory, guards the envelope and stale feedback, and
+   a play file (on a disk both share: the recorder refuses a file it cannot read; docs/fleet_stack.md says why);
+   the recorder sends the stamped trajectory, guards the envelope and stale feedback, and
    writes the bag;
 4. the bag's joint states, put on the command grid, are the play's Telemetry.
 """
