@@ -168,6 +168,18 @@ def _tapes_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _online(args: argparse.Namespace) -> int:
+    from .core.online.replay import replay_bag
+
+    replay = replay_bag(args.bag, args.model, joints=args.joints, body=args.body, inertia=not args.no_inertia,
+                        topic=args.topic, distro=args.distro, out=args.out)
+    for line in replay.lines():
+        print(line)
+    if args.out:
+        print(f"events: {args.out}")
+    return 0
+
+
 def _record(args: argparse.Namespace) -> int:
     from .nodes.record_cli import record
 
@@ -253,6 +265,16 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--file", type=Path, default=None, help="a tape YAML or a tuner play (play_NNNN_<tape>.yaml)")
     plot.add_argument("--out", type=Path, required=True, help="the page to write (.html)")
     plot.set_defaults(run=_tapes_plot)
+
+    online = commands.add_parser("online", parents=[bag_options],
+                                 help="replay the online payload estimator over a bag; print its events with times")
+    online.add_argument("--model", type=Path, required=True,
+                        help="the arm's MJCF without the payload (nominal or identified)")
+    online.add_argument("--body", default=None, help="the body the payload is on (default: the last link)")
+    online.add_argument("--topic", default=None, help="the JointState topic (default: every JointState topic)")
+    online.add_argument("--no-inertia", action="store_true", help="estimate mass and first moments only")
+    online.add_argument("--out", type=Path, default=None, help="also write the events and final estimate (YAML)")
+    online.set_defaults(run=_online)
 
     # verbs that talk to nodes: a robot's namespace, and any ROS rules after --ros-args (split off in main)
     ros_options = argparse.ArgumentParser(add_help=False)

@@ -12,11 +12,13 @@ See docs/online_estimator.md.
 from .config import (DEFAULT_CHANGE_THRESHOLD, DEFAULT_PRECISION, OnlineConfig, WindowModel, joint_window_model,
                      pendulum_config, pendulum_window_model)
 from .estimator import OnlineEstimator
+from .payload import FIRST_MOMENTS, WITH_INERTIA, PayloadWindowModel, payload_config
 from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
-                      ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit)
+                      ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit, event_record)
 from .window import fit_window
 
-__all__ = ["ACCEPTED", "DEFAULT_CHANGE_THRESHOLD", "DEFAULT_PRECISION", "DISCARDED", "PENDING", "REPLACED",
-           "SETTLING", "ChangeDetected", "Estimate", "Event", "ExcitationRecovered", "ExcitationRequest",
-           "OnlineConfig", "OnlineEstimator", "ParameterChange", "WindowFit", "WindowModel", "fit_window",
-           "joint_window_model", "pendulum_config", "pendulum_window_model"]
+__all__ = ["ACCEPTED", "DEFAULT_CHANGE_THRESHOLD", "DEFAULT_PRECISION", "DISCARDED", "FIRST_MOMENTS", "PENDING",
+           "REPLACED", "SETTLING", "WITH_INERTIA", "ChangeDetected", "Estimate", "Event", "ExcitationRecovered",
+           "ExcitationRequest", "OnlineConfig", "OnlineEstimator", "ParameterChange", "PayloadWindowModel",
+           "WindowFit", "WindowModel", "event_record", "fit_window", "joint_window_model", "payload_config",
+           "pendulum_config", "pendulum_window_model"]

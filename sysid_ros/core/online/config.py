@@ -59,6 +59,15 @@ class WindowModel:
     def known_torque(self, qdd: np.ndarray) -> np.ndarray:
         return self.rotor_inertia_kg_m2 * np.nan_to_num(qdd)
 
+    @property
+    def joints(self) -> tuple[str, ...]:
+        return ()  # one joint: the config's
+
+    def regressor(self, time_ns: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
+                  valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The window model's interface for (N, 1) samples: columns (N, 1, P) and known torque (N, 1)."""
+        return self.columns(q[:, 0], qd[:, 0], qdd[:, 0])[:, None, :], self.known_torque(qdd)
+
     def floors(self) -> np.ndarray:
         return np.array([float(self.scale_floor.get(n, 1e-3)) for n in self.names])
 
@@ -98,6 +107,12 @@ class OnlineConfig:
     window sets each parameter.
     `min_torque_rms_nm`: a window whose applied torque (on its moving rows) is weaker than this is discarded:
     free motion fits every parameter at zero.
+    `detect_window_s` > 0 turns on the residual change detector (see `detector.py`): every `detect_hop_s`
+    the newest `detect_window_s` of data is tested for a step in the parameters away from the current
+    estimate (a GLR scan over the change time, each joint's residual measured against the long-run noise
+    of the latest accepted window); a step beyond eps1 and `detect_sigma` standard errors in
+    `detect_confirm` checks in a row raises the change at once, the window restarts at the estimated
+    change time, and windows of `min_window_s` or more of post-change data settle the new value.
     """
 
     joint: str
@@ -121,6 +136,11 @@ class OnlineConfig:
     filter_torque: bool = True
     halves_z_max: float = 4.0
     min_torque_rms_nm: float = 0.05
+    detect_window_s: float = 0.0
+    detect_hop_s: float = 0.05
+    detect_sigma: float = 8.0
+    detect_confirm: int = 2
+    min_window_s: float = 0.5
 
     def __post_init__(self) -> None:
         checks = {"window_s": self.window_s > 0, "hop_s": 0 < self.hop_s <= self.window_s,
@@ -129,7 +149,12 @@ class OnlineConfig:
                   "detect_confidence": 0 < self.detect_confidence <= self.confidence_threshold,
                   "change_sigma": self.change_sigma >= 0, "confirm_windows": self.confirm_windows >= 1,
                   "blend_memory_windows": self.blend_memory_windows >= 1,
-                  "request_after_s": self.request_after_s >= self.hop_s, "min_rows": self.min_rows >= 10}
+                  "request_after_s": self.request_after_s >= self.hop_s, "min_rows": self.min_rows >= 10,
+                  "detect_window_s": self.detect_window_s == 0 or (
+                      2 * self.derivative_window_s < self.detect_window_s <= self.window_s),
+                  "detect_hop_s": 0 < self.detect_hop_s <= self.hop_s, "detect_sigma": self.detect_sigma > 0,
+                  "detect_confirm": self.detect_confirm >= 1,
+                  "min_window_s": 2 * self.derivative_window_s < self.min_window_s <= self.window_s}
         for name, ok in checks.items():
             if not ok:
                 raise ConfigError(f"online estimator setting {name} is out of range ({getattr(self, name)})",
@@ -154,6 +179,11 @@ class OnlineConfig:
         if isinstance(value, Mapping):
             return np.array([float(value.get(n, default)) for n in self.model.names])
         return np.full(len(self.model.names), float(value))
+
+    @property
+    def joints(self) -> tuple[str, ...]:
+        """The joints whose samples the model takes: its own (a whole arm) or `joint`."""
+        return tuple(self.model.joints) or (self.joint,)
 
     @property
     def request_after_windows(self) -> int:

@@ -1,4 +1,5 @@
-"""The streaming estimator: a bounded buffer, a fit every hop, and seed 002's accept / replace / discard."""
+"""The streaming estimator: a bounded buffer, a fit every hop, seed 002's accept / replace / discard, and
+(optionally) the residual change detector every `detect_hop_s`. Model-agnostic: one joint or a whole arm."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from ..signals import JointSamples
 from .config import NS, OnlineConfig
 from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
                       ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit)
-from .window import discarded, fit_window
+from .detector import scan, stepped
+from .window import discarded, fit_window, prepare
 
 
 class OnlineEstimator:
-    """Feed it one joint's samples in chunks of any size; it fits every `hop_s` and returns events."""
+    """Feed it the model's joints' samples in chunks of any size; it fits every `hop_s` and returns events."""
 
     def __init__(self, config: OnlineConfig) -> None:
         self.config = config
@@ -34,9 +36,13 @@ class OnlineEstimator:
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
         self._requested: tuple[str, ...] = ()
         self._t = np.zeros(0, dtype=np.int64)
-        self._q = np.zeros(0)
-        self._tau = np.zeros(0)
+        self._q = np.zeros((0, len(config.joints)))
+        self._tau = np.zeros((0, len(config.joints)))
         self._next_fit_ns: int | None = None
+        self._next_detect_ns: int | None = None
+        self._noise: np.ndarray | None = None     # per joint residual noise of the latest accepted window
+        self._restart_ns: int | None = None       # the window starts here after a detected change
+        self._detect_count = 0
         self._time_ns = 0
         self.last_window: WindowFit | None = None
         self.windows_fitted = 0
@@ -47,13 +53,19 @@ class OnlineEstimator:
                         tuple(float(v) for v in self._values), tuple(float(c) for c in self._confidence),
                         tuple(float(w) for w in self._weight), bool(self._requested))
 
+    @property
+    def settling(self) -> bool:
+        """A change was detected and the new values are still settling (not yet a `ParameterChange`)."""
+        return self._settle_until_ns is not None
+
     def update(self, samples: JointSamples) -> list[Event]:
-        """Take new samples (positions and measured effort of `config.joint`); fit each window that fell due."""
-        joint = self.config.joint
+        """Take new samples (positions and measured effort of `config.joints`); fit each window that fell due
+        and run the detector at each of its checks."""
+        cfg, joint = self.config, self.config.joint
         if len(samples) == 0:
             return []
-        q = samples.column("position", joint)
-        tau = samples.column("effort", joint)
+        q = np.column_stack([samples.column("position", j) for j in cfg.joints])
+        tau = np.column_stack([samples.column("effort", j) for j in cfg.joints])
         t = samples.time_ns
         if np.any(np.diff(t) <= 0) or (len(self._t) and t[0] <= self._t[-1]):
             previous = np.concatenate([self._t[-1:], t[:-1]]) if len(self._t) else np.concatenate([t[:1] - 1, t[:-1]])
@@ -61,19 +73,24 @@ class OnlineEstimator:
             raise DataError("sample times must increase", joint=joint, time_s=round(float(t[bad]) * 1e-9, 6))
         events: list[Event] = []
         start = 0
-        hop_ns = int(round(self.config.hop_s * NS))
+        hop_ns = int(round(cfg.hop_s * NS))
+        detect_ns = int(round(cfg.detect_hop_s * NS)) if cfg.detect_window_s > 0 else 0
         while start < len(t):
             if self._next_fit_ns is None:
-                self._next_fit_ns = int(t[start]) + int(round(self.config.window_s * NS))
-            stop = int(np.searchsorted(t, self._next_fit_ns, side="right"))  # samples up to the fit time
+                self._next_fit_ns = int(t[start]) + int(round(cfg.window_s * NS))
+                self._next_detect_ns = int(t[start]) + int(round(cfg.detect_window_s * NS))
+            due = min(self._next_fit_ns, self._next_detect_ns) if detect_ns else self._next_fit_ns
+            stop = int(np.searchsorted(t, due, side="right"))  # samples up to the next fit or check
             if stop > start:
                 self._append(t[start:stop], q[start:stop], tau[start:stop])
                 start = stop
-            if start < len(t) or self._t[-1] >= self._next_fit_ns:  # the hop is complete: fit it
-                events += self._fit_and_decide()
-                self._next_fit_ns += hop_ns
-                if start < len(t) and t[start] > self._next_fit_ns:  # hops lost in a gap are skipped
-                    self._next_fit_ns += -(-(int(t[start]) - self._next_fit_ns) // hop_ns) * hop_ns
+            if start < len(t) or self._t[-1] >= due:  # the hop is complete: check and fit
+                if detect_ns and due == self._next_detect_ns:
+                    events += self._detect()
+                    self._next_detect_ns = _next_after(self._next_detect_ns, detect_ns, t, start)
+                if due == self._next_fit_ns:
+                    events += self._fit_and_decide()
+                    self._next_fit_ns = _next_after(self._next_fit_ns, hop_ns, t, start)
         self._time_ns = int(t[-1])
         return events
 
@@ -87,21 +104,28 @@ class OnlineEstimator:
             keep = self._t > self._t[-1] - int(round(self.config.window_s * NS))
             self._t, self._q, self._tau = self._t[keep], self._q[keep], self._tau[keep]
 
-    def _window(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The buffered samples after the last gap (a step over 1.5x the median period)."""
+    def _window(self, span_s: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The buffered samples after the last gap (a step over 1.5x the median period) and after the restart
+        at a detected change; the newest `span_s` only if given."""
+        first = 0
         steps = np.diff(self._t)
         if len(steps) > 2:
             gaps = np.flatnonzero(steps > 1.5 * np.median(steps))
             if len(gaps):
                 first = int(gaps[-1]) + 1
-                return self._t[first:], self._q[first:], self._tau[first:]
-        return self._t, self._q, self._tau
+        if self._restart_ns is not None:
+            first = max(first, int(np.searchsorted(self._t, self._restart_ns)))
+        if span_s is not None and len(self._t):
+            first = max(first, int(np.searchsorted(self._t, self._t[-1] - int(round(span_s * NS)), side="right")))
+        return self._t[first:], self._q[first:], self._tau[first:]
 
     def _fit_and_decide(self) -> list[Event]:
         cfg = self.config
         t, q, tau = self._window()
         p = len(cfg.model.names)
-        if len(t) < 2 or t[-1] - t[0] < 0.9 * cfg.window_s * NS:
+        after_change = self._restart_ns is not None and len(t) and t[0] >= self._restart_ns
+        needed_s = cfg.min_window_s if after_change else 0.9 * cfg.window_s
+        if len(t) < 2 or t[-1] - t[0] < needed_s * NS:
             win = discarded(int(self._t[-1]), p, "not enough contiguous samples in the window")
         else:
             win = fit_window(cfg, t, q, tau, self._values)
@@ -138,6 +162,9 @@ class OnlineEstimator:
                                          tuple(float(self._values[i]) for i in triggered)))
         if settled:
             events += self._settled_changes(win)
+        if win.residual_scale is not None and ACCEPTED in decisions and not (
+                {REPLACED, PENDING, SETTLING} & set(decisions)):
+            self._noise = np.asarray(win.residual_scale, dtype=float)  # the detector's noise reference
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
         self._confidence = win.confidence.copy()
         self.last_window = WindowFit(win.time_ns, win.values, win.std, win.confidence, win.rows_used,
@@ -187,6 +214,7 @@ class OnlineEstimator:
         pre = self._pre_change if self._pre_change is not None else self._values.copy()
         pre_weight = self._pre_weight if self._pre_weight is not None else self._weight.copy()
         self._settle_until_ns, self._pre_change, self._pre_weight = None, None, None
+        self._restart_ns = None
         out: list[Event] = []
         thresholds, floors = cfg.per_parameter("change_threshold"), cfg.model.floors()
         for i, name in enumerate(cfg.model.names):
@@ -200,6 +228,37 @@ class OnlineEstimator:
             else:
                 self._values[i], self._weight[i] = old, pre_weight[i]
         return out
+
+    def _detect(self) -> list[Event]:
+        """The residual detector's check on the newest `detect_window_s`: a confirmed step raises the change
+        now, restarts the window at the estimated change time and starts settling (see detector.py)."""
+        cfg = self.config
+        now = int(self._t[-1])
+        if self._noise is None or self._settle_until_ns is not None or not np.all(np.isfinite(self._values)):
+            self._detect_count = 0
+            return []
+        t, q, tau = self._window(cfg.detect_window_s)
+        prep = prepare(cfg, t, q, tau, 2) if len(t) >= 2 and t[-1] - t[0] >= 0.9 * cfg.detect_window_s * NS else None
+        step = None if prep is None or isinstance(prep, WindowFit) else scan(prep, self._values, self._noise)
+        moved = (stepped(step, self._values, cfg.model.floors(), cfg.per_parameter("change_threshold"),
+                         cfg.detect_sigma) if step is not None else np.zeros(len(self._values), dtype=bool))
+        self._detect_count = self._detect_count + 1 if moved.any() else 0
+        if self._detect_count < cfg.detect_confirm:
+            return []
+        idx = np.flatnonzero(moved)
+        names = cfg.model.names
+        self._pre_change, self._pre_weight = self._values.copy(), self._weight.copy()
+        previous = self._values[idx].copy()
+        self._values[idx] = self._values[idx] + step.delta[idx]
+        self._weight[idx] = cfg.detect_confidence
+        self._std[idx] = step.std[idx]
+        self._settle_until_ns = now + int(round(cfg.window_s * NS))
+        self._restart_ns = step.change_ns + int(round(0.5 * cfg.derivative_window_s * NS))
+        self._pending[:] = 0
+        self._detect_count = 0
+        self._before, self._before_weight = self._values.copy(), self._weight.copy()
+        return [ChangeDetected(now, cfg.joint, tuple(names[i] for i in idx), tuple(float(v) for v in previous),
+                               tuple(float(self._values[i]) for i in idx))]
 
     def _excitation_events(self, time_ns: int) -> list[Event]:
         cfg = self.config
@@ -217,3 +276,11 @@ class OnlineEstimator:
             self._requested = ()
             return [ExcitationRecovered(time_ns, cfg.joint)]
         return []
+
+
+def _next_after(due_ns: int, hop_ns: int, t: np.ndarray, start: int) -> int:
+    """The next due time one hop on; hops lost in a gap (the next sample later than that) are skipped."""
+    due_ns += hop_ns
+    if start < len(t) and t[start] > due_ns:
+        due_ns += -(-(int(t[start]) - due_ns) // hop_ns) * hop_ns
+    return due_ns

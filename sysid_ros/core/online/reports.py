@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -88,6 +88,13 @@ class ExcitationRecovered:
 
 Event = ChangeDetected | ParameterChange | ExcitationRequest | ExcitationRecovered
 
+
+def event_record(event: Event) -> dict:
+    """An event as plain data (`type`, then its fields; tuples as lists): what the node publishes on
+    `~/events` (as YAML) and `sysid-ros online` prints and writes."""
+    fields = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(event).items()}
+    return {"type": type(event).__name__, **fields}
+
 ACCEPTED, REPLACED, DISCARDED, PENDING, SETTLING = "accepted", "replaced", "discarded", "pending", "settling"
 
 
@@ -102,5 +109,6 @@ class WindowFit:
     rows_used: int
     decisions: tuple[str, ...]
     note: str = ""
+    residual_scale: np.ndarray | None = None  # per joint: long-run std of the fit's residual (N m)
 
 
