@@ -1,6 +1,8 @@
-"""Online estimation side by side: seed 002's estimator, naive sliding-window least squares, and RLS.
+"""Online estimation side by side: seed 002's estimator (window-only, and with the residual detector),
+naive sliding-window least squares, and RLS; on the pendulum and on a 7-joint arm's payload.
 
-Run:  .venv/bin/python bench/bench_online.py [--short]   (about 1 min; --short skips the 10-minute record)
+Run:  .venv/bin/python bench/bench_online.py [--short] [--pendulum | --arm]
+      (pendulum about 1 min, arm about 10 min on a quiet machine; --short skips the 10-minute records)
 
 Data (from test/test_online.py and test/test_online_steady.py): SimRobot's pendulum under PD tracking of a
 five-sine reference, 0.5 mrad angle noise, 0.01 N m effort noise, 500 Hz; the pole mass goes 1.3 -> 1.8 ->
@@ -21,6 +23,15 @@ eps1 (5 %) from its value at the previous event (the same threshold ours uses).
 Columns: detection delay after each change (first event within 5 s), time until within 2 % for good,
 steady error (worst |error| over the last 5 s of each segment), false events (every other event), and
 on the 10-minute record: false events, worst and median |error| of the mass after the first 5 s.
+
+Arm (test/test_online_payload.py's data): SimRobot's KUKA iiwa (7 joints) tracking multisine setpoints with
+its PID drives, 0.2 mrad / 2 mrad/s feedback noise, 500 Hz; a 1.5 kg payload (centre 8 cm out on the
+flange) attached at 10 s and removed at 20 s (30 s); then 10 minutes with the payload on. Methods: ours
+with the residual detector (`payload_config`), ours window-only (`detect_window_s=0`), RLS (0.999, 0.995)
+on the same payload columns and known torque (acausal derivatives, every joint's equation per sample).
+Columns: detection delay per change, mass and first-moment (m cz) error 2 s after each change, steady
+error (worst over the last 5 s of each segment), false events, and on the 10 minutes: false events and
+worst / median mass error.
 """
 
 from __future__ import annotations
@@ -47,11 +58,11 @@ LAMBDA = 0.999
 P_TRACE_MAX = 3e3  # the initial covariance's trace
 
 
-def ours(samples: JointSamples) -> tuple[np.ndarray, np.ndarray, list[float]]:
+def ours(samples: JointSamples, **settings: object) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """(hop times s, mass estimate, event times s)."""
-    est = OnlineEstimator(config())
+    est = OnlineEstimator(config(**settings))
     times, mass, events = [], [], []
-    hop = int(0.25 * 500)
+    hop = int(0.05 * 500) if settings else int(0.25 * 500)
     for k in range(0, len(samples), hop):
         for e in est.update(samples.slice(k, k + hop)):
             if isinstance(e, ChangeDetected):
@@ -133,14 +144,130 @@ def score(times: np.ndarray, mass: np.ndarray, events: list[float]) -> dict[str,
             "steady err": " / ".join(f"{e:.1%}" for e in steady), "false": str(len(set(events) - matched))}
 
 
+def arm_runs(record: JointSamples, arm_model: str) -> dict:
+    """name -> (hop times s, estimates (rows x [mass, mz]), event times or None)."""
+    from sysid_ros.core.identify.arm_models import IIWA_FLANGE
+    from sysid_ros.core.online import payload_config
+
+    def ours(detect: bool):
+        cfg = payload_config(arm_model, IIWA_FLANGE, **({} if detect else {"detect_window_s": 0.0}))
+        names = cfg.model.names
+        est, times, values, events = OnlineEstimator(cfg), [], [], []
+        for k in range(0, len(record), 25):  # 0.05 s chunks: the detector's checks
+            events += [e.time_ns / S for e in est.update(record.slice(k, k + 25)) if isinstance(e, ChangeDetected)]
+            times.append(est.estimate.time_ns / S)
+            values.append([est.estimate.values[names.index("mass_kg")], est.estimate.values[names.index("mz_kg_m")]])
+        return np.array(times), np.array(values), events
+
+    out = {"ours + residual detector": ours(True), "ours, window only": ours(False)}
+    phi, y, rows = arm_rows(record, arm_model)
+    for lam in (0.999, 0.995):
+        out[f"RLS lambda={lam}"] = (*arm_rls(record, phi, y, rows, lam), None)
+    return out
+
+
+def arm_rows(record: JointSamples, arm_model: str):
+    """The payload columns (N, 7, 10), torque minus the known arm (N, 7) and used rows, acausal derivatives."""
+    from sysid_ros.core.identify.arm_models import IIWA_FLANGE
+    from sysid_ros.core.online import payload_config
+    from sysid_ros.core.online.window import prepare
+
+    cfg = payload_config(arm_model, IIWA_FLANGE)
+    prep = prepare(cfg, record.time_ns, record.position, record.effort)
+    return prep.phi, prep.y, prep.rows
+
+
+def arm_rls(record: JointSamples, phi: np.ndarray, y: np.ndarray, rows: np.ndarray, lam: float):
+    p_dim = phi.shape[-1]
+    theta, p = np.zeros(p_dim), np.eye(p_dim) * 1e2
+    trace_max = np.trace(p)
+    times, values = [], []
+    for k in range(len(y)):
+        r = rows[k]
+        if r.any():
+            x, e = phi[k][r], y[k][r] - phi[k][r] @ theta
+            px = p @ x.T
+            gain = px @ np.linalg.inv(lam * np.eye(len(x)) + x @ px)
+            theta = theta + gain @ e
+            p = (p - gain @ px.T) / lam
+            p = 0.5 * (p + p.T)
+            if np.trace(p) > trace_max:
+                p *= trace_max / np.trace(p)
+        if k >= 999 and (k - 999) % 25 == 0:
+            times.append(record.time_ns[k] / S)
+            values.append([theta[0], theta[3]])
+    return np.array(times), np.array(values)
+
+
+def arm_score(times, values, events, changes, mass_kg: float, first_moment: float, end_s: float) -> dict:
+    delays, at2, matched = [], [], set()
+    for change_s, m in changes:
+        hit = [e for e in events if change_s < e <= change_s + 5.0]
+        delays.append(f"{hit[0] - change_s:.2f}" if hit else "miss")
+        matched.update(hit[:1])
+        k = min(times.searchsorted(change_s + 2.0), len(times) - 1)
+        at2.append(f"{abs(values[k, 0] - m) / mass_kg:.1%}/{abs(values[k, 1] - first_moment * (m > 0)) / first_moment:.1%}")
+    steady, start = [], 0.0
+    for change_s, m_before in ((c, prev) for c, prev in zip([c for c, _ in changes] + [end_s],
+                                                            [0.0] + [m for _, m in changes])):
+        sel = (times > change_s - 5.0) & (times <= change_s)
+        steady.append(f"{np.nanmax(np.abs(values[sel, 0] - m_before)) / mass_kg:.1%}")
+    return {"delay s": " / ".join(delays), "m/mz err at 2 s": " / ".join(at2), "steady mass err": " / ".join(steady),
+            "false": str(len(set(events) - matched))}
+
+
+def arm_main(short: bool) -> None:
+    import tempfile
+
+    from test_online_payload import CHANGES as ARM_CHANGES, PAYLOAD, models, payload_record
+
+    t0 = time.time()
+    robot_model, arm_model = models(tempfile.mkdtemp())
+    record = payload_record(robot_model, 30.0)
+    steady = None if short else payload_record(robot_model, 600.0, changes=((0.002, PAYLOAD.mass_kg),), seed=2)
+    print(f"arm data: {len(record)} + {0 if steady is None else len(steady)} samples in {time.time() - t0:.1f} s\n")
+    first_moment = PAYLOAD.mass_kg * PAYLOAD.com_m[2]
+    runs = arm_runs(record, arm_model)
+    long_runs = arm_runs(steady, arm_model) if steady is not None else {}
+    rows = []
+    for name, (times, values, events) in runs.items():
+        events = events if events is not None else threshold_events(times, values[:, 0] + PAYLOAD.mass_kg)
+        row = {"method": name, **arm_score(times, values, events, ARM_CHANGES, PAYLOAD.mass_kg, first_moment, 30.0)}
+        if name in long_runs:
+            lt, lv, le = long_runs[name]
+            le = le if le is not None else threshold_events(lt, lv[:, 0])
+            sel = lt > 5.0
+            err = np.abs(lv[sel, 0] / PAYLOAD.mass_kg - 1)
+            row["false /10 min"] = str(len([e for e in le if e > 1.0]))
+            row["10-min worst / median err"] = f"{np.max(err):.2%} / {np.median(err):.2%}"
+        rows.append(row)
+    table(rows)
+    print("\ndelay per change (attach 1.5 kg at 10 s, remove at 20 s); errors relative to 1.5 kg and 0.12 kg m;"
+          " steady: last 5 s before each change and the end (0 / 1.5 / 0 kg)")
+
+
+def table(rows: list[dict]) -> None:
+    keys = list(rows[0])
+    widths = {k: max(len(k), *(len(r.get(k, "")) for r in rows)) for k in keys}
+    print("  ".join(k.ljust(widths[k]) for k in keys))
+    for r in rows:
+        print("  ".join(r.get(k, "").ljust(widths[k]) for k in keys))
+
+
 def main() -> None:
     short = "--short" in sys.argv
+    if "--pendulum" not in sys.argv:
+        arm_main(short)
+        if "--arm" in sys.argv:
+            return
+        print()
     t0 = time.time()
     record = two_changes()
     steady = None if short else steady_record(600.0)
     print(f"data: {len(record)} + {0 if steady is None else len(steady)} samples in {time.time() - t0:.1f} s\n")
     rows = []
     for name, run in (("ours (seed 002)", lambda s: ours(s)),
+                      ("ours + residual detector", lambda s: ours(s, detect_window_s=0.5)),
                       ("naive sliding LS", lambda s: (*naive(s), None)),
                       ("RLS lambda=0.999", lambda s: (*rls(s), None)),
                       ("RLS lambda=0.995", lambda s: (*rls(s, 0.995), None))):
@@ -158,11 +285,7 @@ def main() -> None:
             row["10-min median err"] = f"{np.median(err):.2%}"
         row["run s"] = f"{time.time() - t1:.1f}"
         rows.append(row)
-    keys = list(rows[0])
-    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
-    print("  ".join(k.ljust(widths[k]) for k in keys))
-    for r in rows:
-        print("  ".join(r[k].ljust(widths[k]) for k in keys))
+    table(rows)
     print("\ndelay, to 2 % and steady error per change (1.3->1.8 at 15 s, 1.8->1.1 at 30 s; steady: 1.3/1.8/1.1 kg)")
 
 

@@ -1,14 +1,20 @@
-"""`online_estimator`: follows a joint's parameters (a payload, friction drift) from live joint states.
+"""`online_estimator`: follows a joint's parameters (a payload, friction drift) or a whole arm's payload from
+live joint states.
 
 Lifecycle: configure builds the estimator from parameters (FAILURE: an invalid setting); activate starts
-following `/joint_states` (position and measured effort of `joint`), feeding the core every `hop_s` of
-robot time; deactivate stops. Outputs (layouts in docs/online_estimator.md):
+following `/joint_states` (position and measured effort of `joint`, or of every joint of the arm `model`),
+feeding the core every `hop_s` of robot time (every `detect_hop_s` with the residual detector on);
+deactivate stops. Outputs (layouts in docs/online_estimator.md):
 - `~/estimate` (diagnostic_msgs/DiagnosticArray): one status, key/values `<param>.value|confidence|weight`;
   level OK when every parameter is confident, WARN otherwise;
 - `~/estimate_array` (std_msgs/Float64MultiArray): [values..., confidence..., weight...];
 - `~/events` (std_msgs/String): each event as YAML (`type:` ChangeDetected, ParameterChange,
   ExcitationRequest, ExcitationRecovered, and its fields);
-- the parameters `estimate.<param>` mirror the current values (read-only from outside).
+- the parameters `estimate.<param>` mirror the current values (read-only from outside);
+- with an arm model: `~/payload` (geometry_msgs/InertiaStamped, transient local: a late subscriber gets the
+  last one) carries the accepted payload (mass, centre of mass, inertia about it; frame = the body), and the
+  read-only parameters `payload.mass_kg|com_m|confidence|last_change_s` mirror it; it is republished after
+  each settled change and when the estimate wanders more than `payload_hysteresis` from the published one.
 With `request_excitation` (off by default: on a real robot a person decides), a persistent low confidence
 calls `/<recorder>/play` so the tape recorder plays an excitation tape.
 """
@@ -21,20 +27,27 @@ from dataclasses import asdict
 import numpy as np
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import InertiaStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from std_srvs.srv import Trigger
 
 from ..core.bags.fastcdr import decode_cdr, names_from_key
 from ..core.errors import SysidRosError
-from ..core.online import OnlineEstimator
+from ..core.online import OnlineEstimator, PayloadWindowModel, payload_config
 from ..core.online.config import pendulum_config
-from ..core.online.reports import ExcitationRequest
+from ..core.online.payload import load_model, payload_inertia
+from ..core.online.replay import last_link
+from ..core.online.reports import ChangeDetected, ExcitationRequest, ParameterChange, event_record
 from ..core.signals import JointSamples
 from .common import SENSOR_QOS, declare, declare_robot, diagnostic, run
+
+
+PAYLOAD_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class OnlineEstimatorNode(LifecycleNode):
@@ -44,7 +57,11 @@ class OnlineEstimatorNode(LifecycleNode):
         super().__init__("online_estimator", **kwargs)
         d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
         d("joint", "hinge", "the joint to follow")
-        d("model", "pendulum", "the window model: pendulum (mass, damping, friction of a mass on a rod)")
+        d("model", "pendulum", "the window model: pendulum (mass, damping, friction of a mass on a rod), or an "
+          "arm's MJCF file without its payload (a whole-arm payload estimate)")
+        d("body", "", "arm model: the body the payload is on (empty: the last link)")
+        d("inertia", True, "arm model: estimate the payload's inertia too (else mass and first moments)")
+        d("payload_hysteresis", 0.02, "arm model: republish the payload when it moves more than this share")
         d("length_m", 0.5, "pendulum: distance from the axis to the mass")
         d("rotor_inertia_kg_m2", 1e-4, "pendulum: known rotor inertia")
         d("window_s", 2.0, "sliding window (robot time)")
@@ -54,7 +71,9 @@ class OnlineEstimatorNode(LifecycleNode):
         d("recorder", "tape_recorder", "the tape_recorder node to ask")
         declare_robot(self)
         self._estimator: OnlineEstimator | None = None
-        self._buffer: list[tuple[int, float, float]] = []
+        self._buffer: list[tuple[int, list[float], list[float]]] = []
+        self._published: tuple[float, np.ndarray] | None = None
+        self._last_change_s = math.nan
         self._names: dict[object, list[str]] = {}
         self._mirroring = False
         self._sub = None
@@ -64,10 +83,16 @@ class OnlineEstimatorNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         value = lambda name: self.get_parameter(name).value  # noqa: E731
         try:
-            if value("model") != "pendulum":
-                raise ValueError(f"model {value('model')!r} is not supported here yet (pendulum)")
-            config = pendulum_config(value("joint"), float(value("length_m")), float(value("rotor_inertia_kg_m2")),
-                                     window_s=float(value("window_s")), hop_s=float(value("hop_s")))
+            timing = {"window_s": float(value("window_s")), "hop_s": float(value("hop_s"))}
+            if value("model") == "pendulum":
+                config = pendulum_config(value("joint"), float(value("length_m")),
+                                         float(value("rotor_inertia_kg_m2")), **timing)
+            else:
+                model = load_model(value("model"))
+                config = payload_config(model, value("body") or last_link(model), inertia=bool(value("inertia")),
+                                        **timing)
+            if not float(value("payload_hysteresis")) >= 0:
+                raise ValueError("payload_hysteresis must be >= 0")
             self._estimator = OnlineEstimator(config)
         except (SysidRosError, ValueError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
@@ -77,8 +102,14 @@ class OnlineEstimatorNode(LifecycleNode):
             for name in config.model.names:
                 if not self.has_parameter(f"estimate.{name}"):
                     declare(self, f"estimate.{name}", math.nan, f"current estimate of {name} (read-only)")
+            if self._arm and not self.has_parameter("payload.mass_kg"):
+                declare(self, "payload.mass_kg", math.nan, "the accepted payload's mass (read-only)")
+                declare(self, "payload.com_m", [math.nan] * 3, "its centre of mass in the body frame (read-only)")
+                declare(self, "payload.confidence", 0.0, "the mass's confidence when accepted (read-only)")
+                declare(self, "payload.last_change_s", math.nan, "robot time of the last change (read-only)")
         finally:
             self._mirroring = False
+        self._payload_pub = self.create_lifecycle_publisher(InertiaStamped, "~/payload", PAYLOAD_QOS)
         self._estimate_pub = self.create_lifecycle_publisher(DiagnosticArray, "~/estimate", 10)
         self._array_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/estimate_array", 10)
         self._event_pub = self.create_lifecycle_publisher(String, "~/events", 50)
@@ -92,8 +123,12 @@ class OnlineEstimatorNode(LifecycleNode):
         if self._sub is not None:
             self.destroy_subscription(self._sub)
             self._sub = None
-        self._estimator, self._buffer = None, []
+        self._estimator, self._buffer, self._published = None, [], None
         return TransitionCallbackReturn.SUCCESS
+
+    @property
+    def _arm(self) -> bool:
+        return self._estimator is not None and isinstance(self._estimator.config.model, PayloadWindowModel)
 
     # --- feeding ------------------------------------------------------------------------------------
     def _on_feedback(self, data: bytes) -> None:
@@ -104,35 +139,38 @@ class OnlineEstimatorNode(LifecycleNode):
         except (ValueError, IndexError):
             return  # not a JointState this decoder knows (big-endian): skipped, counted nowhere
         names = self._names.get(key) or self._names.setdefault(key, names_from_key(key))
-        joint = self._estimator.config.joint
-        if joint not in names:
+        config = self._estimator.config
+        if not all(j in names for j in config.joints):
             return
-        k = names.index(joint)
-        if k >= len(position) or k >= len(effort) or (self._buffer and stamp <= self._buffer[-1][0]):
+        k = [names.index(j) for j in config.joints]
+        if max(k) >= len(position) or max(k) >= len(effort) or (self._buffer and stamp <= self._buffer[-1][0]):
             return  # no effort on this message, or a duplicate / backwards stamp
-        self._buffer.append((stamp, float(position[k]), float(effort[k])))
-        if stamp - self._buffer[0][0] >= self._estimator.config.hop_s * 1e9:
+        self._buffer.append((stamp, [float(position[i]) for i in k], [float(effort[i]) for i in k]))
+        feed_s = config.detect_hop_s if config.detect_window_s > 0 else config.hop_s
+        if stamp - self._buffer[0][0] >= feed_s * 1e9:
             self._feed()
 
     def _feed(self) -> None:
         rows, self._buffer = self._buffer, []
         t = np.array([r[0] for r in rows], dtype=np.int64)
-        joint = self._estimator.config.joint
-        samples = JointSamples((joint,), t, np.array([[r[1]] for r in rows]), None, np.array([[r[2]] for r in rows]),
-                               source=self.get_parameter("feedback_topic").value)
+        samples = JointSamples(self._estimator.config.joints, t, np.array([r[1] for r in rows]), None,
+                               np.array([r[2] for r in rows]), source=self.get_parameter("feedback_topic").value)
         try:
             events = self._estimator.update(samples)
         except SysidRosError as exc:
             self.get_logger().warn(f"samples skipped: {exc}")
             return
         for event in events:
-            self._event_pub.publish(String(data=yaml.safe_dump({"type": type(event).__name__, **asdict(event)},
-                                                               sort_keys=False)))
+            self._event_pub.publish(String(data=yaml.safe_dump(event_record(event), sort_keys=False)))
             self.get_logger().info(f"{type(event).__name__}: {asdict(event)}")
+            if isinstance(event, (ChangeDetected, ParameterChange)):
+                self._last_change_s = event.time_ns * 1e-9
             if isinstance(event, ExcitationRequest) and self.get_parameter("request_excitation").value:
                 if self._play.service_is_ready():
                     self._play.call_async(Trigger.Request())
         self._publish_estimate()
+        if self._arm:
+            self._publish_payload(any(isinstance(e, ParameterChange) for e in events))
 
     def _publish_estimate(self) -> None:
         estimate = self._estimator.estimate
@@ -154,10 +192,48 @@ class OnlineEstimatorNode(LifecycleNode):
         finally:
             self._mirroring = False
 
+    def _publish_payload(self, changed: bool) -> None:
+        """The accepted payload (not while a change settles), when first known, after a settled change, or
+        when it moved more than `payload_hysteresis` (of its mass, of its first moment) from the last one."""
+        estimator = self._estimator
+        estimate = estimator.estimate
+        values = dict(zip(estimate.names, estimate.values))
+        mass, first = values["mass_kg"], np.array([values["mx_kg_m"], values["my_kg_m"], values["mz_kg_m"]])
+        if estimator.settling or not (math.isfinite(mass) and np.all(np.isfinite(first))):
+            return
+        if self._published is not None and not changed:
+            h = float(self.get_parameter("payload_hysteresis").value)
+            floors = dict(zip(estimate.names, estimator.config.model.floors()))
+            m0, f0 = self._published
+            if abs(mass - m0) <= h * max(abs(m0), floors["mass_kg"]) and \
+                    np.linalg.norm(first - f0) <= h * max(float(np.linalg.norm(f0)), floors["mz_kg_m"]):
+                return
+        self._published = (mass, first)
+        com, inertia = payload_inertia(values)
+        msg = InertiaStamped()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(estimate.time_ns, 1_000_000_000)
+        msg.header.frame_id = estimator.config.model.body
+        msg.inertia.m = float(mass)
+        msg.inertia.com.x, msg.inertia.com.y, msg.inertia.com.z = (float(c) for c in com)
+        (msg.inertia.ixx, msg.inertia.ixy, msg.inertia.ixz, msg.inertia.iyy, msg.inertia.iyz,
+         msg.inertia.izz) = (float(inertia[i, j]) for i, j in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)))
+        self._payload_pub.publish(msg)
+        confidence = estimate.confidence[estimate.names.index("mass_kg")]
+        self._mirroring = True
+        try:
+            self.set_parameters([Parameter("payload.mass_kg", value=float(mass)),
+                                 Parameter("payload.com_m", value=[float(c) for c in com]),
+                                 Parameter("payload.confidence", value=float(confidence)),
+                                 Parameter("payload.last_change_s", value=float(self._last_change_s))])
+        finally:
+            self._mirroring = False
+        self.get_logger().info(f"payload: {mass:.4g} kg at {np.round(com, 4).tolist()} m (confidence {confidence:.2f})")
+
     def _guard_mirror(self, params: list[Parameter]) -> SetParametersResult:
         """The `estimate.*` parameters only mirror the estimate: nobody else sets them."""
-        if not self._mirroring and any(p.name.startswith("estimate.") for p in params):
-            return SetParametersResult(successful=False, reason="estimate.* mirror the estimator (read-only)")
+        if not self._mirroring and any(p.name.startswith(("estimate.", "payload.")) for p in params):
+            return SetParametersResult(successful=False, reason="estimate.* and payload.* mirror the estimator "
+                                       "(read-only)")
         return SetParametersResult(successful=True)
 
 

@@ -110,6 +110,7 @@ class SimRobotNode(Node):
         self._anchor: tuple[int, int] | None = None  # (steady ns, sim ns) the loop keeps pace from
         self._epoch_offset_ns = 0 if self.sim_time else time.time_ns() - self.robot.time_ns
         self._last_error = ""
+        self._physics_change = ""
         self.create_timer(TICK_S, self._tick, clock=steady)
         self.create_timer(1.0, self._report, clock=steady)
         self._publish(self.robot.advance(self.robot.time_ns))
@@ -231,6 +232,10 @@ class SimRobotNode(Node):
                 self.robot.set_gains(joint, joint_gains)
         for name, value in physics.items():
             self.robot.set_physical(name, value)
+            # when exactly the hidden physics changed (simulated time): what an online estimator's delay is
+            # measured from
+            self._physics_change = f"{name}={value} at {self.robot.time_ns} ns"
+            self.get_logger().info(f"physics {self._physics_change}")
         if factor is not None:
             self.real_time_factor, self._anchor = factor, None
         return SetParametersResult(successful=True)
@@ -240,7 +245,7 @@ class SimRobotNode(Node):
         message = "paused" if self.paused else f"running ({self.robot.mode})"
         publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message, {
             "sim_time_s": f"{self.robot.time_ns * 1e-9:.3f}", "mode": self.robot.mode,
-            "last_error": self._last_error}))
+            "last_error": self._last_error, "last_physics_change": self._physics_change}))
 
 
 def main(args: list[str] | None = None) -> None:

@@ -113,6 +113,8 @@ class OnlineConfig:
     of the latest accepted window); a step beyond eps1 and `detect_sigma` standard errors in
     `detect_confirm` checks in a row raises the change at once, the window restarts at the estimated
     change time, and windows of `min_window_s` or more of post-change data settle the new value.
+    `detect_for`: the parameters whose step raises a change (default all; the window refit still watches
+    every parameter).
     """
 
     joint: str
@@ -140,6 +142,7 @@ class OnlineConfig:
     detect_hop_s: float = 0.05
     detect_sigma: float = 8.0
     detect_confirm: int = 2
+    detect_for: tuple[str, ...] | None = None
     min_window_s: float = 0.5
 
     def __post_init__(self) -> None:
@@ -166,7 +169,8 @@ class OnlineConfig:
             if any(not (math.isfinite(v) and v > 0) for v in self.per_parameter(what)) or set(given) - set(names):
                 raise ConfigError(f"online estimator {what} must be > 0 and name known parameters {names}",
                                   joint=self.joint, value=value)
-        for what, given in (("request_for", self.request_for or ()), ("initial", tuple(self.initial or ()))):
+        for what, given in (("request_for", self.request_for or ()), ("initial", tuple(self.initial or ())),
+                            ("detect_for", self.detect_for or ())):
             unknown = set(given) - set(names)
             if unknown:
                 raise ConfigError(f"{what} names unknown parameters {sorted(unknown)}; known: {names}",

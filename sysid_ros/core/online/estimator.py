@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDe
                       ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit)
 from .detector import scan, stepped
 from .window import discarded, fit_window, prepare
+
+
+NOISE_WINDOWS = 8  # the detector measures residuals against the largest noise of this many accepted windows
 
 
 class OnlineEstimator:
@@ -40,7 +44,7 @@ class OnlineEstimator:
         self._tau = np.zeros((0, len(config.joints)))
         self._next_fit_ns: int | None = None
         self._next_detect_ns: int | None = None
-        self._noise: np.ndarray | None = None     # per joint residual noise of the latest accepted window
+        self._noise: deque[np.ndarray] = deque(maxlen=NOISE_WINDOWS)  # residual noise of recent accepted windows
         self._restart_ns: int | None = None       # the window starts here after a detected change
         self._detect_count = 0
         self._time_ns = 0
@@ -152,6 +156,12 @@ class OnlineEstimator:
                     self._pending[i] = 0
             if decisions[i] == REPLACED and self._pre_change is None and math.isfinite(self._before[i]):
                 triggered.append(i)
+        first = [i for i in range(p) if decisions[i] == REPLACED and not math.isfinite(self._before[i])]
+        if first and not triggered and self._settle_until_ns is None:
+            # warm-up: the first values come from windows that may hold the start of the motion; they settle
+            # for one window length like a change (replaced by each fresh window), and no change is reported
+            self._pre_change, self._pre_weight = self._before.copy(), self._before_weight.copy()
+            self._settle_until_ns = win.time_ns + int(round(cfg.window_s * NS))
         if triggered:  # the window still holds data from before the change: replace until it has passed
             names = cfg.model.names
             self._pre_change, self._pre_weight = self._before.copy(), self._before_weight.copy()
@@ -164,7 +174,7 @@ class OnlineEstimator:
             events += self._settled_changes(win)
         if win.residual_scale is not None and ACCEPTED in decisions and not (
                 {REPLACED, PENDING, SETTLING} & set(decisions)):
-            self._noise = np.asarray(win.residual_scale, dtype=float)  # the detector's noise reference
+            self._noise.append(np.asarray(win.residual_scale, dtype=float))  # the detector's noise reference
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
         self._confidence = win.confidence.copy()
         self.last_window = WindowFit(win.time_ns, win.values, win.std, win.confidence, win.rows_used,
@@ -234,14 +244,16 @@ class OnlineEstimator:
         now, restarts the window at the estimated change time and starts settling (see detector.py)."""
         cfg = self.config
         now = int(self._t[-1])
-        if self._noise is None or self._settle_until_ns is not None or not np.all(np.isfinite(self._values)):
+        if not self._noise or self._settle_until_ns is not None or not np.all(np.isfinite(self._values)):
             self._detect_count = 0
             return []
         t, q, tau = self._window(cfg.detect_window_s)
         prep = prepare(cfg, t, q, tau, 2) if len(t) >= 2 and t[-1] - t[0] >= 0.9 * cfg.detect_window_s * NS else None
-        step = None if prep is None or isinstance(prep, WindowFit) else scan(prep, self._values, self._noise)
+        noise = np.max(self._noise, axis=0)  # the motion's model errors vary: the worst recent window's noise
+        step = None if prep is None or isinstance(prep, WindowFit) else scan(prep, self._values, noise)
         moved = (stepped(step, self._values, cfg.model.floors(), cfg.per_parameter("change_threshold"),
                          cfg.detect_sigma) if step is not None else np.zeros(len(self._values), dtype=bool))
+        moved &= np.isin(cfg.model.names, cfg.detect_for or cfg.model.names)
         self._detect_count = self._detect_count + 1 if moved.any() else 0
         if self._detect_count < cfg.detect_confirm:
             return []

@@ -132,7 +132,7 @@ def payload_config(model: mujoco.MjModel | str | Path, body: str, *, inertia: bo
     # the arm's friction is known: a joint's equation stays usable while it reverses (no "moving across the
     # derivative window" rule, which would also cost the detector a derivative window at the newest end)
     defaults: dict[str, object] = {"precision": precision, "change_threshold": threshold,
-                                   "request_for": ("mass_kg",), "detect_window_s": 0.5,
+                                   "request_for": ("mass_kg",), "detect_window_s": 0.5, "detect_for": FIRST_MOMENTS,
                                    "selection": RowSelection(moving_speed_rad_s=0.0)}
     defaults.update(settings)
     return OnlineConfig(body, window, **defaults)  # type: ignore[arg-type]
