@@ -113,15 +113,16 @@ def rls(samples: JointSamples, lam: float = LAMBDA) -> tuple[np.ndarray, np.ndar
     return np.array(times), np.array(mass)
 
 
-def threshold_events(times: np.ndarray, mass: np.ndarray) -> list[float]:
-    """A baseline's events: the estimate moved more than EPS1 from its value at the previous event."""
+def threshold_events(times: np.ndarray, mass: np.ndarray, floor: float = 0.0) -> list[float]:
+    """A baseline's events: the estimate moved more than EPS1 of max(|value|, floor) from its value at the
+    previous event (ours judges a payload's mass against a 1 kg floor the same way)."""
     events, ref = [], np.nan
     for t, m in zip(times, mass):
         if not np.isfinite(m):
             continue
         if not np.isfinite(ref):
             ref = m
-        elif abs(m - ref) > EPS1 * abs(ref):
+        elif abs(m - ref) > EPS1 * max(abs(ref), floor):
             events.append(float(t))
             ref = m
     return events
@@ -207,10 +208,9 @@ def arm_score(times, values, events, changes, mass_kg: float, first_moment: floa
         matched.update(hit[:1])
         k = min(times.searchsorted(change_s + 2.0), len(times) - 1)
         at2.append(f"{abs(values[k, 0] - m) / mass_kg:.1%}/{abs(values[k, 1] - first_moment * (m > 0)) / first_moment:.1%}")
-    steady, start = [], 0.0
-    for change_s, m_before in ((c, prev) for c, prev in zip([c for c, _ in changes] + [end_s],
-                                                            [0.0] + [m for _, m in changes])):
-        sel = (times > change_s - 5.0) & (times <= change_s)
+    steady = []
+    for until_s, m_before in zip([c for c, _ in changes] + [end_s], [0.0] + [m for _, m in changes]):
+        sel = (times > until_s - 5.0) & (times <= until_s)
         steady.append(f"{np.nanmax(np.abs(values[sel, 0] - m_before)) / mass_kg:.1%}")
     return {"delay s": " / ".join(delays), "m/mz err at 2 s": " / ".join(at2), "steady mass err": " / ".join(steady),
             "false": str(len(set(events) - matched))}
@@ -231,11 +231,11 @@ def arm_main(short: bool) -> None:
     long_runs = arm_runs(steady, arm_model) if steady is not None else {}
     rows = []
     for name, (times, values, events) in runs.items():
-        events = events if events is not None else threshold_events(times, values[:, 0] + PAYLOAD.mass_kg)
+        events = events if events is not None else threshold_events(times, values[:, 0], floor=1.0)
         row = {"method": name, **arm_score(times, values, events, ARM_CHANGES, PAYLOAD.mass_kg, first_moment, 30.0)}
         if name in long_runs:
             lt, lv, le = long_runs[name]
-            le = le if le is not None else threshold_events(lt, lv[:, 0])
+            le = le if le is not None else threshold_events(lt, lv[:, 0], floor=1.0)
             sel = lt > 5.0
             err = np.abs(lv[sel, 0] / PAYLOAD.mass_kg - 1)
             row["false /10 min"] = str(len([e for e in le if e > 1.0]))

@@ -113,8 +113,8 @@ class OnlineConfig:
     of the latest accepted window); a step beyond eps1 and `detect_sigma` standard errors in
     `detect_confirm` checks in a row raises the change at once, the window restarts at the estimated
     change time, and windows of `min_window_s` or more of post-change data settle the new value.
-    `detect_for`: the parameters whose step raises a change (default all; the window refit still watches
-    every parameter).
+    `detect_for`: the parameters whose change raises an alarm, from the detector or the window refit
+    (default all); the others follow confirmed far windows silently.
     """
 
     joint: str

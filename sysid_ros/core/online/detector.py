@@ -50,16 +50,14 @@ def scan(prep: Prepared, theta: np.ndarray, noise: np.ndarray) -> Step | None:
     if len(times) <= min_after:
         return None
     candidates = times[: len(times) - min_after: CANDIDATE_STEP]
-    best: Step | None = None
-    for k in candidates:
-        a_inv = np.linalg.pinv(a_after[k])
-        delta = a_inv @ b_after[k]
-        glr = float(b_after[k] @ delta)
-        if best is None or glr > best.glr:
-            std = np.sqrt(np.clip(np.diag(a_inv), 0.0, None))
-            std = np.where(std > 0, std, np.inf)
-            best = Step(int(prep.time_ns[k]), glr, delta, std)
-    return best
+    if len(candidates) == 0:
+        return None
+    a_inv = np.linalg.pinv(a_after[candidates])  # all candidates at once
+    delta = np.einsum("kpq,kq->kp", a_inv, b_after[candidates])
+    glr = np.einsum("kp,kp->k", b_after[candidates], delta)
+    best = int(np.argmax(glr))
+    std = np.sqrt(np.clip(np.diagonal(a_inv[best]), 0.0, None))
+    return Step(int(prep.time_ns[candidates[best]]), float(glr[best]), delta[best], np.where(std > 0, std, np.inf))
 
 
 def stepped(step: Step, values: np.ndarray, floors: np.ndarray, threshold: np.ndarray, sigma: float) -> np.ndarray:

@@ -154,12 +154,15 @@ class OnlineEstimator:
                 decisions[i] = self._change(i, x, std, w) if detectable else DISCARDED
                 if decisions[i] == DISCARDED:
                     self._pending[i] = 0
-            if decisions[i] == REPLACED and self._pre_change is None and math.isfinite(self._before[i]):
-                triggered.append(i)
+            if decisions[i] == REPLACED and self._pre_change is None and math.isfinite(self._before[i]) and \
+                    cfg.model.names[i] in (cfg.detect_for or cfg.model.names):
+                triggered.append(i)  # (a parameter outside detect_for is replaced without an alarm)
         first = [i for i in range(p) if decisions[i] == REPLACED and not math.isfinite(self._before[i])]
-        if first and not triggered and self._settle_until_ns is None:
-            # warm-up: the first values come from windows that may hold the start of the motion; they settle
-            # for one window length like a change (replaced by each fresh window), and no change is reported
+        if first and cfg.detect_window_s > 0 and not triggered and self._settle_until_ns is None and \
+                not np.isfinite(self._before).any():
+            # warm-up (with the detector): the very first values come from windows that may hold the start of
+            # the motion; they settle for one window length like a change (replaced by each fresh window), and
+            # no change is reported. Without the detector (the pendulum's default) the first window just sets them.
             self._pre_change, self._pre_weight = self._before.copy(), self._before_weight.copy()
             self._settle_until_ns = win.time_ns + int(round(cfg.window_s * NS))
         if triggered:  # the window still holds data from before the change: replace until it has passed
