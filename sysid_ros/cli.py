@@ -101,7 +101,10 @@ def _identify(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"note: {note}")
     print(f"results: {paths['yaml']}  report: {paths['report']}")
-    return 0
+    print(f"verdict: {result.verdict}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 1 if args.strict and result.verdict != "ok" else 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -246,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     ident.add_argument("--control", default="auto", choices=("auto", "commands", "effort"),
                        help="with --train/--validate: drive the model with the effort commands or the measured effort")
     ident.add_argument("--quiet", action="store_true", help="no progress line")
+    ident.add_argument("--strict", action="store_true",
+                       help="exit 1 when the verdict is suspect (the results are still written)")
     ident.set_defaults(run=_identify)
 
     report = commands.add_parser("report", help="draw a results folder's report.html again from its results and bags")

@@ -116,6 +116,7 @@ def identify_pendulum(folder: Path, training: str, held_out: str):
     rms = result.metrics.get("validation_position_rms_rad", {})
     print(f"  held-out angle RMS: {', '.join(f'{j} {v * 1e3:.3f} mrad' for j, v in rms.items())} "
           f"(noise {NOISE_RAD * 1e3:.1f} mrad); report: {paths['report']}")
+    print(f"  verdict: {result.verdict}" + "".join(f"\n  warning: {w}" for w in result.warnings))
     return result
 
 

@@ -7,14 +7,12 @@ diverges). Hidden truth differs from the model file by 10-20 %.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.identify import identify, load_problem, problem_from_dict
-from sysid_ros.core.identify.synthetic import ARM3_GAINS, multisine, record_position
+from sysid_ros.core.identify.synthetic import arm3_tracking_record
 from sysid_ros.core.paths import config_dir
-from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 PHYSICS = {"link1.mass": 2.2, "link2.mass": 1.1, "link3.mass": 0.6,
            "shoulder.damping": 0.6, "elbow.damping": 0.25, "wrist.damping": 0.12}
@@ -22,12 +20,7 @@ TRUTH = {k.replace(".", "_"): v for k, v in PHYSICS.items()}
 
 
 def _record(seed: int, seconds: float):
-    robot = SimRobot("arm3", physics=PHYSICS, noise=FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3),
-                     seed=seed, start_time_ns=5_000_000_017)
-    t = np.arange(0, seconds + 1e-9, 0.002)
-    setpoints = np.column_stack([amp * multisine(t, [0.3, 0.7, 1.1, 1.7, 2.3], 1.0, seed=10 * seed + j)
-                                 for j, amp in enumerate([0.8, 1.0, 1.2])])
-    return record_position(robot, lambda ts: setpoints[int(round(ts / 0.002))], seconds, ARM3_GAINS)
+    return arm3_tracking_record(seed, seconds, PHYSICS)
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +28,20 @@ def arm(tmp_path_factory):
     d = tmp_path_factory.mktemp("arm")
     save_npz(d / "train.npz", _record(1, 6.0))
     save_npz(d / "val.npz", _record(2, 3.0))
-    # the shipped problem file, pointed at these recordings
+    return identify(arm3_problem(d / "train.npz", d / "val.npz"))
+
+
+def arm3_problem(train, val=None):
+    """The shipped problem file, pointed at these recordings (`.npz`, the measured effort as the control)."""
     base = load_problem(config_dir() / "identify_arm3.yaml")
-    doc = {"model": "arm3", "joints": list(base.joints), "training": [{"npz": str(d / "train.npz"), "control": "effort"}],
-           "validation": [{"npz": str(d / "val.npz"), "control": "effort"}], "window_s": base.window_s,
+    doc = {"model": "arm3", "joints": list(base.joints), "training": [{"npz": str(train), "control": "effort"}],
+           "validation": [{"npz": str(val), "control": "effort"}] if val else [], "window_s": base.window_s,
            "smoothing_samples": base.smoothing_samples, "initial_state": base.initial_state,
            "noise": {"position_rad": 2e-4}, "warm_start": False,
            "parameters": [{"name": p.name, "kind": p.kind, ("body" if p.kind.startswith("body") else "joint"): p.target,
                            "min": list(p.min_value), "max": list(p.max_value), "frozen": p.frozen}
                           for p in base.parameters]}
-    return identify(problem_from_dict(doc))
+    return problem_from_dict(doc)
 
 
 def test_masses_and_damping_from_short_windows(arm):

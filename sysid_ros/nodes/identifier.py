@@ -3,7 +3,8 @@
 Lifecycle: configure loads and checks the problem file (FAILURE: it cannot be read or names what the
 model lacks); activate accepts requests. `~/identify` (std_srvs/Trigger) starts a run on the bags named by
 `training_bags`/`validation_bags` (or the problem's own) and answers at once; progress, the result folder
-and the identified values go to `/diagnostics` and `~/result` (std_msgs/String, YAML of identified.yaml).
+and the identified values go to `/diagnostics` and `~/result` (std_msgs/String, YAML of identified.yaml, whose
+`verdict` and `warnings` come first; a `suspect` result is reported at level WARN with its warnings).
 `~/cancel` (std_srvs/Trigger) stops a run at its next progress step (each optimizer evaluation); nothing
 is written for a cancelled run.
 """
@@ -109,7 +110,10 @@ class IdentifierNode(LifecycleNode):
             result = identify(problem, progress=self._step)
             paths = write_results(result, out)
             document = yaml.safe_dump(results_document(result), sort_keys=False)
-            self._done = ("ok", f"identified {problem.name} -> {paths['yaml']}", document)
+            # verdict first: a suspect result is published like any other, with its warnings, at level warn
+            reasons = "".join(f"; {w}" for w in result.warnings)
+            self._done = ("ok" if result.verdict == "ok" else "warn",
+                          f"identified {problem.name} ({result.verdict}) -> {paths['yaml']}{reasons}", document)
         except Cancelled as exc:
             self._done = ("warn", f"identification {exc}: nothing written", "")
         except Exception as exc:  # a failed run is reported, never fatal to the node
@@ -119,7 +123,7 @@ class IdentifierNode(LifecycleNode):
         done, self._done = self._done, None
         if done is not None:
             level, message, document = done
-            (self.get_logger().info if level == "ok" else self.get_logger().error)(message)
+            {"ok": self.get_logger().info, "warn": self.get_logger().warning}.get(level, self.get_logger().error)(message)
             if document:
                 self.result_pub.publish(String(data=document))
             publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message))

@@ -21,8 +21,13 @@ def _trim(samples: JointSamples, src: DataSource) -> JointSamples:
     return samples.slice(a, b)
 
 
-def load_source(src: DataSource, joints: Sequence[str]) -> list[tuple[JointSamples, JointCommands | None]]:
-    """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort)."""
+def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | None = None
+                ) -> list[tuple[JointSamples, JointCommands | None]]:
+    """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort).
+
+    Data repairs that may have changed the answer (duplicate stamps with different values, of which the
+    reader kept the first) are appended to `warnings` as one line naming the file.
+    """
     if src.kind == "npz":
         from ..bags.arrays_io import load_npz
 
@@ -46,6 +51,10 @@ def load_source(src: DataSource, joints: Sequence[str]) -> list[tuple[JointSampl
         except (DataError, BagError) as exc:
             raise type(exc)(f"cannot read joints {list(joints)}: {exc}") from exc
         segments = list(getattr(rec.feedback, "segments", None) or [rec.samples])
+        conflicts = rec.feedback.timing.conflicting_duplicates
+        if conflicts and warnings is not None:
+            warnings.append(f"{src.path}: {conflicts} joint state values stamped twice with different data "
+                            "(the reader kept the first of each)")
         commands = rec.commands
     if src.segments == "longest":
         segments = [max(segments, key=len)]

@@ -24,8 +24,11 @@ from .model_cache import compiled_model
 from .problem import Problem, check_problem
 from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn, null_directions
-from .start_error import (ShiftedStartRollout, start_state_covariance, start_state_noise, start_state_sensitivity,
-                          weighted_step)
+from .residual_stats import SignalFit, block_sandwich, signal_fits, time_blocks
+from .start_error import (ShiftedStartRollout, start_state_covariance, start_state_noise, start_state_row_variance,
+                          start_state_sensitivity, weighted_step)
+from .time_offset import OffsetScan, residual_builder, scan_command_offset
+from .verdict import bound_warnings, offset_warnings, residual_warnings, verdict, warm_start_warnings
 from .warm_start import apply_warm_start, arm_warm_start, pendulum_warm_start
 
 Progress = Callable[[str, float, str], None]
@@ -65,6 +68,8 @@ class IdentificationResult:
     objective: tuple[float, ...]
     notes: tuple[str, ...] = ()
     timings_s: dict[str, float] = field(default_factory=dict)
+    verdict: str = "ok"  # "ok" | "suspect": suspect when there is any warning
+    warnings: tuple[str, ...] = ()  # one line each, naming the signal/parameter/file and the number that tripped
 
     def value(self, name: str) -> float:
         """The first component of a parameter's identified value."""
@@ -123,9 +128,10 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     maps = sd.joint_maps(model, problem.joints, problem.mapping)
     signals = [f"{m.mjcf_joint}_{sd.STATE_FIELDS[f]}" for f in problem.observe for m in maps]
     starts = check_problem(problem, spec, model, signals)
-    train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints))
+    warnings: list[str] = []  # each one makes the verdict suspect
+    train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints, warnings))
                   for k, src in enumerate(problem.training)]
-    val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints))
+    val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints, warnings))
                 for k, src in enumerate(problem.validation)]
     notes: list[str] = []
     metrics_extra: dict[str, Any] = {}
@@ -144,9 +150,11 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
 
     params = build_parameters(spec, problem.parameters, starts)
     warm: dict[str, float] = {}
+    regression: dict[str, tuple[float, float]] = {}  # the warm start's estimates and half-widths, unclipped
     if problem.warm_start:
         try:
-            warm = apply_warm_start(params, pendulum_warm_start(problem, model, maps, train_data))
+            regression = pendulum_warm_start(problem, model, maps, train_data)
+            warm = apply_warm_start(params, {name: v for name, (v, _) in regression.items()})
         except SysidRosError as exc:
             notes.append(f"regression warm start failed: {exc}")
         if not warm and len(maps) > 1:
@@ -192,11 +200,12 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     lower, upper = opt_params.get_bounds()
     null = null_directions(np.asarray(opt_result.jac, dtype=float), x_hat, lower, upper)
     widening = np.ones(len(intervals))
+    extra_variance = None  # each residual row's variance from its measured start state (noise units)
     if not problem.estimate_initial_state and np.size(intervals):
         t0 = time.perf_counter()
         _report(progress, "intervals", 0.88, "propagating the measured start states' noise")
         weight = problem.start_noise == "weight" and not null.any()
-        cov, intervals, widening, noise, x_new = _with_start_state_noise(
+        cov, intervals, widening, noise, x_new, extra_variance = _with_start_state_noise(
             problem, model, maps, train_sources, ms, build, modify, opt_params, x_hat, opt_result.jac, res_star,
             np.asarray(cov, dtype=float), intervals, weight, lower, upper)
         if weight:
@@ -213,6 +222,21 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         if problem.start_noise == "weight" and not weight:
             notes.append("start_noise: weight skipped (a null direction); intervals propagate it instead")
 
+    fits = _signal_fits(problem, res_star, residual_fn.group_sizes, records, extra_variance)
+    warnings += residual_warnings(fits, {m.mjcf_joint: m.ros_joint for m in maps})
+    residual_widening = np.ones(len(intervals))
+    if any(f.too_large for f in fits) and np.size(intervals) and opt_result.jac is not None:
+        intervals, residual_widening = _residual_intervals(res_star, residual_fn.group_sizes, len(records[0][0]
+                                                           .signal_mapping), np.asarray(opt_result.jac, float),
+                                                           intervals, fits)
+    t0 = time.perf_counter()
+    _report(progress, "intervals", 0.9, "scanning for a command/feedback time offset")
+    scan = _offset_scan(model, maps, ms, train_sources, train_data, lambda m: batched_residual_fn(
+        [m], build_model=build, modify_residual=modify, custom_rollout=rollout, resample_true=False),
+        opt_params, x_hat, opt_result.jac)
+    timings["offset_scan_s"] = time.perf_counter() - t0
+    warnings += offset_warnings(scan)
+
     traces, sq, count = _traces("training", preds, records, maps, residual_fn.segment_names)
     metrics: dict[str, Any] = {
         "training_position_rms_rad": {m.ros_joint: float(np.sqrt(s / count)) for m, s in zip(maps, sq)},
@@ -220,7 +244,11 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         "model_compiles": build.compiles,
         "final_cost": 0.5 * float(sum(np.sum(r ** 2) for r in res_star)),
         "jacobian_condition_number": _condition_number(opt_result.jac), **metrics_extra,
+        "training_residual_ratio": {_signal_name(f.signal, maps): round(f.ratio, 4) for f in fits},
     }
+    if scan is not None:
+        metrics["command_offset_ms"] = scan.offset_ms
+        metrics["command_offset_cost_ratio"] = round(scan.cost_ratio, 4)
     identified = spec.copy()
     sysid.apply_param_modifiers_spec(opt_params, identified)
     if val:
@@ -243,6 +271,9 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
             half = tuple(math.inf if n else float(v) for v, n in zip(intervals[k:k + width], null[k:k + width]))
             in_null = bool(np.any(null[k:k + width]))
             widened[p.name] = [float(w) for w in widening[k:k + width]]
+            if np.any(residual_widening[k:k + width] > 1):
+                metrics.setdefault("residual_widening", {})[p.name] = [
+                    round(float(w), 4) for w in residual_widening[k:k + width]]
             k += width
         value = tuple(float(v) for v in prm.value)
         # relative to the value, or to 1 % of the bound range for a value near zero (a centre of mass on an axis)
@@ -258,11 +289,54 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     if not problem.estimate_initial_state:
         metrics["start_state_widening"] = widened  # half-width / the library's (white residuals only)
     results = _flag_mass_sums(model, results, notes)
+    warnings += bound_warnings(results) + warm_start_warnings(results, regression)
     objective = tuple(float(v) for v in (getattr(opt_result, "extras", None) or {}).get("objective", ()))
     timings["total_s"] = time.perf_counter() - t_start
     _report(progress, "done", 1.0, f"identified {len(results)} parameters in {timings['total_s']:.2f} s")
     return IdentificationResult(problem, tuple(results), metrics, identified, params, opt_params, opt_result,
-                                residual_fn, ms, cov, tuple(traces), objective, tuple(notes), timings)
+                                residual_fn, ms, cov, tuple(traces), objective, tuple(notes), timings,
+                                verdict(warnings), tuple(warnings))
+
+
+def _signal_name(signal: str, maps: Sequence[sd.JointMap]) -> str:
+    """`<mjcf joint>_qpos` -> `<ros joint>_qpos`."""
+    joint, _, kind = signal.rpartition("_")
+    return f"{next((m.ros_joint for m in maps if m.mjcf_joint == joint), joint)}_{kind}"
+
+
+def _signal_fits(problem: Problem, res_star: Sequence, group_sizes: Sequence[int], records: Sequence,
+                 extra_variance: np.ndarray | None = None) -> list[SignalFit]:
+    """Per observed signal, the training residual against the declared noise (`residual_stats`)."""
+    mapping = records[0][0].signal_mapping
+    signals = sorted(mapping, key=lambda name: int(mapping[name][1][0]))
+    scales = [problem.velocity_noise_rad_s if name.endswith("_qvel") else problem.position_noise_rad
+              for name in signals]
+    return signal_fits(res_star, group_sizes, signals, scales, extra_variance)
+
+
+def _residual_intervals(res_star: Sequence, group_sizes: Sequence[int], signals: int, jac: np.ndarray,
+                        intervals: np.ndarray, fits: Sequence[SignalFit]) -> tuple[np.ndarray, np.ndarray]:
+    """Half-widths of a misfit: the larger of the given ones and a block sandwich whose blocks (3
+    autocorrelation times, at most one segment) are nearly independent. Returns (half-widths, widening)."""
+    from scipy.special import stdtrit
+
+    tau = max(f.samples / max(f.effective_samples, 1e-300) for f in fits)
+    blocks = time_blocks(res_star, group_sizes, signals, int(math.ceil(3 * tau)))
+    cov, count = block_sandwich(jac, np.concatenate(res_star), blocks)
+    sandwich = float(stdtrit(max(count - 1, 1), 0.975)) * np.sqrt(np.clip(np.diag(cov), 0, None))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        widening = np.where(intervals > 0, np.maximum(sandwich / intervals, 1.0), 1.0)
+    return np.maximum(intervals, sandwich), widening
+
+
+def _offset_scan(model: mujoco.MjModel, maps: Sequence[sd.JointMap], ms: sysid.ModelSequences, sources: Sequence,
+                 data: Sequence, make_fn: Callable[[sysid.ModelSequences], Any], params: sysid.ParameterDict,
+                 x_hat: np.ndarray, jac: Any) -> OffsetScan | None:
+    if jac is None or not np.size(jac):
+        return None
+    commands = {id(samples): cmd for _, parts in data for samples, cmd in parts}
+    residual_at = residual_builder(ms, sources, commands, model, maps, make_fn, x_hat, params)
+    return scan_command_offset(float(model.opt.timestep), np.asarray(jac, dtype=float), residual_at)
 
 
 def _condition_number(jac: Any) -> float:
@@ -314,9 +388,11 @@ def _with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Seque
                             sources: Sequence, ms: sysid.ModelSequences, build: CachedBuild, modify: ScaledResidual,
                             params: sysid.ParameterDict, x_hat: np.ndarray, jac: np.ndarray, res_star: Sequence,
                             cov: np.ndarray, intervals: np.ndarray, weight: bool, lower: np.ndarray,
-                            upper: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, np.ndarray]:
+                            upper: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, np.ndarray, np.ndarray]:
     """The measured start states' noise (`start_error`): (covariance, half-widths, their widening over the
-    library's, the noise, x). Propagated into the covariance; with `weight` also a GLS step that moves x."""
+    library's, the noise, x, each residual row's start-state variance). Propagated into the covariance; with
+    `weight` also a GLS step that moves x."""
     from scipy.special import stdtrit
 
     noise = start_state_noise(model, maps, sources, problem.smoothing_samples or 0, problem.start_velocity)
@@ -337,7 +413,7 @@ def _with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Seque
         widened = np.sqrt(intervals ** 2 + t ** 2 * np.clip(np.diag(new_cov - cov), 0, None))
     with np.errstate(invalid="ignore", divide="ignore"):
         widening = np.where(intervals > 0, widened / intervals, np.nan)
-    return new_cov, widened, widening, noise, x_new
+    return new_cov, widened, widening, noise, x_new, start_state_row_variance(sens, seg_rows, noise)
 
 
 def _flag_mass_sums(model: mujoco.MjModel, results: list[ParameterResult], notes: list[str]) -> list[ParameterResult]:
@@ -372,6 +448,8 @@ def results_document(result: IdentificationResult) -> dict[str, Any]:
         return v[0] if len(v) == 1 else list(v)
 
     return {
+        "verdict": result.verdict,
+        "warnings": list(result.warnings),
         "model": result.problem.model,
         "parameters": {p.name: {"kind": p.kind, "target": p.target, "value": scalar(p.value),
                                 "half_width_95": scalar(tuple(x if math.isfinite(x) else float("inf")

@@ -214,3 +214,12 @@ def weighted_step(jac: np.ndarray, r0: np.ndarray, sens: np.ndarray, rows: dict[
     quad = sum(float(r1[rs] @ r1[rs] - (u.T @ r1[rs]) @ inner @ (u.T @ r1[rs])) for rs, u, inner in parts)
     s2 = quad / max(len(r0) - p, 1)
     return step, s2 * np.linalg.pinv(h), s2
+
+
+def start_state_row_variance(sens: np.ndarray, rows: dict[str, slice], noise: StartStateNoise) -> np.ndarray:
+    """Each residual row's variance from its segment's start-state error, diag(S_w Sigma0_w S_w') (noise units)."""
+    out = np.zeros(sens.shape[0])
+    for name, rs in rows.items():
+        u = sens[rs] @ _root(noise.covariance[name])
+        out[rs] = np.sum(u ** 2, axis=1)
+    return out

@@ -77,9 +77,10 @@ def record_pendulum(physics: dict[str, float], seed: int, seconds: float,
 
 
 def write_effort_bag(path: str | Path, samples: JointSamples, commands: JointCommands,
-                     topic: str = EFFORT_TOPIC) -> Path:
+                     topic: str = EFFORT_TOPIC, conflicting_every: int = 0) -> Path:
     """A rosbag2 bag (mcap) as a recorder writes it: JointState feedback and Float64MultiArray effort commands
-    stamped alike, and the recording's metadata."""
+    stamped alike, and the recording's metadata. With `conflicting_every` = n, every n-th joint state is
+    published twice at the same stamp, the first copy 0.02 rad off (a damaged recording)."""
     from rosbags.typesys import Stores, get_typestore
 
     from ..bags import BagWriter
@@ -94,9 +95,11 @@ def write_effort_bag(path: str | Path, samples: JointSamples, commands: JointCom
         for k, t in enumerate(samples.time_ns):
             t = int(t)
             header = header_t(stamp=stamp_t(sec=t // 10**9, nanosec=t % 10**9), frame_id="")
-            w.write_message("/joint_states", "sensor_msgs/msg/JointState", t,
-                            js(header=header, name=names, position=samples.position[k], velocity=samples.velocity[k],
-                               effort=samples.effort[k]))
+            bad = conflicting_every and k % conflicting_every == conflicting_every - 1
+            for position in ([samples.position[k] + 0.02] if bad else []) + [samples.position[k]]:
+                w.write_message("/joint_states", "sensor_msgs/msg/JointState", t,
+                                js(header=header, name=names, position=position, velocity=samples.velocity[k],
+                                   effort=samples.effort[k]))
             w.write_message(topic, "std_msgs/msg/Float64MultiArray", t, f64(layout=layout, data=commands.values[k]))
     return Path(path)
 
@@ -123,3 +126,15 @@ def record_iiwa(robot: SimRobot, seed: int, seconds: float) -> JointSamples:
     dt_s = robot.dt_ns * 1e-9
     setpoints = iiwa_setpoints(seed, seconds, dt_s)
     return record_position(robot, lambda ts: setpoints[int(round(ts / dt_s))], seconds, IIWA_GAINS)
+
+
+def arm3_tracking_record(seed: int, seconds: float, physics: dict[str, float], position_noise_rad: float = 2e-4,
+                         velocity_noise_rad_s: float = 2e-3) -> JointSamples:
+    """The 3-link arm tracking multisine setpoints (0.3-2.3 Hz, peaks 0.8/1.0/1.2 rad) with `ARM3_GAINS`."""
+    robot = SimRobot("arm3", physics=physics, noise=FeedbackNoise(position_rad=position_noise_rad,
+                                                                  velocity_rad_s=velocity_noise_rad_s),
+                     seed=seed, start_time_ns=5_000_000_017)
+    t = np.arange(0, seconds + 1e-9, 0.002)
+    setpoints = np.column_stack([amp * multisine(t, [0.3, 0.7, 1.1, 1.7, 2.3], 1.0, seed=10 * seed + j)
+                                 for j, amp in enumerate([0.8, 1.0, 1.2])])
+    return record_position(robot, lambda ts: setpoints[int(round(ts / 0.002))], seconds, ARM3_GAINS)

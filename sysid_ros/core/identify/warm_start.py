@@ -16,8 +16,9 @@ from ..signals import JointCommands, JointSamples
 from .problem import Problem
 
 def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                         data: Sequence[tuple[str, list]]) -> dict[str, float]:
-    """The regression estimate (fit_pendulum) of mass, damping and friction loss of a one-joint pendulum."""
+                         data: Sequence[tuple[str, list]]) -> dict[str, tuple[float, float]]:
+    """The regression estimate (fit_pendulum) of mass, damping and friction loss of a one-joint pendulum,
+    each as (value, 95 % half-width of its block bootstrap)."""
     from ..derivatives import savgol_derivatives
     from ..joint_model import fit_pendulum
 
@@ -41,7 +42,7 @@ def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[
     if length <= 0 or not np.all(np.isfinite(tau)):
         return {}
     fit = fit_pendulum(savgol_derivatives(q, dt_s), tau, length_m=length, rotor_inertia_kg_m2=rot)
-    values = fit.fit.as_dict()
+    values = {n: (float(v), float(h)) for n, v, h in zip(fit.fit.names, fit.fit.values, fit.fit.half_width_95)}
     out = {}
     for p in problem.parameters:
         if p.kind in ("body_mass", "body_mass_com") and model.body(p.target).id == body:
@@ -50,7 +51,7 @@ def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[
             out[p.name] = values["damping_nm_s_rad"]
         elif p.kind == "joint_frictionloss" and p.target == maps[0].mjcf_joint:
             out[p.name] = values["friction_nm"]
-    return {k: v for k, v in out.items() if math.isfinite(v)}
+    return {k: v for k, v in out.items() if math.isfinite(v[0])}
 
 
 def _is_descendant(model: mujoco.MjModel, b: int, ancestor: int) -> bool:
