@@ -27,18 +27,20 @@ RESIDUAL_RMS_RATIO = 1.5
 
 @dataclass(frozen=True)
 class SignalFit:
-    """One observed signal's training residual: RMS in the signal's unit against the RMS its noise explains."""
+    """One observed signal's training residual: RMS in the signal's unit against the RMS its noise explains.
+
+    `ratio` is RMS / expected RMS; with several segments the median over segments of that ratio, so that
+    one badly started window (the record's first, say) does not speak for the fit, while a misfit raises all.
+    """
 
     signal: str  # e.g. "hinge_qpos"
     rms: float
     expected_rms: float
+    ratio: float
+    segments: int
     samples: int
     effective_samples: float
     allowed_ratio: float  # the RMS ratio the chi-square test (and RESIDUAL_RMS_RATIO) allows
-
-    @property
-    def ratio(self) -> float:
-        return self.rms / self.expected_rms if self.expected_rms > 0 else math.inf
 
     @property
     def too_large(self) -> bool:
@@ -74,6 +76,7 @@ def signal_fits(residuals: Sequence[np.ndarray], group_sizes: Sequence[int], sig
     `batched_residual_fn` (segment-major, time, signal-minor), `signals` the column names, `scales` their noise."""
     m = len(signals)
     per_signal: list[list[np.ndarray]] = [[] for _ in range(m)]
+    per_segment: list[list[float]] = [[] for _ in range(m)]  # sum of squares / its expected value
     expected = np.zeros(m)
     count = np.zeros(m, dtype=int)
     row = 0
@@ -85,7 +88,9 @@ def signal_fits(residuals: Sequence[np.ndarray], group_sizes: Sequence[int], sig
         row += res.size
         for k in range(m):
             per_signal[k] += [block[i, :, k] for i in range(segments)]
-            expected[k] += float(np.sum(1.0 + extra[:, :, k]))
+            want = np.sum(1.0 + extra[:, :, k], axis=1)
+            per_segment[k] += list(np.sum(block[:, :, k] ** 2, axis=1) / want)
+            expected[k] += float(np.sum(want))
             count[k] += block.shape[0] * block.shape[1]
     out = []
     for k, name in enumerate(signals):
@@ -94,8 +99,10 @@ def signal_fits(residuals: Sequence[np.ndarray], group_sizes: Sequence[int], sig
         n_eff = n / autocorrelation_time(per_signal[k]) if n else 0.0
         allowed = max(math.sqrt(chi2.ppf(1.0 - RESIDUAL_P_VALUE, n_eff) / n_eff) if n_eff > 0 else math.inf,
                       RESIDUAL_RMS_RATIO)
+        ratio = math.sqrt(sq / expected[k]) if len(per_segment[k]) == 1 else math.sqrt(np.median(per_segment[k]))
         out.append(SignalFit(name, scales[k] * math.sqrt(sq / n) if n else math.nan,
-                             scales[k] * math.sqrt(expected[k] / n) if n else math.nan, n, n_eff, allowed))
+                             scales[k] * math.sqrt(expected[k] / n) if n else math.nan, ratio, len(per_segment[k]),
+                             n, n_eff, allowed))
     return out
 
 

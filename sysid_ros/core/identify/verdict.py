@@ -45,7 +45,8 @@ def residual_warnings(fits: Sequence[SignalFit], joints: Mapping[str, str]) -> l
     for f in fits:
         if f.too_large:
             name, factor, unit = _signal_text(f.signal, joints)
-            out.append(f"{name}: training residual RMS {f.rms * factor:.3g} {unit} is {f.ratio:.3g}x the "
+            median = f" (median over {f.segments} segments)" if f.segments > 1 else ""
+            out.append(f"{name}: training residual RMS {f.rms * factor:.3g} {unit} is {f.ratio:.3g}x{median} the "
                        f"{f.expected_rms * factor:.3g} {unit} the declared noise explains (allowed "
                        f"{f.allowed_ratio:.3g}x: chi-square p < 1e-3 with {f.effective_samples:.0f} effective "
                        f"of {f.samples} samples)")
