@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import chi2
+from scipy.special import chdtri  # scipy.special, not scipy.stats: a node imports this (stats costs seconds)
 
 RESIDUAL_P_VALUE = 1e-3
 """Chi-square tail probability below which a signal's residual is too large for its expected noise."""
@@ -97,7 +97,7 @@ def signal_fits(residuals: Sequence[np.ndarray], group_sizes: Sequence[int], sig
         sq = float(sum(np.sum(s ** 2) for s in per_signal[k]))
         n = int(count[k])
         n_eff = n / autocorrelation_time(per_signal[k]) if n else 0.0
-        allowed = max(math.sqrt(chi2.ppf(1.0 - RESIDUAL_P_VALUE, n_eff) / n_eff) if n_eff > 0 else math.inf,
+        allowed = max(math.sqrt(chdtri(n_eff, RESIDUAL_P_VALUE) / n_eff) if n_eff > 0 else math.inf,
                       RESIDUAL_RMS_RATIO)
         ratio = math.sqrt(sq / expected[k]) if len(per_segment[k]) == 1 else math.sqrt(np.median(per_segment[k]))
         out.append(SignalFit(name, scales[k] * math.sqrt(sq / n) if n else math.nan,
