@@ -19,11 +19,11 @@ import yaml
 from sysid_ros.cli import main
 from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.identify import identify
-from sysid_ros.core.identify.synthetic import arm3_tracking_record, write_effort_bag
+from sysid_ros.core.identify.synthetic import EFFORT_TOPIC as TOPIC, arm3_tracking_record, write_effort_bag
 from sysid_ros.core.signals import JointCommands
 from sysid_ros.core.sim import FeedbackNoise
 from test_identify_arm import PHYSICS as ARM3, arm3_problem
-from test_identify_pendulum import EFFORT_TOPIC as TOPIC, TRUTH as PENDULUM_TRUTH, _problem, _record
+from test_identify_pendulum import TRUTH as PENDULUM_TRUTH, _problem, _record
 
 pytestmark = pytest.mark.slow  # eight pendulum and two arm identifications: about 1 min on a quiet machine
 
