@@ -66,6 +66,8 @@ def test_identifier_node_recovers_the_hidden_pendulum(recorded):
     finally:
         client.close()
         node.stop()
+    assert list(document)[:2] == ["verdict", "warnings"]
+    assert document["verdict"] == "ok", document["warnings"]  # clean data recorded over DDS: no false alarm
     values = document["parameters"]
     # 10 s at 500 Hz with 0.5 mrad noise: the direct fit lands within 0.1-0.2 % (see docs/identification.md);
     # 0.5 % is the bar, left generous for the DDS-recorded data.
@@ -81,8 +83,9 @@ def test_cli_identify_and_regression_warm_start(recorded, tmp_path):
     problem_file = tmp_path / "problem.yaml"
     problem_file.write_text(yaml.safe_dump({**problem_document([train], [held_out]), "warm_start": True}))
     done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "identify", str(problem_file), "--out",
-                           str(tmp_path / "out"), "--quiet"], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+                           str(tmp_path / "out"), "--quiet", "--strict"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr  # --strict: 1 on a suspect verdict
+    assert "verdict: ok" in done.stderr and "warning:" not in done.stderr, done.stderr
     identified = yaml.safe_load((tmp_path / "out" / "identified.yaml").read_text())
     values = identified["parameters"]
     for name, truth in TRUTH.items():
