@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import BagError, SysidRosError
 from .commands import FLOAT64_ARRAY, JOINT_TRAJECTORY, guess_interface
+from .logger_clock import regularize
 from .joint_states import JOINT_STATE, check_motion, read_joint_states
 from .read import BagSource
 from .write import METADATA_TOPIC
@@ -118,6 +119,10 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
             found = segs[0].joint_names
             time_source, offset_s = read.timing.time_base.source, read.timing.clock_offset_s
             notes += list(read.warnings)
+            for k, seg in enumerate(segs):
+                _, fix = regularize(seg)
+                if fix.kind != "uniform" or fix.repeated_rows:
+                    notes.append(fix.describe("joint states" + (f" segment {k}" if len(segs) > 1 else "")))
             if all(s.position is None for s in segs):
                 raise BagError("JointState messages carry no positions")
             check_motion(segs, min_motion_rad, bag=str(bag))

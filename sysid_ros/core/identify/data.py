@@ -8,6 +8,7 @@ import mujoco
 import numpy as np
 
 from .. import sysid_data as sd
+from ..bags.logger_clock import regularize
 from ..errors import BagError, ConfigError, DataError
 from ..signals import JointCommands, JointSamples
 from .problem import DataSource, Problem
@@ -21,12 +22,14 @@ def _trim(samples: JointSamples, src: DataSource) -> JointSamples:
     return samples.slice(a, b)
 
 
-def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | None = None
-                ) -> list[tuple[JointSamples, JointCommands | None]]:
+def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | None = None,
+                notes: list[str] | None = None) -> list[tuple[JointSamples, JointCommands | None]]:
     """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort).
 
     Data repairs that may have changed the answer (duplicate stamps with different values, of which the
-    reader kept the first) are appended to `warnings` as one line naming the file.
+    reader kept the first; a log resampled without a device clock) are appended to `warnings` as one line
+    naming the file; a real logger's time base put right (repeated rows dropped, device clock recovered,
+    `bags.logger_clock`) to `notes`.
     """
     if src.kind == "npz":
         from ..bags.arrays_io import load_npz
@@ -83,8 +86,14 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
         chosen = JointCommands(chosen.joint_names, chosen.time_ns, chosen.values, chosen.interface,
                                source=chosen.source or f"{src.path}:{src.command_topic or 'commands'}")
     out = []
-    for seg in segments:
-        seg = _trim(seg.select(list(joints)), src)
+    for k, seg in enumerate(segments):
+        seg, fix = regularize(seg.select(list(joints)))
+        if fix.kind != "uniform" or fix.repeated_rows:
+            line = fix.describe(f"{src.path}" + (f" segment {k}" if len(segments) > 1 else ""))
+            target = warnings if fix.kind == "resampled" else notes
+            if target is not None:
+                target.append(line)
+        seg = _trim(seg, src)
         if not seg.source:
             seg = JointSamples(seg.joint_names, seg.time_ns, seg.position, seg.velocity, seg.effort, str(src.path))
         if len(seg) >= 3:

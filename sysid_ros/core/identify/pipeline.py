@@ -129,11 +129,11 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     signals = [f"{m.mjcf_joint}_{sd.STATE_FIELDS[f]}" for f in problem.observe for m in maps]
     starts = check_problem(problem, spec, model, signals)
     warnings: list[str] = []  # each one makes the verdict suspect
-    train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints, warnings))
-                  for k, src in enumerate(problem.training)]
-    val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints, warnings))
-                for k, src in enumerate(problem.validation)]
     notes: list[str] = []
+    train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints, warnings, notes))
+                  for k, src in enumerate(problem.training)]
+    val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints, warnings, notes))
+                for k, src in enumerate(problem.validation)]
     metrics_extra: dict[str, Any] = {}
     if problem.start_velocity == "auto":  # measured start states: from the measured velocity or positions
         from .start_states import choose_start_states

@@ -99,8 +99,12 @@ def batched_residual_fn(models_sequences: Sequence[sysid.ModelSequences], **kwar
     names: list[str] = []
     for ms in models_sequences:
         by_shape: dict[tuple, list] = {}
+        dt = ms.spec.option.timestep
         for name, traj in zip(ms.sequence_name, ms.measured_rollout):
-            by_shape.setdefault((len(traj.control), len(traj.sensordata)), []).append((name, traj))
+            # the library drops measured samples before the first predicted one (t = dt): on a jittered time
+            # base windows of equal length can keep different numbers of rows, which it cannot stack
+            early = int(np.count_nonzero(np.asarray(traj.sensordata.times) < dt * (1 - 1e-9)))
+            by_shape.setdefault((len(traj.control), len(traj.sensordata), early), []).append((name, traj))
         for members in by_shape.values():
             groups.append((ms.spec, [traj for _, traj in members]))
             names += [name for name, _ in members]

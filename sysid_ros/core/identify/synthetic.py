@@ -138,3 +138,31 @@ def arm3_tracking_record(seed: int, seconds: float, physics: dict[str, float], p
     setpoints = np.column_stack([amp * multisine(t, [0.3, 0.7, 1.1, 1.7, 2.3], 1.0, seed=10 * seed + j)
                                  for j, amp in enumerate([0.8, 1.0, 1.2])])
     return record_position(robot, lambda ts: setpoints[int(round(ts / 0.002))], seconds, ARM3_GAINS)
+
+
+def as_real_logger(samples: JointSamples, seed: int = 0, *, repeat_fraction: float = 0.06,
+                   miss_fraction: float = 0.03, gaps: int = 4, gap_ticks: int = 8, latency_ns: int = 300_000,
+                   on_device_clock: bool = True) -> JointSamples:
+    """`samples` (on the robot's own clock) as a polling logger writes them: each state stamped when the logger
+    saw it (0 to `latency_ns` late), some states missed (`miss_fraction`, and `gaps` runs of `gap_ticks`),
+    and `repeat_fraction` of the rows polled again before the next state (the previous state, stamped
+    0.4-0.6 ms later). `on_device_clock=False` stamps the states up to 0.95 ms late instead: too much jitter
+    to tell which tick a state belongs to (no clock to recover)."""
+    rng = np.random.default_rng(seed)
+    keep = rng.random(len(samples)) >= miss_fraction
+    keep[0] = keep[-1] = True
+    for g in rng.choice(np.arange(10, len(samples) - gap_ticks - 10), gaps, replace=False):
+        keep[g:g + gap_ticks] = False
+    rows = np.flatnonzero(keep)
+    late = latency_ns if on_device_clock else 950_000
+    stamps = samples.time_ns[rows] + rng.integers(0, late, len(rows))
+    again = rng.random(len(rows) - 1) < repeat_fraction
+    again &= np.diff(stamps) > 700_000  # the repeat lands before the next state
+    extra = np.flatnonzero(again)
+    rows = np.r_[rows, rows[extra]]
+    stamps = np.r_[stamps, stamps[extra] + rng.integers(400_000, 600_000, len(extra))]
+    order = np.argsort(stamps, kind="stable")
+    rows, stamps = rows[order], stamps[order]
+    pick = (lambda v: None if v is None else v[rows])
+    return JointSamples(samples.joint_names, stamps, pick(samples.position), pick(samples.velocity),
+                        pick(samples.effort), "logger")
