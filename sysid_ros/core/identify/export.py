@@ -9,22 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import mujoco
-import numpy as np
 
 from ..errors import ModelError
-from .parameters import full_precision, joint_value
+from .parameters import full_precision, inertia_tensor, joint_value
 from .problem import ParameterSpec
 
 _URDF_JOINT_FIELDS = {"joint_damping": "damping", "joint_frictionloss": "friction"}
-
-
-def _inertia_tensor(body: mujoco.MjsBody) -> np.ndarray:
-    """The body's inertia about its centre of mass in the body frame (R diag R^T from iquat)."""
-    rot = np.zeros(9)
-    quat = np.asarray(body.iquat, dtype=float)
-    mujoco.mju_quat2Mat(rot, quat / np.linalg.norm(quat))
-    rot = rot.reshape(3, 3)
-    return rot @ np.diag(np.asarray(body.inertia, dtype=float)) @ rot.T
 
 
 def identified_urdf(urdf: str | Path, spec: mujoco.MjSpec, specs: Sequence[ParameterSpec]) -> tuple[str, list[str]]:
@@ -53,7 +43,7 @@ def identified_urdf(urdf: str | Path, spec: mujoco.MjSpec, specs: Sequence[Param
                     ET.SubElement(inertial, tag)
             inertial.find("origin").attrib = {"xyz": full_precision(body.ipos), "rpy": "0 0 0"}
             inertial.find("mass").attrib = {"value": repr(float(body.mass))}
-            t = _inertia_tensor(body)
+            t = inertia_tensor(body)
             inertial.find("inertia").attrib = {f"i{'xyz'[a]}{'xyz'[b]}": repr(float(t[a, b]))
                                                for a, b in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))}
         elif p.kind in _URDF_JOINT_FIELDS:

@@ -2,7 +2,8 @@
 a SignalTransform for measurement parameters, a model cache, and a full-precision identified MJCF.
 
 Body mass uses its own modifier: `InertiaType.Mass` fails in mujoco 4.0.0 and the library's mass
-modifiers compile the spec once per call. Mass scales the rotational inertia (the body keeps its shape).
+modifiers compile the spec once per call. Mass scales the rotational inertia (the body keeps its shape):
+the diagonal inertia, or the whole tensor of a body given by `fullinertia` (the principal axes stay).
 """
 
 from __future__ import annotations
@@ -21,9 +22,29 @@ from .problem import ParameterSpec
 SIGNAL_KINDS = ("signal_delay", "signal_gain", "signal_bias")
 
 
+def has_full_inertia(body: mujoco.MjsBody) -> bool:
+    """Whether the body's inertia is given as a full tensor (`fullinertia`) rather than diagonal + `iquat`."""
+    return bool(np.isfinite(body.fullinertia[0]))
+
+
+def inertia_tensor(body: mujoco.MjsBody) -> np.ndarray:
+    """The body's 3x3 inertia about its centre of mass in the body frame, from `fullinertia` (ixx iyy izz
+    ixy ixz iyz) or from the diagonal inertia rotated by `iquat` (R diag R^T)."""
+    if has_full_inertia(body):
+        xx, yy, zz, xy, xz, yz = (float(v) for v in body.fullinertia)
+        return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    rot = np.zeros(9)
+    quat = np.asarray(body.iquat, dtype=float)
+    mujoco.mju_quat2Mat(rot, quat / np.linalg.norm(quat))
+    rot = rot.reshape(3, 3)
+    return rot @ np.diag(np.asarray(body.inertia, dtype=float)) @ rot.T
+
+
 def _body_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
     body = spec.body(p.target)
-    m0, i0 = float(body.mass), np.array(body.inertia, dtype=float)
+    full = has_full_inertia(body)
+    m0 = float(body.mass)
+    i0 = np.array(body.fullinertia if full else body.inertia, dtype=float)
     if m0 <= 0 or not body.explicitinertial and not np.any(i0):
         raise ConfigError("body has no mass to scale (0 kg in the compiled model)", parameter=p.name,
                           body=p.target)
@@ -33,7 +54,10 @@ def _body_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.Mj
         b = s.body(target)
         mass = float(param.value[0])
         b.mass = mass
-        b.inertia = i0 * (mass / m0)
+        if full:  # the whole tensor about the centre of mass scales; moving the centre of mass keeps it
+            b.fullinertia = i0 * (mass / m0)
+        else:
+            b.inertia = i0 * (mass / m0)
         if with_com:
             b.ipos = np.asarray(param.value[1:4], dtype=float)
 
@@ -155,7 +179,11 @@ def identified_xml(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], params: 
                 el.insert(0, inertial)
             inertial.set("mass", repr(float(body.mass)))
             inertial.set("pos", full_precision(body.ipos))
-            if inertial.get("fullinertia") is None:
+            if has_full_inertia(body):  # to_xml writes the principal form rounded; write the tensor itself
+                for attribute in ("diaginertia", "quat", "axisangle", "xyaxes", "zaxis", "euler"):
+                    inertial.attrib.pop(attribute, None)
+                inertial.set("fullinertia", full_precision(body.fullinertia))
+            elif inertial.get("fullinertia") is None:
                 inertial.set("diaginertia", full_precision(body.inertia))
                 if not np.any(np.isnan(body.iquat)):
                     inertial.set("quat", full_precision(body.iquat))
