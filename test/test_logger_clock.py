@@ -15,7 +15,6 @@ import sys
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.bags.logger_clock import regularize, repeated_rows
 from sysid_ros.core.bags.summary import inspect_bag
 from sysid_ros.core.identify import identify, problem_from_dict
@@ -57,9 +56,12 @@ def logs(tmp_path_factory):
     d = tmp_path_factory.mktemp("logger")
     device = _device_log()
     logged = as_real_logger(device, seed=5)
-    save_npz(d / "log.npz", logged, {})
-    return {"device": device, "logged": logged, "clean_bag": _bag(d / "clean", device),
-            "bag": _bag(d / "bag", logged), "npz": d / "log.npz", "dir": d}
+    bag = _bag(d / "bag", logged)
+    run = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "convert", str(bag), "--out", str(d / "log.npz")],
+                         capture_output=True, text=True, timeout=120)  # the second route: bag -> .npz
+    assert run.returncode == 0, run.stderr
+    return {"device": device, "logged": logged, "clean_bag": _bag(d / "clean", device), "bag": bag,
+            "npz": d / "log.npz", "dir": d}
 
 
 def test_the_log_looks_like_a_real_logger(logs):
