@@ -107,8 +107,9 @@ def test_the_foxglove_and_plotjuggler_layouts_watch_the_recorders_topics():
     from sysid_ros.core.params import load_ros_parameters
 
     params = load_ros_parameters(config_dir() / "tape_recorder.yaml", "tape_recorder")
-    topics = {params["feedback_topic"], "/diagnostics", f"/{params['forward_controller']}/commands",
-              f"/{params['trajectory_controller']}/joint_trajectory"}
+    # the recorder's names are relative (a namespace moves them); the layouts watch a robot at the root
+    topics = {"/" + params["feedback_topic"].lstrip("/"), "/diagnostics",
+              f"/{params['forward_controller']}/commands", f"/{params['trajectory_controller']}/joint_trajectory"}
     joint = params["joints"][0]
 
     fox = json.loads((config_dir() / "foxglove_tape_recorder.json").read_text())
