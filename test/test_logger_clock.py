@@ -96,6 +96,15 @@ def test_steady_clock_left_alone_even_when_rows_repeat(logs):
         assert out is samples and fix.kind == "uniform" and fix.repeated_rows == 0
 
 
+def test_times_that_do_not_increase_are_left_for_the_data_check(logs):
+    device = logs["device"].slice(0, 50)
+    times = device.time_ns.copy()
+    times[10] = times[9]
+    samples = JointSamples(device.joint_names, times, device.position, device.velocity, device.effort)
+    out, fix = regularize(samples)
+    assert out is samples and fix.kind == "uniform"
+
+
 def test_no_clock_resampled_and_stated(logs):
     logged = as_real_logger(logs["device"], seed=6, on_device_clock=False)
     out, fix = regularize(logged)

@@ -124,6 +124,8 @@ def regularize(samples: JointSamples, period_ns: int | None = None) -> tuple[Joi
     if len(samples) < 3:
         return samples, TimeBaseFix("uniform", 0, 0)
     steps = np.diff(samples.time_ns)
+    if np.any(steps <= 0):  # not ours to fix: `sysid_data.check_samples` refuses it with the time
+        return samples, TimeBaseFix("uniform", 0, 0)
     median = int(np.median(steps))
     ratio = steps / max(median, 1)
     if period_ns is None and np.all((np.abs(ratio - np.round(ratio)) <= UNIFORM_TOLERANCE) & (ratio > 0.5)):
