@@ -273,8 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     online = commands.add_parser("online", parents=[bag_options],
                                  help="replay the online payload estimator over a bag; print its events with times")
-    online.add_argument("--model", type=Path, required=True,
-                        help="the arm's MJCF without the payload (nominal or identified)")
+    online.add_argument("--model", required=True,
+                        help="the arm without the payload (nominal or identified): MJCF, URDF or an embedded name")
     online.add_argument("--body", default=None, help="the body the payload is on (default: the last link)")
     online.add_argument("--topic", default=None, help="the JointState topic (default: every JointState topic)")
     online.add_argument("--no-inertia", action="store_true", help="estimate mass and first moments only")

@@ -150,3 +150,15 @@ def test_replay_from_a_bag_gives_the_same_events(run, tmp_path, capsys) -> None:
     assert main(["online", str(bag), "--model", str(tmp_path / "missing.xml")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("sysid-ros online:") and len(err.strip().splitlines()) == 1
+
+
+def test_models_load_as_identify_loads_them():
+    """An embedded name or a URDF works as the estimator's model; a URDF keeps every link (no fusing)."""
+    from sysid_ros.core.identify.arm_models import pybullet_data_file
+    from sysid_ros.core.online.payload import load_model
+
+    assert load_model("pendulum").body("pole").mass[0] > 0
+    urdf = load_model(pybullet_data_file())
+    assert urdf.njnt == 7 and urdf.body(IIWA_FLANGE).mass[0] > 0
+    with pytest.raises(ModelError, match="model not found"):
+        load_model("no_such_model")

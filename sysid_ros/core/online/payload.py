@@ -37,9 +37,19 @@ CACHE_S = 6.0  # seconds of regressor rows kept
 
 
 def load_model(path: str | Path) -> mujoco.MjModel:
-    """An MJCF (or URDF) file as a compiled model; ModelError naming the file if it does not load."""
+    """An embedded model name or an MJCF/URDF file as a compiled model (a URDF made ready as `identify` makes
+    it: no fusing, contacts off); ModelError naming the file if it does not load."""
+    from ..identify.arm_models import prepare_urdf_spec
+    from ..paths import model_path
+    from ..sim import load_spec
+
     try:
-        return mujoco.MjModel.from_xml_path(str(path))
+        spec = load_spec(path)
+        if model_path(str(path)).suffix == ".urdf":
+            prepare_urdf_spec(spec, source=str(path))
+        return spec.compile()
+    except ModelError:
+        raise
     except Exception as exc:  # mujoco raises ValueError with the parser's message
         raise ModelError(f"cannot load the model: {str(exc).splitlines()[0] if str(exc) else exc}",
                          model=str(path)) from exc
