@@ -3,9 +3,10 @@
 Each robot is the demo's position-servoed pendulum (PID drive at 250 Hz, simulated time at 2x; 0.5 mrad of
 angle noise, the demo's recording noise, so the noise and not the drive's modelling dominates the intervals)
 with its own hidden pole mass; each records a multisine tape through its own tape_recorder, and the mass
-identified from its own bag (measured applied torque as the control) lands within its 95 % interval of its
-own truth, while the truths lie more than 10 intervals apart: a bag with another robot's joints in it could
-not pass. A subscriber per namespace sees commands only from that robot's recorder, none at the root. On r1 a
+identified from its own bag (measured applied torque as the control) lands within twice its 95 % half-width
+of its own truth (3.9 sigma; with four robots and exact 95 % intervals, all four inside one half-width would
+hold in only 81 % of runs: a flaky test, seen once at 1.006 half-widths), while the truths lie more than 10
+intervals apart: a bag with another robot's joints in it could not pass. A subscriber per namespace sees commands only from that robot's recorder, none at the root. On r1 a
 servo_tuner is cancelled in the middle of its tune's first play, while r2..r4 record: the recorder holds at
 once (the hold is the bag's last command, stamped when the cancel arrived), the bag stays readable with the
 reason, r1's gains are its as-found gains bit for bit, and r1 records normally afterwards.
@@ -130,4 +131,4 @@ def test_four_robots_identify_their_own_physics_and_one_cancels_mid_tune(nodes, 
     widest = max(w for _, w in estimates.values())
     assert min(abs(a - b) for a in MASSES.values() for b in MASSES.values() if a != b) > 10 * widest
     for ns, (value, half_width) in estimates.items():
-        assert abs(value - MASSES[ns]) <= half_width, (ns, value, half_width, MASSES[ns])
+        assert abs(value - MASSES[ns]) <= 2 * half_width, (ns, value, half_width, MASSES[ns])
