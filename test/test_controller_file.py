@@ -63,3 +63,54 @@ def test_persist_refuses_without_touching_the_file(tmp_path):
         persist(broken, "arm_controller", NEW, get_style("jtc"))
     assert path.read_text() == CONTROLLERS and broken.read_text() == "arm_controller: [unclosed\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.yaml", "controllers.yaml"]
+
+
+BLOCK = """\
+{key}:
+{pad}ros__parameters:
+{pad}  gains:
+{pad}    shoulder: {{p: 300.0, d: 0.5}}  # keep
+{pad}    elbow: {{p: 200.0, d: 0.4}}
+"""
+
+
+@pytest.mark.parametrize("key, target", [("/**/arm_controller", "arm_controller"),
+                                         ("/robot1/arm_controller", "/robot1/arm_controller"),
+                                         ("robot1:\n  arm_controller", "/robot1/arm_controller")])
+def test_persist_finds_namespaced_blocks(tmp_path, key, target):
+    """Real bring-ups key controllers by wildcard or namespace (`/**/name`, `/ns/name`, nested `ns: name:`)."""
+    path = tmp_path / "controllers.yaml"
+    path.write_text(BLOCK.format(key=key, pad="    " if "\n" in key else "  "))
+    persist(path, target, {"gains.elbow.p": 7.0}, get_style("jtc"))
+    values = load_ros_parameters(path, target)
+    assert (values["gains.elbow.p"], values["gains.shoulder.p"]) == (7.0, 300.0)
+    assert "# keep" in path.read_text()
+
+
+def test_persist_names_the_namespaced_block_it_did_not_take(tmp_path):
+    path = tmp_path / "controllers.yaml"
+    path.write_text(BLOCK.format(key="/robot1/arm_controller", pad="  "))
+    with pytest.raises(ConfigError, match="found /robot1/arm_controller: pass the controller's full name"):
+        persist(path, "arm_controller", NEW, get_style("jtc"))
+
+
+def test_persist_refuses_an_ambiguous_file(tmp_path):
+    path = tmp_path / "controllers.yaml"
+    path.write_text(CONTROLLERS + CONTROLLERS.split("\n\n")[1].replace("arm_controller:", "/**/arm_controller:"))
+    with pytest.raises(ConfigError, match="2 blocks apply to arm_controller"):
+        persist(path, "arm_controller", NEW, get_style("jtc"))
+    assert path.read_text().endswith("goal_time: 0.6\n")
+    assert not list(tmp_path.glob("*.bak*"))
+
+
+def test_parameter_files_merge_as_ros_applies_them(tmp_path):
+    """`/**` first, then every block naming the node, later ones overriding (as rcl applies a parameter file)."""
+    path = tmp_path / "params.yaml"
+    path.write_text("/**:\n  ros__parameters: {rate: 1, use_sim_time: true}\n"
+                    "/**/tape_recorder:\n  ros__parameters: {rate: 2, tape: chirp}\n"
+                    "/other/tape_recorder:\n  ros__parameters: {rate: 3}\n")
+    assert load_ros_parameters(path, "tape_recorder") == {"rate": 2, "use_sim_time": True, "tape": "chirp"}
+    assert load_ros_parameters(path, "/other/tape_recorder")["rate"] == 3
+    path.write_text("/ns/y:\n  ros__parameters: {}\n")
+    with pytest.raises(ConfigError, match="no ros__parameters for node 'x'"):
+        load_ros_parameters(path, "x")

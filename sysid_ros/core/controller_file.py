@@ -14,6 +14,7 @@ from typing import Any
 
 from .controller_styles import ControllerStyle, integral_switches, split_name, switched_on, to_controller
 from .errors import ConfigError
+from .params import applies_to, parameter_blocks
 
 
 def with_switches(parameters: Mapping[str, Any], style: ControllerStyle,
@@ -49,12 +50,16 @@ def _round_trip():
 
 
 def _section(document: Any, controller: str, path: Path) -> Any:
-    for key in (controller, f"/{controller}"):
-        if isinstance(document, Mapping) and isinstance(document.get(key), Mapping):
-            section = document[key].get("ros__parameters")
-            if isinstance(section, Mapping):
-                return section
-    raise ConfigError(f"no `{controller}: ros__parameters:` section to update", file=str(path))
+    sections = [(name, block) for name, block in parameter_blocks(document) if applies_to(name, controller)
+                and isinstance(block, Mapping)]
+    if len(sections) == 1:
+        return sections[0][1]
+    if sections:
+        names = ", ".join(name for name, _ in sections)
+        raise ConfigError(f"{len(sections)} blocks apply to {controller} ({names}): keep one", file=str(path))
+    others = [name for name, _ in parameter_blocks(document) if name.rsplit("/", 1)[-1] == controller.rsplit("/", 1)[-1]]
+    hint = f" (found {', '.join(others)}: pass the controller's full name)" if others else ""
+    raise ConfigError(f"no `{controller}: ros__parameters:` section to update{hint}", file=str(path))
 
 
 def _load(path: Path) -> tuple[Any, Any]:

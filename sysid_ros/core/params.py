@@ -20,14 +20,40 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def parameter_blocks(document: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """(node path, ros__parameters) of every block in a parameter file, in file order, nested namespaces joined."""
+    found = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if not isinstance(value, dict):
+                continue
+            name = f"{prefix}/{str(key).strip('/')}"
+            if "ros__parameters" in value:
+                found.append((name, value["ros__parameters"]))
+            else:
+                found.extend(parameter_blocks(value, name))
+    return found
+
+
+def applies_to(block: str, node: str) -> bool:
+    """Whether a file's block names `node` as ROS 2 matches it: `name`, `/**/name`, or `/ns/name` for `/ns/name`."""
+    parts, wanted = block.strip("/").split("/"), node.strip("/").split("/")
+    if parts[-1] != wanted[-1]:
+        return False
+    return parts == wanted or parts == ["**", wanted[-1]] or (len(parts) == 1 and len(wanted) == 1)
+
+
 def load_ros_parameters(path: Path, node_name: str) -> dict[str, Any]:
-    """The flat parameters a file gives `node_name`: its own section (`name`, `/name` or `/**/name`), else `/**`."""
+    """The flat parameters a file gives `node_name`: `/**`, then its own blocks (`name`, `/ns/name`, `/**/name`),
+    later blocks overriding earlier ones as ROS 2 applies them."""
     try:
         document = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read parameter file: {exc}", file=str(path)) from exc
-    section = (document.get(node_name) or document.get(f"/{node_name}") or document.get(f"/**/{node_name}")
-               or document.get("/**"))
-    if not isinstance(section, dict) or "ros__parameters" not in section:
+    blocks = [block for name, block in parameter_blocks(document) if name == "/**" or applies_to(name, node_name)]
+    if not blocks or not all(isinstance(block, (dict, type(None))) for block in blocks):
         raise ConfigError(f"no ros__parameters for node {node_name!r}", file=str(path))
-    return flatten(section["ros__parameters"])
+    values: dict[str, Any] = {}
+    for block in blocks:
+        values.update(flatten(block or {}))
+    return values
