@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import rclpy
 import yaml
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.nodes.client import wait_for
 from sysid_ros.nodes.identifier import IdentifierNode
 from test_identify_problem import pendulum_record
 
@@ -43,3 +45,33 @@ def test_cancel_stops_a_run_and_writes_nothing(tmp_path):
     finally:
         node.destroy_node()
         rclpy.shutdown(context=context)
+
+
+@pytest.mark.ros
+def test_cancel_over_dds_from_another_process(tmp_path, nodes, client):
+    """The node in its own process (namespaced), identify then cancel through its services: it says so, writes
+    nothing, and runs again."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    samples, commands = pendulum_record(20.0)  # long enough that the cancel lands mid-run on any machine
+    save_npz(tmp_path / "data.npz", samples, {"/effort_controller/commands": commands})
+    problem = tmp_path / "problem.yaml"
+    problem.write_text(yaml.safe_dump({
+        "name": "pendulum", "model": "pendulum", "joints": ["hinge"], "training": [str(tmp_path / "data.npz")],
+        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 0.5,
+                        "min": 0.2, "max": 5.0}]}))
+    out = tmp_path / "identified"
+    nodes("identifier", "identifier", {"problem_file": str(problem), "output_dir": str(out)}, namespace="robot_c")
+    diagnostics = client.collect(DiagnosticArray, "/diagnostics", 50)
+    assert client.change_state("/robot_c/identifier", "configure") == (True, "inactive")
+    assert client.change_state("/robot_c/identifier", "activate") == (True, "active")
+    assert client.call(Trigger, "/robot_c/identifier/cancel", Trigger.Request()).message == "nothing is running"
+    assert client.call(Trigger, "/robot_c/identifier/identify", Trigger.Request()).success
+    assert client.call(Trigger, "/robot_c/identifier/cancel", Trigger.Request()).success
+
+    def said(text: str) -> bool:
+        return any(text in status.message for array in diagnostics for status in array.status)
+
+    wait_for(lambda: said("cancelled by request"), timeout_s=120, what="the cancelled run's diagnostic")
+    assert not said("identified pendulum") and not list(out.rglob("identified.yaml"))
+    assert client.call(Trigger, "/robot_c/identifier/identify", Trigger.Request()).success  # not stuck: runs again
