@@ -55,11 +55,26 @@ def body_inertial_parameters(model: mujoco.MjModel, body: int) -> np.ndarray:
     return np.array([m, *(m * c), i_o[0, 0], i_o[0, 1], i_o[1, 1], i_o[0, 2], i_o[1, 2], i_o[2, 2]])
 
 
+def effort_offsets(model: mujoco.MjModel) -> np.ndarray:
+    """Per DOF, the offset of a measured effort that the model's joint motors represent by a constant bias:
+    an affine-bias motor adds gear * biasprm[0] to the joint, so the effort it was commanded with reads that
+    much less than the joint gets (offset = -gear * biasprm[0])."""
+    out = np.zeros(model.nv)
+    for a in range(model.nu):
+        if (int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+                and int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE)):
+            dof = int(model.jnt_dofadr[model.actuator_trnid[a, 0]])
+            out[dof] -= float(model.actuator_gear[a, 0] * model.actuator_biasprm[a, 0])
+    return out
+
+
 class ArmRegressor:
     """W(q, qd, qdd) for a fixed-base arm of hinge and slide joints; holds its compiled model and data."""
 
     def __init__(self, model: mujoco.MjModel, joint_terms: Sequence[str] = JOINT_TERMS,
-                 coulomb_band_rad_s: float = 0.01) -> None:
+                 coulomb_band_rad_s: float | Sequence[float] = 0.01) -> None:
+        """`coulomb_band_rad_s` is v_s of the Coulomb term tanh(qd / v_s), one for all joints or one per joint
+        (0: sign(qd))."""
         bad = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j) for j in range(model.njnt)
                if int(model.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
         if bad or model.nq != model.nv:
@@ -72,7 +87,7 @@ class ArmRegressor:
         self.nv = model.nv
         self.bodies = tuple(range(1, model.nbody))
         self.joint_terms = tuple(joint_terms)
-        self.coulomb_band_rad_s = coulomb_band_rad_s
+        self.coulomb_band_rad_s = np.broadcast_to(np.asarray(coulomb_band_rad_s, dtype=float), (model.nv,)).copy()
         body_names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}" for b in self.bodies]
         dof_joint = model.dof_jntid
         self.joint_names = tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(dof_joint[d])) or f"dof{d}"
@@ -87,10 +102,11 @@ class ArmRegressor:
         return len(self.names)
 
     def true_parameters(self) -> np.ndarray:
-        """theta of the model as compiled: inertials, damping, friction loss (as Coulomb), armature, 0 offset."""
+        """theta of the model as compiled: inertials, damping, friction loss (as Coulomb), armature, and the
+        effort offset its joint motors' constant bias stands for (`effort_offset`: measured minus applied)."""
         m = self.model
         joint = {"viscous": m.dof_damping[:, 0] if m.dof_damping.ndim == 2 else m.dof_damping,
-                 "coulomb": m.dof_frictionloss, "armature": m.dof_armature, "offset": np.zeros(self.nv)}
+                 "coulomb": m.dof_frictionloss, "armature": m.dof_armature, "offset": effort_offsets(m)}
         inertial = [body_inertial_parameters(m, b) for b in self.bodies]
         per_joint = [[float(joint[t][d]) for t in self.joint_terms] for d in range(self.nv)]
         return np.concatenate([np.concatenate(inertial), np.ravel(per_joint)])
@@ -139,8 +155,9 @@ class ArmRegressor:
         inertial = np.concatenate([col_m, col_h, col_i], axis=-1)  # (n, nb, nv, 10)
         n = len(q)
         w_in = np.moveaxis(inertial, 1, 2).reshape(n, self.nv, -1)
-        terms = {"viscous": qd, "coulomb": np.tanh(qd / self.coulomb_band_rad_s) if self.coulomb_band_rad_s > 0
-                 else np.sign(qd), "armature": qdd, "offset": np.ones_like(qd)}
+        band = self.coulomb_band_rad_s
+        coulomb = np.where(band > 0, np.tanh(qd / np.where(band > 0, band, 1.0)), np.sign(qd))
+        terms = {"viscous": qd, "coulomb": coulomb, "armature": qdd, "offset": np.ones_like(qd)}
         w_joint = np.zeros((n, self.nv, self.nv, len(self.joint_terms)))
         for t, term in enumerate(self.joint_terms):
             w_joint[:, np.arange(self.nv), np.arange(self.nv), t] = terms[term]

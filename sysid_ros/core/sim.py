@@ -64,6 +64,45 @@ class DriveEncoder:
 
 
 @dataclass(frozen=True)
+class SmoothFriction:
+    """Friction a real joint shows beyond MuJoCo's damping and friction loss, and its torque sensor's offset.
+
+    Per joint (in the robot's joint order), applied as a generalised force before every physics step:
+    -(coulomb_nm tanh(v / velocity_scale_rad_s) + stribeck_nm tanh(v / velocity_scale_rad_s)
+    exp(-(v / stribeck_velocity_rad_s)^2)). The sensor reports the drive's torque plus `effort_offset_nm`.
+    """
+
+    coulomb_nm: tuple[float, ...]
+    velocity_scale_rad_s: tuple[float, ...]
+    effort_offset_nm: tuple[float, ...] = ()
+    stribeck_nm: tuple[float, ...] = ()
+    stribeck_velocity_rad_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        n = len(self.coulomb_nm)
+        for name in ("velocity_scale_rad_s", "effort_offset_nm", "stribeck_nm"):
+            values = getattr(self, name)
+            if len(values) not in ((n,) if name == "velocity_scale_rad_s" else (0, n)):
+                raise ConfigError(f"smooth friction {name} has {len(values)} values for {n} joints")
+        if not all(math.isfinite(v) for name in ("coulomb_nm", "effort_offset_nm", "stribeck_nm")
+                   for v in getattr(self, name)) or min(self.coulomb_nm, default=0.0) < 0:
+            raise ConfigError("smooth friction torques must be finite and the Coulomb levels >= 0")
+        if not all(v > 0 and math.isfinite(v) for v in (*self.velocity_scale_rad_s, self.stribeck_velocity_rad_s)):
+            raise ConfigError("smooth friction velocity scales must be finite and > 0")
+
+    def torque(self, velocity: np.ndarray) -> np.ndarray:
+        """The friction torque (opposing nothing yet: the sign of the velocity) at joint velocities."""
+        s = np.tanh(velocity / np.asarray(self.velocity_scale_rad_s))
+        out = np.asarray(self.coulomb_nm) * s
+        if self.stribeck_nm:
+            out = out + np.asarray(self.stribeck_nm) * s * np.exp(-(velocity / self.stribeck_velocity_rad_s) ** 2)
+        return out
+
+    def offset(self, n: int) -> np.ndarray:
+        return np.asarray(self.effort_offset_nm, dtype=float) if self.effort_offset_nm else np.zeros(n)
+
+
+@dataclass(frozen=True)
 class Feedback:
     """One joint-state sample as the robot reports it."""
 
@@ -102,9 +141,11 @@ class SimRobot:
                  noise: FeedbackNoise = FeedbackNoise(), seed: int = 0,
                  torque_limits_nm: list[float] | None = None, gain_guard: GainGuard = GainGuard(),
                  initial_positions: list[float] | None = None, physics: dict[str, float] | None = None,
-                 start_time_ns: int = 0, drive_encoder: DriveEncoder | None = None) -> None:
+                 start_time_ns: int = 0, drive_encoder: DriveEncoder | None = None,
+                 friction: SmoothFriction | None = None) -> None:
         """`noise` is what the feedback adds to the truth; `drive_encoder` (exclusive with `noise`) makes the
-        PID itself see a late, noisy encoder and the feedback report what the drive saw."""
+        PID itself see a late, noisy encoder and the feedback report what the drive saw; `friction` adds a
+        real joint's smooth friction and a torque sensor offset (hidden physics beyond the model file)."""
         if drive_encoder is not None and noise != FeedbackNoise():
             raise ConfigError("give either feedback noise or a drive encoder: with a drive encoder the feedback "
                               "reports what the drive measured")
@@ -145,6 +186,9 @@ class SimRobot:
             self.torque_limits_nm = np.minimum(from_motor, from_joint)
         if np.any(~(self.torque_limits_nm > 0)):
             raise ConfigError("torque limits must be > 0")
+        if friction is not None and len(friction.coulomb_nm) != n:
+            raise ConfigError(f"smooth friction has {len(friction.coulomb_nm)} joints, the robot {n}")
+        self.friction = friction
         finite = np.isfinite(self.torque_limits_nm)  # the motors apply exactly the limit the drive reports
         m.actuator_ctrllimited[self._act[finite]] = 1
         m.actuator_ctrlrange[self._act[finite]] = np.c_[-self.torque_limits_nm, self.torque_limits_nm][finite] / \
@@ -197,7 +241,10 @@ class SimRobot:
         m = self.model
         for a in range(m.nu):
             if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and m.actuator_trnid[a, 0] == joint_id:
-                if m.actuator_biastype[a] != mujoco.mjtBias.mjBIAS_NONE or m.actuator_gainprm[a, 0] != 1.0:
+                constant_bias = m.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE and not np.any(
+                    m.actuator_biasprm[a, 1:])  # an identified effort offset (joint_effort_offset)
+                if (m.actuator_biastype[a] != mujoco.mjtBias.mjBIAS_NONE and not constant_bias
+                        or m.actuator_gainprm[a, 0] != 1.0):
                     raise ModelError(f"actuator {m.actuator(a).name} is not a plain torque motor")
                 return a
         raise ModelError(f"joint {m.joint(joint_id).name} has no motor")
@@ -359,9 +406,10 @@ class SimRobot:
         self.data.ctrl[self._act] = self._torque / self._gear
 
     def _sample(self) -> Feedback:
+        torque = self._torque if self.friction is None else self._torque + self.friction.offset(len(self._torque))
         if self.drive_encoder is not None:
-            return Feedback(self.time_ns, self._enc_q.copy(), self._enc_v.copy(), self._torque.copy())
-        truth = (self.data.qpos[self._qadr].copy(), self.data.qvel[self._dadr].copy(), self._torque.copy())
+            return Feedback(self.time_ns, self._enc_q.copy(), self._enc_v.copy(), torque.copy())
+        truth = (self.data.qpos[self._qadr].copy(), self.data.qvel[self._dadr].copy(), torque.copy())
         self._history.append(truth)
         q, v, tau = self._history[0]
         noise, n = self.noise, len(self.joint_names)
@@ -394,7 +442,12 @@ class SimRobot:
             following = min((k // pub + 1) * pub, (k // ctrl + 1) * ctrl)
             if following > last:
                 break
-            mujoco.mj_step(self.model, self.data, nstep=following - k)
+            if self.friction is None:
+                mujoco.mj_step(self.model, self.data, nstep=following - k)
+            else:  # the smooth friction follows the velocity step by step
+                for _ in range(following - k):
+                    self.data.qfrc_applied[self._dadr] = -self.friction.torque(self.data.qvel[self._dadr])
+                    mujoco.mj_step(self.model, self.data)
             self._step = following
             self._events_pending = True
         return out

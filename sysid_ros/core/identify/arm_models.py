@@ -145,7 +145,7 @@ def arm_spec_from_urdf(urdf: str | Path, *, payload: Payload | None = None,
 def write_mjcf(spec: mujoco.MjSpec, path: str | Path) -> Path:
     """Write the spec as an MJCF file (no meshes: it loads from any folder) and check it compiles back."""
     path = Path(path)
-    path.write_text(spec.to_xml())
+    path.write_text(_with_full_inertia_text(spec, spec.to_xml()))
     try:
         mujoco.MjModel.from_xml_path(str(path))
     except Exception as exc:
@@ -153,11 +153,47 @@ def write_mjcf(spec: mujoco.MjSpec, path: str | Path) -> Path:
     return path
 
 
+def as_full_inertia(spec: mujoco.MjSpec) -> None:
+    """Every body with mass gets its inertia as a full tensor about its centre of mass (`fullinertia`), as a
+    URDF or a CAD export gives it, instead of principal moments and `iquat`."""
+    from .parameters import inertia_tensor
+
+    for body in spec.bodies[1:]:
+        if body.mass > 0:
+            i = inertia_tensor(body)
+            body.fullinertia = [i[0, 0], i[1, 1], i[2, 2], i[0, 1], i[0, 2], i[1, 2]]
+            body.iquat = [1.0, 0.0, 0.0, 0.0]
+            body.inertia = [0.0, 0.0, 0.0]
+
+
+def _with_full_inertia_text(spec: mujoco.MjSpec, xml: str) -> str:
+    """`to_xml` writes a `fullinertia` body in its principal form, rounded: write the tensor itself."""
+    import xml.etree.ElementTree as ET
+
+    from .parameters import full_precision, has_full_inertia
+
+    full = {b.name: b for b in spec.bodies[1:] if has_full_inertia(b)}
+    if not full:
+        return xml
+    root = ET.fromstring(xml)
+    for el in root.iter("body"):
+        inertial = el.find("inertial")
+        if el.get("name") in full and inertial is not None:
+            for attribute in ("diaginertia", "quat", "axisangle", "xyaxes", "zaxis", "euler"):
+                inertial.attrib.pop(attribute, None)
+            inertial.set("fullinertia", full_precision(full[el.get("name")].fullinertia))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode") + "\n"
+
+
 def iiwa_mjcf(path: str | Path, *, payload: Payload | None = None, armature_kg_m2: float | Sequence[float] = 0.05,
-              damping_nm_s_rad: float | Sequence[float] | None = None) -> Path:
-    """pybullet's KUKA LBR iiwa with its data-sheet torque limits, written to `path` as MJCF."""
+              damping_nm_s_rad: float | Sequence[float] | None = None, full_inertia: bool = False) -> Path:
+    """pybullet's KUKA LBR iiwa with its data-sheet torque limits, written to `path` as MJCF (`full_inertia`:
+    with every body's inertia written as a `fullinertia` tensor)."""
     spec = arm_spec_from_urdf(pybullet_data_file(IIWA_URDF), payload=payload, armature_kg_m2=armature_kg_m2,
                               damping_nm_s_rad=damping_nm_s_rad, torque_limits_nm=IIWA_TORQUE_LIMITS_NM)
+    if full_inertia:
+        as_full_inertia(spec)
     return write_mjcf(spec, path)
 
 

@@ -71,6 +71,40 @@ def _joint_modifier(p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Paramete
     return lambda s, param: setattr(s.joint(target), field, float(param.value[0]))
 
 
+def joint_motor(spec: mujoco.MjSpec, joint: str) -> mujoco.MjsActuator | None:
+    """The first actuator that drives `joint` directly (the joint's motor), or None."""
+    return next((a for a in spec.actuators if a.trntype == mujoco.mjtTrn.mjTRN_JOINT and a.target == joint), None)
+
+
+def effort_offset_value(spec: mujoco.MjSpec, joint: str) -> float:
+    """`joint_effort_offset` in `spec`: measured effort minus the torque the joint gets, i.e. minus the constant
+    bias its motor adds (gear * biasprm[0] with an affine bias; 0 without a bias)."""
+    motor = joint_motor(spec, joint)
+    if motor is None or motor.biastype != mujoco.mjtBias.mjBIAS_AFFINE:
+        return 0.0
+    return -float(motor.gear[0]) * float(motor.biasprm[0])
+
+
+def _offset_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
+    """A torque sensor's offset as the closest MuJoCo term: a constant bias on the joint's motor, so the
+    effort replayed as its control reaches the joint less the offset (the motor's other bias terms stay 0)."""
+    motor = joint_motor(spec, p.target)
+    if motor is None:
+        raise ConfigError("joint_effort_offset needs a motor on the joint", parameter=p.name, joint=p.target)
+    if motor.biastype not in (mujoco.mjtBias.mjBIAS_NONE, mujoco.mjtBias.mjBIAS_AFFINE) or np.any(
+            np.asarray(motor.biasprm[1:], dtype=float)):
+        raise ConfigError("the joint's motor has a bias of its own (not a plain torque motor)", parameter=p.name,
+                          actuator=motor.name)
+    name, gear = motor.name, float(motor.gear[0])
+
+    def modify(s: mujoco.MjSpec, param: sysid.Parameter) -> None:
+        a = s.actuator(name)
+        a.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        a.biasprm[0] = -float(param.value[0]) / gear
+
+    return modify
+
+
 def _actuator_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
     target, gear0 = p.target, float(spec.actuator(p.target).gear[0])
     return lambda s, param: s.actuator(target).gear.__setitem__(0, gear0 * float(param.value[0]))
@@ -86,6 +120,8 @@ def build_parameters(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec],
         hi = np.broadcast_to(np.asarray(p.max_value, dtype=float), width).copy()
         if p.kind.startswith("body_"):
             modifier = _body_modifier(spec, p)
+        elif p.kind == "joint_effort_offset":
+            modifier = _offset_modifier(spec, p)
         elif p.kind.startswith("joint_"):
             modifier = _joint_modifier(p)
         elif p.kind == "actuator_gain":
@@ -187,6 +223,15 @@ def identified_xml(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], params: 
                 inertial.set("diaginertia", full_precision(body.inertia))
                 if not np.any(np.isnan(body.iquat)):
                     inertial.set("quat", full_precision(body.iquat))
+        elif p.kind == "joint_effort_offset":
+            motor = joint_motor(spec, p.target)
+            actuators = root.find("actuator")
+            el = None if actuators is None else next((a for a in actuators if a.get("name") == motor.name), None)
+            if el is None:
+                raise ConfigError("identified joint motor missing from the written MJCF", joint=p.target)
+            el.tag = "general"  # a <motor> cannot hold a bias; <general> with the motor's defaults can
+            el.set("biastype", "affine")
+            el.set("biasprm", full_precision(motor.biasprm[:3]))
         elif p.kind.startswith("joint_"):
             el = _find(root, "joint", p.target)
             if el is None:

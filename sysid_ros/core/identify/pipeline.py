@@ -70,6 +70,7 @@ class IdentificationResult:
     timings_s: dict[str, float] = field(default_factory=dict)
     verdict: str = "ok"  # "ok" | "suspect": suspect when there is any warning
     warnings: tuple[str, ...] = ()  # one line each, naming the signal/parameter/file and the number that tripped
+    friction: dict[str, Any] = field(default_factory=dict)  # per joint: the regression's friction and offset
 
     def value(self, name: str) -> float:
         """The first component of a parameter's identified value."""
@@ -258,6 +259,11 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         metrics["validation_position_rms_rad"] = vrms
         metrics["validation_segments"] = len(val)
 
+    t0 = time.perf_counter()
+    _report(progress, "validation", 0.94, "held-out joint torque")
+    friction = _torque_check(problem, model, identified, maps, train_data, val_data, metrics, notes)
+    timings["torque_check_s"] = time.perf_counter() - t0
+
     results, k = [], 0
     widened: dict[str, list[float]] = {}
     for p in problem.parameters:
@@ -295,7 +301,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     _report(progress, "done", 1.0, f"identified {len(results)} parameters in {timings['total_s']:.2f} s")
     return IdentificationResult(problem, tuple(results), metrics, identified, params, opt_params, opt_result,
                                 residual_fn, ms, cov, tuple(traces), objective, tuple(notes), timings,
-                                verdict(warnings), tuple(warnings))
+                                verdict(warnings), tuple(warnings), friction)
 
 
 def _signal_name(signal: str, maps: Sequence[sd.JointMap]) -> str:
@@ -380,6 +386,30 @@ def _arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.J
     return apply_warm_start(params, arm.values)
 
 
+def _torque_check(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec, maps: Sequence[sd.JointMap],
+                  train_data: Sequence, val_data: Sequence, metrics: dict[str, Any], notes: list[str]
+                  ) -> dict[str, Any]:
+    """Held-out joint torque RMS per joint (`torque_check`) of the model file, the identified model and the
+    regression with smooth friction, into the metrics; returns the per-joint friction document."""
+    from .torque_check import torque_validation
+
+    try:
+        check = torque_validation(model, maps, train_data, val_data,
+                                  {"nominal": model, "identified": identified.copy().compile()})
+    except SysidRosError as exc:
+        notes.append(f"torque-space validation failed: {exc}")
+        return {}
+    if check is None:
+        return {}
+    metrics["held_out_torque_rms_nm"] = check.metrics()
+    worse = [j for j in check.joints if check.rms_nm["identified"][j] > check.rms_nm["nominal"][j]]
+    if worse:
+        notes.append(f"held-out joint torque ({check.held_out}) predicted worse by the identified model than by "
+                     "the model file on " + ", ".join(f"{j} ({check.rms_nm['identified'][j]:.3g} vs "
+                                                      f"{check.rms_nm['nominal'][j]:.3g} N m)" for j in worse))
+    return check.friction_document()
+
+
 def _fmt(values: np.ndarray) -> str:
     return "/".join(f"{v:.2g}" for v in values)
 
@@ -459,6 +489,7 @@ def results_document(result: IdentificationResult) -> dict[str, Any]:
                                 **({"warm_start": scalar(p.warm_start)} if p.warm_start else {})}
                        for p in result.parameters},
         "metrics": result.metrics,
+        **({"friction": result.friction} if result.friction else {}),
         "notes": list(result.notes),
         "timings_s": result.timings_s,
     }

@@ -20,7 +20,7 @@ from ..paths import model_path
 from ..schema import REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text, check
 
 PARAMETER_KINDS = ("body_mass", "body_mass_com", "joint_damping", "joint_frictionloss", "joint_armature",
-                   "actuator_gain", "signal_delay", "signal_gain", "signal_bias")
+                   "joint_effort_offset", "actuator_gain", "signal_delay", "signal_gain", "signal_bias")
 BACKENDS = ("mujoco", "scipy", "scipy_parallel_fd")
 MIN_WINDOW_S = 1e-3  # a shorter window holds at most one sample even at 1 kHz
 MAX_SMOOTHING_SAMPLES = 1001
@@ -262,6 +262,10 @@ def model_value(spec: mujoco.MjSpec, p: ParameterSpec) -> tuple[float, ...]:
         return (float(body.mass), *map(float, body.ipos))
     if p.kind == "joint_damping":
         return (float(spec.joint(p.target).damping[0]),)
+    if p.kind == "joint_effort_offset":  # measured minus applied: the joint motor's constant bias, negated
+        from .parameters import effort_offset_value
+
+        return (effort_offset_value(spec, p.target),)
     if p.kind in ("joint_frictionloss", "joint_armature"):
         return (float(getattr(spec.joint(p.target), p.kind.split("_", 1)[1])),)
     if p.kind == "actuator_gain":
@@ -272,6 +276,10 @@ def model_value(spec: mujoco.MjSpec, p: ParameterSpec) -> tuple[float, ...]:
 def _target_exists(spec: mujoco.MjSpec, model: mujoco.MjModel, p: ParameterSpec, signals: list[str]) -> bool:
     if p.kind.startswith("body_"):
         return spec.body(p.target) is not None and p.target != "world"
+    if p.kind == "joint_effort_offset":
+        from .parameters import joint_motor
+
+        return spec.joint(p.target) is not None and joint_motor(spec, p.target) is not None
     if p.kind.startswith("joint_"):
         return spec.joint(p.target) is not None
     if p.kind == "actuator_gain":
@@ -293,7 +301,7 @@ def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
             raise ConfigError("two parameters share this name", parameter=p.name)
         seen.add(p.name)
         if not _target_exists(spec, model, p, signal_names):
-            what = p.kind.split("_")[0]
+            what = "joint with a motor" if p.kind == "joint_effort_offset" else p.kind.split("_")[0]
             hint = f" (signals: {signal_names})" if what == "signal" else ""
             raise ConfigError(f"the model has no {what} named {p.target!r}{hint}", parameter=p.name)
         if p.kind.startswith("body_") and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, p.target) < 0:

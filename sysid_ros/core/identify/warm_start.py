@@ -79,7 +79,8 @@ def apply_warm_start(params: sysid.ParameterDict, warm: dict[str, float]) -> dic
     return used
 
 
-ARM_JOINT_TERMS = {"joint_damping": "viscous", "joint_frictionloss": "coulomb", "joint_armature": "armature"}
+ARM_JOINT_TERMS = {"joint_damping": "viscous", "joint_frictionloss": "coulomb", "joint_armature": "armature",
+                   "joint_effort_offset": "offset"}
 
 
 @dataclass(frozen=True)
@@ -97,31 +98,6 @@ class ArmWarmStart:
             v ** 2 for v in self.torque_rms_start_nm.values())
 
 
-def _torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples,
-                 commands: JointCommands | None, every: int) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
-    """Derivatives of the positions, the torque filtered the same way (in model DOF order), valid rows."""
-    from ..derivatives import savgol_derivatives, smooth_like_acceleration
-
-    if len(samples) < 200:
-        return None
-    dofs = [int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps]
-    order = np.argsort(dofs)
-    ros = [maps[k].ros_joint for k in order]
-    q = np.column_stack([samples.column("position", j) for j in ros])
-    if commands is not None:
-        held = commands.held_at(samples.time_ns)
-        u = np.column_stack([held[:, commands.joint_names.index(j)] for j in ros])
-    else:
-        u = np.column_stack([samples.column("effort", j) for j in ros])
-    gear = np.array([model.actuator_gear[model.actuator(maps[k].actuator).id, 0] for k in order])
-    dt_s = float(np.median(np.diff(samples.time_ns))) * 1e-9
-    deriv = savgol_derivatives(q, dt_s, window_s=0.05, polyorder=3)
-    tau = smooth_like_acceleration(deriv, u * gear)
-    ok = deriv.valid.all(axis=1) & np.all(np.isfinite(tau), axis=1)
-    ok[np.arange(len(ok)) % every != 0] = False
-    return deriv, tau, ok
-
-
 def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
                    train: Sequence[tuple[str, list]], held_out: Sequence[tuple[str, list]] = (),
                    every: int = 2) -> ArmWarmStart | None:
@@ -136,6 +112,7 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
     """
     from ..arm_regressor import ArmRegressor
     from ..errors import ModelError
+    from .torque_check import held_out_split, joint_order, torque_rows
 
     if len(maps) < 2 or len(maps) != model.nv:
         return None
@@ -143,7 +120,7 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
     if not wanted:
         return None
     try:
-        arm = ArmRegressor(model, joint_terms=("viscous", "coulomb", "armature"))
+        arm = ArmRegressor(model, joint_terms=("viscous", "coulomb", "armature", "offset"))
     except ModelError:
         return None
     theta0 = arm.true_parameters()
@@ -164,7 +141,7 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
     def rows(parts: Sequence[tuple[JointSamples, JointCommands | None]]):
         ws, taus = [], []
         for samples, commands in parts:
-            got = _torque_rows(model, maps, samples, commands, every)
+            got = torque_rows(model, maps, samples, commands, every)
             if got is None:
                 continue
             deriv, tau, ok = got
@@ -173,19 +150,9 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
             taus.append(tau[ok])
         return (np.concatenate(ws), np.concatenate(taus)) if ws else (None, None)
 
-    fit_parts = [part for _, parts in train for part in parts]
-    if held_out:
-        check_parts, label = [part for _, parts in held_out for part in parts], "validation data"
-        w_fit, tau_fit = rows(fit_parts)
-        w_chk, tau_chk = rows(check_parts)
-    else:
-        longest = max(fit_parts, key=lambda part: len(part[0]))
-        n = len(longest[0])
-        first = (longest[0].slice(0, int(0.75 * n)), longest[1])
-        last = (longest[0].slice(int(0.75 * n), n), longest[1])
-        w_fit, tau_fit = rows([first] + [part for part in fit_parts if part is not longest])
-        w_chk, tau_chk = rows([last])
-        label = "the last quarter of the training record"
+    fit_parts, check_parts, label = held_out_split(train, held_out)
+    w_fit, tau_fit = rows(fit_parts)
+    w_chk, tau_chk = rows(check_parts)
     if w_fit is None or w_chk is None:
         return None
     a = (w_fit @ columns).reshape(-1, len(wanted))
@@ -194,8 +161,7 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
     scale[scale == 0] = 1.0
     delta = np.linalg.lstsq(a / scale, b, rcond=1e-8)[0] / scale
     values = start + delta
-    names = [maps[k].ros_joint for k in np.argsort([int(model.jnt_dofadr[model.joint(m.mjcf_joint).id])
-                                                    for m in maps])]
+    names = joint_order(model, maps)
 
     def rms(v: np.ndarray) -> dict[str, float]:
         err = tau_chk - w_chk @ (base + columns @ v)

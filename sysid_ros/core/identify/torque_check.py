@@ -1,0 +1,160 @@
+"""Torque-space validation of an arm result: per joint, the RMS of measured minus predicted joint torque on
+held-out data, for the model file (nominal), the identified model and the regression with smooth friction.
+
+A model's torque is the whole-arm regressor W(q, qd, qdd) (`arm_regressor`) times its parameters: inertials,
+damping, armature, friction loss as c tanh(qd / 0.01 rad/s) (MuJoCo's friction loss is a soft sign), and
+the effort offset its motors' constant bias stands for (`joint_effort_offset`). Velocities and accelerations
+come from a Savitzky-Golay filter (50 ms, cubic) and the measured torque is smoothed by the same kernel as
+the acceleration, so every model is compared on the same filtered record. The held-out data: the problem's
+validation data, else the last quarter of the longest training record (then left out of the regression).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import mujoco
+import numpy as np
+
+from .. import sysid_data as sd
+from ..arm_friction import ArmFrictionFit, concatenate, fit_arm_friction
+from ..arm_regressor import JOINT_TERMS, ArmRegressor
+from ..derivatives import Derivatives
+from ..signals import JointCommands, JointSamples
+
+FRICTIONLOSS_BAND_RAD_S = 0.01
+"""v_s standing in for MuJoCo's friction loss, a soft sign (the same band as the warm start's regressor)."""
+Part = tuple[JointSamples, JointCommands | None]
+
+
+def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples,
+                commands: JointCommands | None, every: int = 1) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
+    """Derivatives of the positions, the torque filtered the same way (in model DOF order), valid rows
+    (every `every`-th); None for a record under 200 samples."""
+    from ..derivatives import savgol_derivatives, smooth_like_acceleration
+
+    if len(samples) < 200:
+        return None
+    dofs = [int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps]
+    order = np.argsort(dofs)
+    ros = [maps[k].ros_joint for k in order]
+    q = np.column_stack([samples.column("position", j) for j in ros])
+    if commands is not None:
+        held = commands.held_at(samples.time_ns)
+        u = np.column_stack([held[:, commands.joint_names.index(j)] for j in ros])
+    else:
+        u = np.column_stack([samples.column("effort", j) for j in ros])
+    gear = np.array([model.actuator_gear[model.actuator(maps[k].actuator).id, 0] for k in order])
+    dt_s = float(np.median(np.diff(samples.time_ns))) * 1e-9
+    deriv = savgol_derivatives(q, dt_s, window_s=0.05, polyorder=3)
+    tau = smooth_like_acceleration(deriv, u * gear)
+    ok = deriv.valid.all(axis=1) & np.all(np.isfinite(tau), axis=1)
+    ok[np.arange(len(ok)) % every != 0] = False
+    return deriv, tau, ok
+
+
+def held_out_split(train: Sequence[tuple[str, list]], held_out: Sequence[tuple[str, list]] = ()
+                   ) -> tuple[list[Part], list[Part], str]:
+    """(parts to fit, parts to check, what the check uses): the validation data, else the last quarter of the
+    longest training record (which the fit then leaves out)."""
+    fit_parts = [part for _, parts in train for part in parts]
+    if held_out:
+        return fit_parts, [part for _, parts in held_out for part in parts], "validation data"
+    longest = max(fit_parts, key=lambda part: len(part[0]))
+    n = len(longest[0])
+    first = (longest[0].slice(0, int(0.75 * n)), longest[1])
+    last = (longest[0].slice(int(0.75 * n), n), longest[1])
+    return [first] + [p for p in fit_parts if p is not longest], [last], "the last quarter of the training record"
+
+
+def joint_order(model: mujoco.MjModel, maps: Sequence[sd.JointMap]) -> list[str]:
+    """The ROS joint names in model DOF order (the regressor's columns)."""
+    return [maps[k].ros_joint for k in np.argsort([int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps])]
+
+
+def _records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part]
+             ) -> tuple[Derivatives, np.ndarray] | None:
+    """The parts' derivatives and torques joined, torque NaN where a row is not usable."""
+    got = []
+    for samples, commands in parts:
+        rows = torque_rows(model, maps, samples, commands)
+        if rows is not None:
+            deriv, tau, ok = rows
+            got.append((deriv, np.where(ok[:, None], tau, np.nan)))
+    return concatenate(got) if got else None
+
+
+@dataclass(frozen=True, eq=False)
+class TorqueValidation:
+    """Held-out joint torque RMS per model label (`nominal`, `identified`, `regression_friction`) and joint."""
+
+    joints: tuple[str, ...]
+    held_out: str
+    rms_nm: dict[str, dict[str, float]]
+    friction: ArmFrictionFit | None
+    samples: int
+
+    def metrics(self) -> dict[str, Any]:
+        return {"held_out": self.held_out, "samples": self.samples,
+                **{label: {j: round(v, 6) for j, v in rms.items()} for label, rms in self.rms_nm.items()}}
+
+    def friction_document(self) -> dict[str, Any]:
+        """Per joint: the regression's offset, viscous, Coulomb (value and 95 % half-width), v_s; and the
+        closest MuJoCo representation (damping, frictionloss, joint_effort_offset) with what it cannot hold."""
+        if self.friction is None:
+            return {}
+        out: dict[str, Any] = {}
+        for name, jf in zip(self.joints, self.friction.joints):
+            terms = {t: ({"value": v[0], "half_width_95": v[1]} if v is not None else "combined with other "
+                         "parameters (see the base parameters)") for t, v in jf.terms.items()}
+            coulomb = jf.value("coulomb")
+            out[name] = {**terms, "velocity_scale_rad_s": jf.velocity_scale_rad_s,
+                         "model": f"offset + viscous qd + coulomb tanh(qd / {jf.velocity_scale_rad_s:.3g} rad/s)",
+                         "mujoco": {"damping": jf.value("viscous"), "frictionloss": coulomb,
+                                    "joint_effort_offset": jf.value("offset"),
+                                    "not_representable": "the tanh's rise below about "
+                                    f"{2 * jf.velocity_scale_rad_s:.3g} rad/s (friction loss is a soft sign)"}}
+            if jf.on_search_bound:
+                out[name]["note"] = "v_s on its search bound"
+        return out
+
+
+def _rms(err: np.ndarray, joints: Sequence[str]) -> dict[str, float]:
+    return {j: float(np.sqrt(np.nanmean(err[:, k] ** 2))) for k, j in enumerate(joints)}
+
+
+def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train: Sequence[tuple[str, list]],
+                      held_out: Sequence[tuple[str, list]] = (), models: dict[str, mujoco.MjModel] | None = None,
+                      friction: bool = True) -> TorqueValidation | None:
+    """Held-out torque RMS per joint of `models` (label -> compiled model; default the nominal `model`) and,
+    with `friction`, of the whole-arm regression with smooth friction fitted on the training part.
+    None when the problem is not a whole arm (every DOF a mapped hinge or slide joint) or the data are short."""
+    if len(maps) < 2 or len(maps) != model.nv:
+        return None
+    fit_parts, check_parts, label = held_out_split(train, held_out)
+    check = _records(model, maps, check_parts)
+    if check is None:
+        return None
+    deriv, tau = check
+    rows = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
+    if rows.sum() < 50:
+        return None
+    q, qd, qdd, tau = deriv.q[rows], deriv.qd[rows], deriv.qdd[rows], tau[rows]
+    joints = joint_order(model, maps)
+    arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
+    w = arm.compute(q, qd, qdd)
+    rms = {name: _rms(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
+           for name, m in (models or {"nominal": model}).items()}
+    fitted = None
+    if friction:
+        record = _records(model, maps, fit_parts)
+        if record is not None:
+            fitted = fit_arm_friction(model, *record)
+            rms["regression_friction"] = _rms(tau - fitted.predicted_torque(q, qd, qdd), joints)
+    return TorqueValidation(tuple(joints), label, rms, fitted, int(rows.sum()))
+
+
+def total(rms: dict[str, float]) -> float:
+    return math.sqrt(sum(v ** 2 for v in rms.values()))

@@ -1,0 +1,185 @@
+"""Friction real joints show and torque-space validation (issue 19), on a 7-joint arm logged like a real logger.
+
+The truth: pybullet's KUKA iiwa written with `fullinertia` tensors, a 0.8 kg flange payload (the model says
+0.5), hidden viscous damping, a smooth Coulomb friction c tanh(v / v_s) per joint (v_s 40-80 mrad/s, which
+MuJoCo's friction loss cannot represent) and a joint-torque sensor that reads an offset (-1.5 to +0.9 N m).
+It tracks multisine setpoints with its PID drives, state and torque published every 2 ms on its own clock;
+a polling logger writes the rosbag2 bags (`synthetic.as_real_logger`: jittered stamps, repeated rows, missed
+states and gaps). `sysid-ros identify` (the simulation path: damping, friction loss, `joint_effort_offset`
+and the payload mass, 0.25 s windows) must run without a traceback, recover the clock, and predict the
+held-out joint torque within 1.5x of the true model on every joint, as must the regression with friction.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import mujoco
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("pybullet_data")
+
+from sysid_ros.core import sysid_data as sd  # noqa: E402
+from sysid_ros.core.arm_friction import fit_arm_friction  # noqa: E402
+from sysid_ros.core.arm_regressor import JOINT_TERMS, ArmRegressor, effort_offsets  # noqa: E402
+from sysid_ros.core.bags.logger_clock import repeated_rows  # noqa: E402
+from sysid_ros.core.derivatives import Derivatives  # noqa: E402
+from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
+from sysid_ros.core.identify.data import load_source  # noqa: E402
+from sysid_ros.core.identify.problem import DataSource  # noqa: E402
+from sysid_ros.core.identify.synthetic import (as_real_logger, iiwa_setpoints, record_iiwa,  # noqa: E402
+                                               write_effort_bag)
+from sysid_ros.core.identify.torque_check import torque_rows  # noqa: E402
+from sysid_ros.core.regression import BootstrapSettings  # noqa: E402
+from sysid_ros.core.signals import JointCommands  # noqa: E402
+from sysid_ros.core.sim import FeedbackNoise, SimRobot, SmoothFriction  # noqa: E402
+
+TRUE_DAMPING = (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)
+HIDDEN = {"payload.mass": 0.8, **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, TRUE_DAMPING)}}
+FRICTION = SmoothFriction(coulomb_nm=(2.0, 2.0, 1.2, 1.2, 0.6, 0.4, 0.3),
+                          velocity_scale_rad_s=(0.08, 0.08, 0.06, 0.06, 0.05, 0.05, 0.04),
+                          effort_offset_nm=(0.8, -1.5, 0.4, 0.9, -0.3, 0.2, -0.15))
+NOISE = FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3, effort_nm=0.05)
+
+
+def _logged_bag(model_path, path, seed: int, seconds: float, logger_seed: int):
+    start = list(iiwa_setpoints(seed, seconds)[0])
+    robot = SimRobot(str(model_path), physics=HIDDEN, noise=NOISE, seed=seed, initial_positions=start,
+                     friction=FRICTION)
+    device = record_iiwa(robot, seed, seconds)
+    assert np.all(np.abs(device.effort) < 0.98 * robot.torque_limits_nm)  # never saturated
+    logged = as_real_logger(device, seed=logger_seed)
+    commands = JointCommands(logged.joint_names, logged.time_ns, logged.effort, "effort")
+    return write_effort_bag(path, logged, commands), logged, robot.model
+
+
+def _parameters() -> list[dict]:
+    out = []
+    for k, j in enumerate(IIWA_JOINTS):
+        out += [{"name": f"j{k + 1}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 5.0,
+                 "start": 0.5},
+                {"name": f"j{k + 1}_frictionloss", "kind": "joint_frictionloss", "joint": j, "min": 0.0, "max": 5.0,
+                 "start": 0.1},
+                {"name": f"j{k + 1}_offset", "kind": "joint_effort_offset", "joint": j, "min": -5.0, "max": 5.0,
+                 "start": 0.0}]
+    return out + [{"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0,
+                   "start": 0.5}]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One `sysid-ros identify` on the logged bags (4 s training, 3 s validation), as a user runs it."""
+    d = tmp_path_factory.mktemp("friction")
+    model_path = iiwa_mjcf(d / "iiwa_full.xml", payload=Payload(0.5), full_inertia=True)
+    train, train_log, truth_model = _logged_bag(model_path, d / "train", 1, 4.0, 3)
+    val, _, _ = _logged_bag(model_path, d / "val", 2, 3.0, 4)
+    problem = d / "problem.yaml"
+    problem.write_text(yaml.safe_dump({
+        "model": str(model_path), "joints": list(IIWA_JOINTS), "training": [{"path": str(train), "control": "effort"}],
+        "validation": [{"path": str(val), "control": "effort"}], "window_s": 0.25, "smoothing_samples": 7,
+        "initial_state": "measured", "noise": {"position_rad": 2e-4}, "parameters": _parameters(),
+        "optimizer": {"max_iters": 30}}))
+    proc = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(d / "out"),
+                           "--quiet"], capture_output=True, text=True, timeout=600)
+    return {"proc": proc, "dir": d, "model": model_path, "val": val, "train_log": train_log, "truth": truth_model,
+            "doc": yaml.safe_load((d / "out" / "identified.yaml").read_text()) if proc.returncode == 0 else None}
+
+
+def _true_rms(run) -> dict[str, float]:
+    """Held-out torque RMS of the true model (its inertials and damping, the true smooth friction and offset)
+    on the same filtered record the identification's check uses."""
+    model = mujoco.MjModel.from_xml_path(str(run["model"]))
+    maps = sd.joint_maps(model, list(IIWA_JOINTS), {})
+    (samples, commands), = load_source(DataSource(run["val"], control="effort"), IIWA_JOINTS)
+    deriv, tau, ok = torque_rows(model, maps, samples, commands)
+    arm = ArmRegressor(run["truth"], JOINT_TERMS, coulomb_band_rad_s=FRICTION.velocity_scale_rad_s)
+    theta = arm.true_parameters()
+    for k, joint in enumerate(arm.joint_names):
+        theta[arm.names.index(f"{joint}.coulomb")] = FRICTION.coulomb_nm[k]
+        theta[arm.names.index(f"{joint}.offset")] = FRICTION.effort_offset_nm[k]
+    err = tau[ok] - arm.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok]) @ theta
+    return {j: float(np.sqrt(np.mean(err[:, k] ** 2))) for k, j in enumerate(arm.joint_names)}
+
+
+def test_the_log_looks_like_a_real_logger(run):
+    steps = np.diff(run["train_log"].time_ns) * 1e-6
+    assert steps.min() < 0.8 and steps.max() > 8.5
+    assert 0.03 < repeated_rows(run["train_log"]).mean() < 0.08
+
+
+def test_identify_runs_without_a_traceback_and_recovers_the_clock(run):
+    proc = run["proc"]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    notes = run["doc"]["notes"]
+    assert sum("device clock recovered" in n for n in notes) == 2, notes  # training and validation bags
+
+
+def test_held_out_torque_within_1_5x_of_the_true_model_on_every_joint(run):
+    """Measured: identified (simulation path) 1.00-1.36x the true model's RMS, the regression with friction
+    0.98-1.18x, the model file 2.8-16x. The true model is not at the noise floor (1.7 N m on joint 1): its
+    error is the filtered record's (Savitzky-Golay 50 ms derivatives of sample-and-hold PID torques), which
+    every model shares; 1.5x leaves room for the friction a model cannot represent, and the nominal model
+    (wrong payload, no friction, no offset) fails it on every joint."""
+    check = run["doc"]["metrics"]["held_out_torque_rms_nm"]
+    assert check["held_out"] == "validation data"
+    truth = _true_rms(run)
+    for joint, rms in truth.items():
+        for label in ("identified", "regression_friction"):
+            assert check[label][joint] <= 1.5 * rms, (label, joint, check[label][joint], rms)
+        assert check["nominal"][joint] > 1.5 * rms, (joint, check["nominal"][joint], rms)
+
+
+def test_friction_reported_per_joint_with_intervals_and_its_mujoco_form(run):
+    friction = run["doc"]["friction"]
+    assert list(friction) == list(IIWA_JOINTS)
+    covered = 0
+    for k, joint in enumerate(IIWA_JOINTS):
+        entry = friction[joint]
+        assert 0.002 <= entry["velocity_scale_rad_s"] <= 1.0
+        assert "not_representable" in entry["mujoco"]
+        coulomb, offset = entry["coulomb"], entry["offset"]
+        assert abs(coulomb["value"] - FRICTION.coulomb_nm[k]) < 0.2 * FRICTION.coulomb_nm[k], (joint, coulomb)
+        covered += abs(offset["value"] - FRICTION.effort_offset_nm[k]) <= offset["half_width_95"]
+    assert covered >= 6  # measured 7 of 7; at 95 % each, P(<= 5 of 7) = 4 %
+
+
+def test_identified_mjcf_loads_back_with_the_offsets_as_motor_bias(run):
+    doc = run["doc"]
+    text = (run["dir"] / "out" / "identified.xml").read_text()
+    model = mujoco.MjModel.from_xml_string(text)
+    values = {p: v["value"] for p, v in doc["parameters"].items()}
+    assert model.body("payload").mass[0] == pytest.approx(values["payload_mass"], rel=1e-12)
+    np.testing.assert_allclose(effort_offsets(model), [values[f"j{k + 1}_offset"] for k in range(7)], rtol=1e-12)
+    assert doc["parameters"]["j2_offset"]["value"] < -0.5 < 0.5 < doc["parameters"]["j4_offset"]["value"]
+
+
+def test_velocity_scale_search_recovers_a_noise_free_friction(tmp_path):
+    """Torques made by the regressor itself with per-joint v_s (no noise, exact derivatives): the 1-D
+    searches find each v_s to 2 % and the offsets and Coulomb levels to 1e-6."""
+    model = mujoco.MjModel.from_xml_path(str(iiwa_mjcf(tmp_path / "iiwa.xml", payload=Payload(0.5))))
+    scales = np.array([0.03, 0.05, 0.08, 0.12, 0.2, 0.06, 0.1])
+    arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=scales)
+    theta = arm.true_parameters()
+    for k, joint in enumerate(arm.joint_names):
+        theta[arm.names.index(f"{joint}.coulomb")] = 0.5 + 0.1 * k
+        theta[arm.names.index(f"{joint}.offset")] = 0.3 - 0.1 * k
+    rng = np.random.default_rng(0)
+    t = np.arange(1500) * 0.004
+    phases = rng.uniform(0, 2 * np.pi, (3, 7))
+    freqs = np.array([0.3, 0.7, 1.3])
+    q = 0.5 * sum(np.sin(2 * np.pi * f * t[:, None] + p) for f, p in zip(freqs, phases))
+    qd = 0.5 * sum(2 * np.pi * f * np.cos(2 * np.pi * f * t[:, None] + p) for f, p in zip(freqs, phases))
+    qdd = -0.5 * sum((2 * np.pi * f) ** 2 * np.sin(2 * np.pi * f * t[:, None] + p) for f, p in zip(freqs, phases))
+    tau = arm.compute(q, qd, qdd) @ theta
+    exact = Derivatives(q, qd, qdd, np.ones(q.shape, dtype=bool), 0.004, "exact", 1, 0, 0.0, 0.0, 0.0)
+    fit = fit_arm_friction(model, exact, tau, bootstrap=BootstrapSettings(resamples=20))
+    found = np.array([j.velocity_scale_rad_s for j in fit.joints])
+    np.testing.assert_allclose(found, scales, rtol=0.02)
+    for k, j in enumerate(fit.joints):
+        assert j.value("coulomb") == pytest.approx(0.5 + 0.1 * k, abs=1e-3)
+        assert j.value("offset") == pytest.approx(0.3 - 0.1 * k, abs=1e-3)
+
