@@ -116,6 +116,8 @@ def test_identify_runs_without_a_traceback_and_recovers_the_clock(run):
     assert "Traceback" not in proc.stdout + proc.stderr
     notes = run["doc"]["notes"]
     assert sum("device clock recovered" in n for n in notes) == 2, notes  # training and validation bags
+    report = (run["dir"] / "out" / "report.html").read_text()
+    assert "Held-out joint torque" in report and "regression_friction" in report
 
 
 def test_held_out_torque_within_1_5x_of_the_true_model_on_every_joint(run):

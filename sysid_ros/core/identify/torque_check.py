@@ -74,12 +74,12 @@ def joint_order(model: mujoco.MjModel, maps: Sequence[sd.JointMap]) -> list[str]
     return [maps[k].ros_joint for k in np.argsort([int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps])]
 
 
-def _records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part]
+def _records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], every: int = 1
              ) -> tuple[Derivatives, np.ndarray] | None:
-    """The parts' derivatives and torques joined, torque NaN where a row is not usable."""
+    """The parts' derivatives and torques joined, torque NaN where a row is not usable (or not every `every`-th)."""
     got = []
     for samples, commands in parts:
-        rows = torque_rows(model, maps, samples, commands)
+        rows = torque_rows(model, maps, samples, commands, every)
         if rows is not None:
             deriv, tau, ok = rows
             got.append((deriv, np.where(ok[:, None], tau, np.nan)))

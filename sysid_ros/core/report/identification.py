@@ -63,6 +63,30 @@ def parameter_table(page: Page, parameters: dict) -> None:
                 "bounds", "identifiable"], rows, flagged)
 
 
+def _cell(term: Any) -> str:
+    return f"{term['value']:.4g} +- {term['half_width_95']:.2g}" if isinstance(term, dict) else str(term)
+
+
+def torque_tables(page: Page, document: dict) -> None:
+    """Held-out joint torque RMS per joint and model, and the regression's friction per joint (arm results)."""
+    check = (document.get("metrics") or {}).get("held_out_torque_rms_nm")
+    if not check:
+        return
+    labels = [k for k in ("nominal", "identified", "regression_friction") if k in check]
+    page.heading("Held-out joint torque")
+    page.text(f"RMS of measured minus predicted joint torque (N m) on {check.get('held_out')} "
+              f"({check.get('samples')} samples): the model file, the identified model, the regression with friction.")
+    joints = list(check[labels[0]])
+    page.table(["joint", *labels], [[j, *(f"{check[k][j]:.4g}" for k in labels)] for j in joints],
+               [check.get("identified", {}).get(j, 0) > check["nominal"][j] for j in joints])
+    friction = document.get("friction") or {}
+    if friction:
+        page.table(["joint", "offset (N m)", "viscous (N m s/rad)", "coulomb (N m)", "v_s (rad/s)", "in MuJoCo"],
+                   [[j, _cell(f["offset"]), _cell(f["viscous"]), _cell(f["coulomb"]), f"{f['velocity_scale_rad_s']:.3g}",
+                     "damping, frictionloss, joint_effort_offset; not: " + f["mujoco"]["not_representable"]]
+                    for j, f in friction.items()])
+
+
 def joint_plots(page: Page, traces: Sequence[Trace], noise_rad: float | None) -> None:
     """Per split and joint: measured vs simulated over the windows shown, then the residual in its noise band."""
     for split in ("training", "validation"):
@@ -125,6 +149,7 @@ def report_page(document: dict, traces: Sequence[Trace], objective: Sequence[flo
     page.heading("Parameters")
     parameter_table(page, document["parameters"])
     page.items(notes)
+    torque_tables(page, document)
     page.heading("Measured vs simulated")
     joint_plots(page, traces, noise_rad)
     page.heading("Excitation")
@@ -139,7 +164,7 @@ def report_page(document: dict, traces: Sequence[Trace], objective: Sequence[flo
         line(fig, np.arange(len(objective)), np.asarray(objective), "cost", mode="lines+markers")
         page.plot(fig)
     page.heading("Metrics")
-    page.table(["metric", "value"], [[k, _metric(k, v)] for k, v in metrics.items()])
+    page.table(["metric", "value"], [[k, _metric(k, v)] for k, v in metrics.items() if k != "held_out_torque_rms_nm"])
     return page
 
 
