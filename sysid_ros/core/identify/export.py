@@ -64,7 +64,7 @@ def identified_urdf(urdf: str | Path, spec: mujoco.MjSpec, specs: Sequence[Param
 
 def identified_values(specs: Sequence[ParameterSpec], values: dict[str, tuple[float, ...]]) -> dict[str, Any]:
     """The identified values grouped by what they belong to, for pasting into a robot's configuration:
-    `bodies: {link: {mass, com}}`, `joints: {joint: {damping, frictionloss, armature}}`,
+    `bodies: {link: {mass, com, inertia}}`, `joints: {joint: {damping, frictionloss, armature}}`,
     `actuators: {motor: {gain}}`, `signals: {pattern: {delay, gain, bias}}`."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for p in specs:
@@ -73,6 +73,9 @@ def identified_values(specs: Sequence[ParameterSpec], values: dict[str, tuple[fl
             out.setdefault("bodies", {}).setdefault(p.target, {})["mass"] = v[0]
         elif p.kind == "body_mass_com":
             out.setdefault("bodies", {}).setdefault(p.target, {}).update(mass=v[0], com=list(v[1:4]))
+        elif p.kind == "body_inertia":  # the tensor about the centre of mass: ixx iyy izz ixy ixz iyz
+            out.setdefault("bodies", {}).setdefault(p.target, {}).update(mass=v[0], com=list(v[1:4]),
+                                                                          inertia=list(v[4:10]))
         elif p.kind.startswith("joint_"):
             out.setdefault("joints", {}).setdefault(p.target, {})[p.kind.split("_", 1)[1]] = v[0]
         elif p.kind == "actuator_gain":

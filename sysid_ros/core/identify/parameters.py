@@ -4,6 +4,8 @@ a SignalTransform for measurement parameters, a model cache, and a full-precisio
 Body mass uses its own modifier: `InertiaType.Mass` fails in mujoco 4.0.0 and the library's mass
 modifiers compile the spec once per call. Mass scales the rotational inertia (the body keeps its shape):
 the diagonal inertia, or the whole tensor of a body given by `fullinertia` (the principal axes stay).
+`body_inertia` moves all 10 inertial parameters through log-Cholesky coordinates (`inertia.py`): every vector
+the optimiser can reach is a physical body, written as mass, `ipos` and `fullinertia`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import numpy as np
 from mujoco import sysid
 
 from ..errors import ConfigError
-from .problem import ParameterSpec
+from . import inertia
+from .problem import VALUE_WIDTH, ParameterSpec
 
 SIGNAL_KINDS = ("signal_delay", "signal_gain", "signal_bias")
 
@@ -62,6 +65,29 @@ def _body_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.Mj
             b.ipos = np.asarray(param.value[1:4], dtype=float)
 
     return modify
+
+
+def _inertia_modifier(p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
+    """`body_inertia`: log-Cholesky coordinates -> mass, centre of mass and the full tensor about it."""
+    target = p.target
+
+    def modify(s: mujoco.MjSpec, param: sysid.Parameter) -> None:
+        b = s.body(target)
+        mass, com, tensor = inertia.from_coordinates(param.value)
+        b.explicitinertial = True
+        b.mass, b.ipos = mass, com
+        b.inertia = np.zeros(3)  # MuJoCo refuses a diagonal and a full tensor together,
+        b.iquat = np.array([1.0, 0, 0, 0])  # and rotates the full tensor by iquat (load_spec's principal frame)
+        b.fullinertia = inertia.tensor_entries(tensor)
+
+    return modify
+
+
+def inertia_coordinates(p: ParameterSpec, start: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A `body_inertia` parameter's start and bounds in log-Cholesky coordinates (mass bounds from min/max)."""
+    theta0 = inertia.from_physical(np.asarray(start, dtype=float))
+    lo, hi = inertia.coordinate_box(theta0, float(p.min_value[0]), float(p.max_value[0]))
+    return theta0, lo, hi
 
 
 def _joint_modifier(p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
@@ -115,10 +141,16 @@ def build_parameters(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec],
     """One library Parameter per spec; frozen ones are written into `spec` at their start value."""
     params = sysid.ParameterDict()
     for p in specs:
-        width = 4 if p.kind == "body_mass_com" else 1
-        lo = np.broadcast_to(np.asarray(p.min_value, dtype=float), width).copy()
-        hi = np.broadcast_to(np.asarray(p.max_value, dtype=float), width).copy()
-        if p.kind.startswith("body_"):
+        width = VALUE_WIDTH.get(p.kind, 1)
+        start = np.asarray(starts[p.name], dtype=float)
+        if p.kind == "body_inertia":
+            start, lo, hi = inertia_coordinates(p, start)
+        else:
+            lo = np.broadcast_to(np.asarray(p.min_value, dtype=float), width).copy()
+            hi = np.broadcast_to(np.asarray(p.max_value, dtype=float), width).copy()
+        if p.kind == "body_inertia":
+            modifier = _inertia_modifier(p)
+        elif p.kind.startswith("body_"):
             modifier = _body_modifier(spec, p)
         elif p.kind == "joint_effort_offset":
             modifier = _offset_modifier(spec, p)
@@ -128,8 +160,7 @@ def build_parameters(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec],
             modifier = _actuator_modifier(spec, p)
         else:
             modifier = None
-        param = sysid.Parameter(p.name, np.asarray(starts[p.name], dtype=float), lo, hi, frozen=p.frozen,
-                                modifier=modifier)
+        param = sysid.Parameter(p.name, start, lo, hi, frozen=p.frozen, modifier=modifier)
         if p.frozen and modifier is not None:
             modifier(spec, param)
         params.add(param)

@@ -50,6 +50,9 @@ class ParameterResult:
     frozen: bool
     identifiable: bool
     warm_start: tuple[float, ...] | None = None
+    coordinates: dict[str, tuple] | None = None
+    """`body_inertia`: the optimiser's log-Cholesky coordinates (`names`, `value`, `half_width_95`, `min`,
+    `max`); `value` etc. above are then mass, com and tensor (`inertia.PHYSICAL`), half-widths propagated."""
 
 
 @dataclass(eq=False)
@@ -286,9 +289,13 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         ok = p.frozen or (not in_null and all(
             math.isfinite(h) and h <= problem.unidentifiable_relative * max(abs(v), 0.01 * (b - a), 1e-12)
             for h, v, a, b in zip(half, value, prm.min_value, prm.max_value)))
-        results.append(ParameterResult(p.name, p.kind, p.target, value, half, starts[p.name],
-                                       tuple(map(float, prm.min_value)), tuple(map(float, prm.max_value)),
-                                       p.frozen, bool(ok), (warm[p.name],) if p.name in warm else None))
+        lo, hi, coordinates = tuple(map(float, prm.min_value)), tuple(map(float, prm.max_value)), None
+        if p.kind == "body_inertia":
+            block = cov[k - width:k, k - width:k] if not p.frozen and np.shape(cov)[0] >= k else np.eye(width)
+            coordinates, value, half, lo, hi = _inertia_result(prm.value, half, block, lo, hi)
+        results.append(ParameterResult(p.name, p.kind, p.target, value, half, starts[p.name], lo, hi,
+                                       p.frozen, bool(ok), (warm[p.name],) if p.name in warm else None,
+                                       coordinates))
         if not ok:
             notes.append(f"{p.name} is not identifiable from this data (95 % half-width {half})")
 
@@ -302,6 +309,23 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     return IdentificationResult(problem, tuple(results), metrics, identified, params, opt_params, opt_result,
                                 residual_fn, ms, cov, tuple(traces), objective, tuple(notes), timings,
                                 verdict(warnings), tuple(warnings), friction)
+
+
+def _inertia_result(theta: np.ndarray, half: tuple[float, ...], cov: np.ndarray, lo: tuple[float, ...],
+                    hi: tuple[float, ...]) -> tuple[dict[str, tuple], tuple[float, ...], tuple[float, ...],
+                                                     tuple[float, ...], tuple[float, ...]]:
+    """A body_inertia result in physical terms: (coordinates, value, half-widths, min, max). The mass and com
+    bounds are the coordinates' images; the tensor entries have no box of their own (-inf..inf)."""
+    from .inertia import COORDINATES, physical_vector, propagate_half_widths
+
+    theta = np.asarray(theta, dtype=float)
+    value = tuple(float(v) for v in physical_vector(theta))
+    phys_half = tuple(float(v) for v in propagate_half_widths(theta, cov, np.asarray(half, dtype=float)))
+    p_lo = (math.exp(2 * lo[0]), *lo[7:10], *[-math.inf] * 6)
+    p_hi = (math.exp(2 * hi[0]), *hi[7:10], *[math.inf] * 6)
+    coordinates = {"names": COORDINATES, "value": tuple(float(v) for v in theta), "half_width_95": tuple(half),
+                   "min": lo, "max": hi}
+    return coordinates, value, phys_half, p_lo, p_hi
 
 
 def _signal_name(signal: str, maps: Sequence[sd.JointMap]) -> str:
@@ -486,7 +510,9 @@ def results_document(result: IdentificationResult) -> dict[str, Any]:
                                                               for x in p.half_width_95)),
                                 "start": scalar(p.start), "min": scalar(p.min_value), "max": scalar(p.max_value),
                                 "frozen": p.frozen, "identifiable": p.identifiable,
-                                **({"warm_start": scalar(p.warm_start)} if p.warm_start else {})}
+                                **({"warm_start": scalar(p.warm_start)} if p.warm_start else {}),
+                                **({"coordinates": {key: list(v) for key, v in p.coordinates.items()}}
+                                   if p.coordinates else {})}
                        for p in result.parameters},
         "metrics": result.metrics,
         **({"friction": result.friction} if result.friction else {}),

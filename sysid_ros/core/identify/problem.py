@@ -19,8 +19,12 @@ from ..errors import ConfigError
 from ..paths import model_path
 from ..schema import REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text, check
 
-PARAMETER_KINDS = ("body_mass", "body_mass_com", "joint_damping", "joint_frictionloss", "joint_armature",
-                   "joint_effort_offset", "actuator_gain", "signal_delay", "signal_gain", "signal_bias")
+PARAMETER_KINDS = ("body_mass", "body_mass_com", "body_inertia", "joint_damping", "joint_frictionloss",
+                   "joint_armature", "joint_effort_offset", "actuator_gain", "signal_delay", "signal_gain",
+                   "signal_bias")
+VALUE_WIDTH = {"body_mass_com": 4, "body_inertia": 10}
+"""Values per parameter (1 unless listed): body_inertia's start is mass, com, ixx iyy izz ixy ixz iyz; its
+min/max are the mass bounds (its optimiser coordinates are log-Cholesky, see `inertia.py`)."""
 BACKENDS = ("mujoco", "scipy", "scipy_parallel_fd")
 MIN_WINDOW_S = 1e-3  # a shorter window holds at most one sample even at 1 kHz
 MAX_SMOOTHING_SAMPLES = 1001
@@ -155,9 +159,9 @@ def _parameter(entry: dict[str, Any], path: str) -> ParameterSpec:
     if len(targets) != 1:
         raise ConfigError(f"{path}: a parameter must name exactly one body, joint, actuator or signal",
                           parameter=name)
-    width = 4 if kind == "body_mass_com" else 1
     for key in ("min", "max", "start"):
-        if entry[key] is not None and len(entry[key]) not in (1, width):
+        width = 1 if kind == "body_inertia" and key != "start" else VALUE_WIDTH.get(kind, 1)
+        if entry[key] is not None and len(entry[key]) not in ((width,) if kind == "body_inertia" else (1, width)):
             raise ConfigError(f"{path}.{key}: {kind} takes {width} value(s), got {len(entry[key])}",
                               parameter=name)
     return ParameterSpec(name, kind, entry[targets[0]], entry["min"], entry["max"], entry["start"],
@@ -260,6 +264,12 @@ def model_value(spec: mujoco.MjSpec, p: ParameterSpec) -> tuple[float, ...]:
     if p.kind == "body_mass_com":
         body = spec.body(p.target)
         return (float(body.mass), *map(float, body.ipos))
+    if p.kind == "body_inertia":
+        from .inertia import tensor_entries
+        from .parameters import inertia_tensor
+
+        body = spec.body(p.target)
+        return (float(body.mass), *map(float, body.ipos), *map(float, tensor_entries(inertia_tensor(body))))
     if p.kind == "joint_damping":
         return (float(spec.joint(p.target).damping[0]),)
     if p.kind == "joint_effort_offset":  # measured minus applied: the joint motor's constant bias, negated
@@ -308,19 +318,29 @@ def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
             raise ConfigError(f"body {p.target!r} disappears when the model compiles (fused into its parent)",
                               parameter=p.name)
         start = p.start if p.start is not None else model_value(spec, p)
-        width = 4 if p.kind == "body_mass_com" else 1
-        lo, hi = np.broadcast_to(p.min_value, width), np.broadcast_to(p.max_value, width)
+        width = VALUE_WIDTH.get(p.kind, 1)
         if len(start) != width:
             raise ConfigError(f"start has {len(start)} values, expected {width}", parameter=p.name)
+        if p.kind == "body_inertia":  # bounds are on the mass (the other coordinates are boxed around the start)
+            from .inertia import from_physical
+
+            try:
+                from_physical(np.asarray(start))
+            except ConfigError as exc:
+                raise ConfigError(f"start: {exc}", parameter=p.name, body=p.target) from None
+            width, start_bounded = 1, start[:1]
+        else:
+            start_bounded = start
+        lo, hi = np.broadcast_to(p.min_value, width), np.broadcast_to(p.max_value, width)
         if not all(math.isfinite(v) for v in (*lo, *hi, *start)):
             raise ConfigError("bounds and start must be finite", parameter=p.name)
         if np.any(lo >= hi):
             raise ConfigError(f"min {[float(v) for v in lo]} must be below max {[float(v) for v in hi]}",
                               parameter=p.name)
-        if np.any(np.asarray(start) < lo) or np.any(np.asarray(start) > hi):
-            raise ConfigError(f"start {list(start)} is outside the bounds {[float(v) for v in lo]} .. "
+        if np.any(np.asarray(start_bounded) < lo) or np.any(np.asarray(start_bounded) > hi):
+            raise ConfigError(f"start {list(start_bounded)} is outside the bounds {[float(v) for v in lo]} .. "
                               f"{[float(v) for v in hi]}", parameter=p.name)
-        if p.kind in ("body_mass", "body_mass_com") and lo[0] <= 0:
+        if p.kind in ("body_mass", "body_mass_com", "body_inertia") and lo[0] <= 0:
             raise ConfigError("a mass bound must be > 0", parameter=p.name)
         if p.kind in ("joint_damping", "joint_frictionloss", "joint_armature") and lo[0] < 0:
             raise ConfigError(f"{p.kind} cannot be negative", parameter=p.name)

@@ -3,7 +3,8 @@
 Each rule names the signal, parameter or data file and the number that tripped it (thresholds and why in
 docs/identification.md; false-alarm and detection rates in bench/bench_verdict.py):
 - residual: a signal's training residual RMS is above what its declared noise explains (`residual_stats`);
-- bound: a parameter rests on one of its bounds (within `BOUND_FRACTION` of the bound range);
+- bound: a parameter rests on one of its bounds (within `BOUND_FRACTION` of the bound range; a `body_inertia`
+  on a bound of its log-Cholesky coordinates);
 - time offset: shifting the commands fits clearly better (`time_offset`);
 - warm start: the regression estimate and the simulation fit differ beyond their joined 99.9 % intervals;
 - data: the reader dropped duplicate stamps that carried different values (`data.load_source`).
@@ -58,11 +59,13 @@ def bound_warnings(parameters: Sequence["ParameterResult"]) -> list[str]:
     for p in parameters:
         if p.frozen:
             continue
-        for k, (v, lo, hi) in enumerate(zip(p.value, p.min_value, p.max_value)):
+        box = p.coordinates  # body_inertia: the optimiser's bounds are on its log-Cholesky coordinates
+        values, lows, highs = (box["value"], box["min"], box["max"]) if box else (p.value, p.min_value, p.max_value)
+        for k, (v, lo, hi) in enumerate(zip(values, lows, highs)):
             margin = BOUND_FRACTION * (hi - lo)
             side = "min" if v - lo <= margin else "max" if hi - v <= margin else None
             if side:
-                which = f"[{k}]" if len(p.value) > 1 else ""
+                which = f"[{box['names'][k]}]" if box else f"[{k}]" if len(values) > 1 else ""
                 out.append(f"{p.name}{which} = {v:.6g} rests on its {side} bound {lo if side == 'min' else hi:.6g}")
     return out
 
