@@ -106,15 +106,21 @@ def physical_jacobian(theta: np.ndarray, step: float = 1e-6) -> np.ndarray:
     return out
 
 
+def com_half_width(mass: float, tensor: np.ndarray) -> float:
+    """How far (per axis) a default box lets the centre of mass move: COM_BOX_RMS_RADII of the body's rms
+    radius sqrt(tr Sigma_c / m) = sqrt(tr I_c / (2 m)), at least COM_BOX_MIN_M."""
+    return max(COM_BOX_RMS_RADII * math.sqrt(0.5 * float(np.trace(tensor)) / mass), COM_BOX_MIN_M)
+
+
 def coordinate_box(theta0: np.ndarray, mass_min: float, mass_max: float) -> tuple[np.ndarray, np.ndarray]:
     """Default bounds around a body's nominal coordinates: mass in [mass_min, mass_max]; each length e^d within
     sqrt(SECOND_MOMENT_FACTOR) of the nominal; each off-diagonal length s within the body's rms radius of the
     nominal; the centre of mass within COM_BOX_RMS_RADII rms radii (at least COM_BOX_MIN_M) per axis."""
     theta0 = np.asarray(theta0, dtype=float)
-    _, _, tensor = from_coordinates(theta0)
-    radius = math.sqrt(0.5 * np.trace(tensor) / math.exp(2 * theta0[0]))  # sqrt(tr Sigma_c / m)
+    mass, _, tensor = from_coordinates(theta0)
+    radius = math.sqrt(0.5 * np.trace(tensor) / mass)  # sqrt(tr Sigma_c / m)
     lengths = 0.5 * math.log(SECOND_MOMENT_FACTOR)
-    com = max(COM_BOX_RMS_RADII * radius, COM_BOX_MIN_M)
+    com = com_half_width(mass, tensor)
     half = np.r_[0.0, [lengths] * 3, [radius] * 3, [com] * 3]
     lo, hi = theta0 - half, theta0 + half
     lo[0], hi[0] = 0.5 * math.log(mass_min), 0.5 * math.log(mass_max)

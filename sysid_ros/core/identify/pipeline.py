@@ -21,6 +21,7 @@ from ..report.identification import Trace
 from .data import build_segments, load_source, segment_sources
 from .parameters import CachedBuild, build_parameters, identified_xml, signal_transform
 from .model_cache import compiled_model
+from .plausibility import Prior, make_prior, physical_bounds, with_prior
 from .problem import Problem, check_problem
 from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn, null_directions
@@ -131,9 +132,9 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     spec, model = compiled_model(problem)  # compiled once per process and model file
     maps = sd.joint_maps(model, problem.joints, problem.mapping)
     signals = [f"{m.mjcf_joint}_{sd.STATE_FIELDS[f]}" for f in problem.observe for m in maps]
+    problem, notes = physical_bounds(problem, spec, model)  # missing min/max from physics, one note each
     starts = check_problem(problem, spec, model, signals)
     warnings: list[str] = []  # each one makes the verdict suspect
-    notes: list[str] = []
     train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints, warnings, notes))
                   for k, src in enumerate(problem.training)]
     val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints, warnings, notes))
@@ -153,6 +154,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     _report(progress, "validate", 0.1, f"{len(train)} training and {len(val)} validation segments")
 
     params = build_parameters(spec, problem.parameters, starts)
+    prior = make_prior(problem.regularization_weight, params, [p.name for p in problem.parameters])
     warm: dict[str, float] = {}
     regression: dict[str, tuple[float, float]] = {}  # the warm start's estimates and half-widths, unclipped
     if problem.warm_start:
@@ -177,11 +179,12 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     residual_fn = batched_residual_fn([ms], build_model=build, modify_residual=modify, custom_rollout=rollout,
                                       resample_true=False)
 
+    fit_fn = with_prior(residual_fn, prior)  # what the optimiser sees: the data's rows (+ the prior's)
     evals = [0, 0]  # residual calls, parameter points (each a rollout of every segment)
     max_iters = problem.optimizer.max_iters
 
     def counted(x: np.ndarray, p: sysid.ParameterDict, **kw: Any) -> Any:
-        out = residual_fn(x, p, **kw)
+        out = fit_fn(x, p, **kw)
         evals[0] += 1
         evals[1] += 1 if x.ndim == 1 else x.shape[1]
         if x.ndim == 1 or x.shape[1] == 1:  # a function evaluation, not a finite-difference Jacobian
@@ -199,10 +202,15 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     x_hat = np.asarray(opt_result.x, dtype=float)
     _report(progress, "intervals", 0.87, "confidence intervals")
     res_star, preds, records = residual_fn(x_hat, opt_params, return_pred_all=True)
-    cov, intervals = sysid.calculate_intervals(res_star, opt_result.jac)
+    jac_full = None if opt_result.jac is None else np.asarray(opt_result.jac, dtype=float)
+    jac = jac_full if prior is None or jac_full is None else jac_full[:-len(prior.index)]  # the data's rows
+    cov, intervals = sysid.calculate_intervals(res_star if prior is None else [*res_star, prior.rows(x_hat)],
+                                               jac_full)
     intervals = np.asarray(intervals, dtype=float)
     lower, upper = opt_params.get_bounds()
-    null = null_directions(np.asarray(opt_result.jac, dtype=float), x_hat, lower, upper)
+    null = null_directions(jac, x_hat, lower, upper)  # the data's own null directions (a prior hides them)
+    if prior is not None:
+        metrics_extra["regularization"] = _prior_metrics(prior, x_hat, res_star, jac, intervals, notes)
     widening = np.ones(len(intervals))
     extra_variance = None  # each residual row's variance from its measured start state (noise units)
     if not problem.estimate_initial_state and np.size(intervals):
@@ -210,8 +218,8 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         _report(progress, "intervals", 0.88, "propagating the measured start states' noise")
         weight = problem.start_noise == "weight" and not null.any()
         cov, intervals, widening, noise, x_new, extra_variance = _with_start_state_noise(
-            problem, model, maps, train_sources, ms, build, modify, opt_params, x_hat, opt_result.jac, res_star,
-            np.asarray(cov, dtype=float), intervals, weight, lower, upper)
+            problem, model, maps, train_sources, ms, build, modify, opt_params, x_hat, jac, res_star,
+            np.asarray(cov, dtype=float), intervals, weight, lower, upper, prior)
         if weight:
             x_hat = x_new
             opt_params.update_from_vector(x_hat)
@@ -229,15 +237,15 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     fits = _signal_fits(problem, res_star, residual_fn.group_sizes, records, extra_variance)
     warnings += residual_warnings(fits, {m.mjcf_joint: m.ros_joint for m in maps})
     residual_widening = np.ones(len(intervals))
-    if any(f.too_large for f in fits) and np.size(intervals) and opt_result.jac is not None:
+    if any(f.too_large for f in fits) and np.size(intervals) and jac is not None:
         intervals, residual_widening = _residual_intervals(res_star, residual_fn.group_sizes, len(records[0][0]
-                                                           .signal_mapping), np.asarray(opt_result.jac, float),
+                                                           .signal_mapping), jac,
                                                            intervals, fits)
     t0 = time.perf_counter()
     _report(progress, "intervals", 0.9, "scanning for a command/feedback time offset")
     scan = _offset_scan(model, maps, ms, train_sources, train_data, lambda m: batched_residual_fn(
         [m], build_model=build, modify_residual=modify, custom_rollout=rollout, resample_true=False),
-        opt_params, x_hat, opt_result.jac)
+        opt_params, x_hat, jac)
     timings["offset_scan_s"] = time.perf_counter() - t0
     warnings += offset_warnings(scan)
 
@@ -247,7 +255,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         "training_segments": len(train), "residual_evaluations": evals[0], "parameter_points": evals[1],
         "model_compiles": build.compiles,
         "final_cost": 0.5 * float(sum(np.sum(r ** 2) for r in res_star)),
-        "jacobian_condition_number": _condition_number(opt_result.jac), **metrics_extra,
+        "jacobian_condition_number": _condition_number(jac), **metrics_extra,
         "training_residual_ratio": {_signal_name(f.signal, maps): round(f.ratio, 4) for f in fits},
     }
     if scan is not None:
@@ -261,6 +269,14 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
         traces += vtraces
         metrics["validation_position_rms_rad"] = vrms
         metrics["validation_segments"] = len(val)
+        nominal = spec.copy()  # the same held-out replay on the start values (the nominal model)
+        nominal_params = build_parameters(nominal, problem.parameters, starts)
+        sysid.apply_param_modifiers_spec(nominal_params, nominal)
+        _, nrms = _validate(problem, nominal, model, maps, val, nominal_params, modify)
+        metrics["validation_position_rms_rad_start"] = nrms
+        worse = [f"{j} {vrms[j] * 1e3:.3g} mrad against {nrms[j] * 1e3:.3g}" for j in vrms if vrms[j] > nrms[j]]
+        if worse:
+            notes.append(f"held-out position RMS worse than with the start values: {', '.join(worse)}")
 
     t0 = time.perf_counter()
     _report(progress, "validation", 0.94, "held-out joint torque")
@@ -277,7 +293,9 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
             half = (0.0,) * width
         else:
             # a component in a null direction of J^T J is not determined by the data: no finite interval
-            half = tuple(math.inf if n else float(v) for v, n in zip(intervals[k:k + width], null[k:k + width]))
+            # (with a prior the posterior's interval stays finite; the parameter is still not identifiable)
+            half = tuple(math.inf if n and prior is None else float(v)
+                         for v, n in zip(intervals[k:k + width], null[k:k + width]))
             in_null = bool(np.any(null[k:k + width]))
             widened[p.name] = [float(w) for w in widening[k:k + width]]
             if np.any(residual_widening[k:k + width] > 1):
@@ -309,6 +327,25 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
     return IdentificationResult(problem, tuple(results), metrics, identified, params, opt_params, opt_result,
                                 residual_fn, ms, cov, tuple(traces), objective, tuple(notes), timings,
                                 verdict(warnings), tuple(warnings), friction)
+
+
+def _prior_metrics(prior: Prior, x_hat: np.ndarray, res_star: Sequence, jac: np.ndarray | None,
+                   intervals: np.ndarray, notes: list[str]) -> dict[str, Any]:
+    """What the prior did: its weight and standard deviations, its share of the cost, and each coordinate's
+    95 % half-width with the prior over the data's alone (the library's white-residual ones, before widening)."""
+    rows = prior.rows(x_hat)
+    data_cost = 0.5 * float(sum(np.sum(r ** 2) for r in res_star))
+    _, alone = sysid.calculate_intervals(res_star, jac) if jac is not None else (None, np.full(len(x_hat), np.inf))
+    alone = np.asarray(alone, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = {name: round(float(intervals[i] / alone[i]), 4) if alone[i] > 0 else None
+                 for name, i in zip(prior.names, prior.index)}
+    finite = [v for v in ratio.values() if v is not None and math.isfinite(v)]
+    notes.append(f"regularization toward the nominal model (weight {prior.weight:g}, prior sd = bound range / "
+                 f"4): prior cost {0.5 * float(rows @ rows):.4g} against the data's {data_cost:.4g}; half-widths are "
+                 f"the posterior's" + (f", x{min(finite):.3g}-{max(finite):.3g} of the data's alone" if finite else ""))
+    return {"weight": prior.weight, "prior_sd": {n: float(v) for n, v in zip(prior.names, prior.scale)},
+            "prior_cost": 0.5 * float(rows @ rows), "data_cost": data_cost, "half_width_ratio": ratio}
 
 
 def _inertia_result(theta: np.ndarray, half: tuple[float, ...], cov: np.ndarray, lo: tuple[float, ...],
@@ -442,7 +479,7 @@ def _with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Seque
                             sources: Sequence, ms: sysid.ModelSequences, build: CachedBuild, modify: ScaledResidual,
                             params: sysid.ParameterDict, x_hat: np.ndarray, jac: np.ndarray, res_star: Sequence,
                             cov: np.ndarray, intervals: np.ndarray, weight: bool, lower: np.ndarray,
-                            upper: np.ndarray
+                            upper: np.ndarray, prior: Prior | None = None
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, np.ndarray, np.ndarray]:
     """The measured start states' noise (`start_error`): (covariance, half-widths, their widening over the
     library's, the noise, x, each residual row's start-state variance). Propagated into the covariance; with
@@ -458,12 +495,14 @@ def _with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Seque
                                                  noise, base=res_star)
     t = float(stdtrit(max(len(r0) - len(x_hat), 1), 0.975))
     if weight:
-        step, new_cov, _ = weighted_step(jac, r0, sens, seg_rows, noise)
+        prior_rows = None if prior is None else (prior.jacobian(len(x_hat)), prior.rows(x_hat))
+        step, new_cov, _ = weighted_step(jac, r0, sens, seg_rows, noise, prior_rows)
         x_new = np.clip(x_hat + step, lower, upper)
         widened = t * np.sqrt(np.clip(np.diag(new_cov), 0, None))
     else:
         x_new = x_hat
-        new_cov = cov + start_state_covariance(jac, sens, seg_rows, noise)
+        new_cov = cov + start_state_covariance(jac, sens, seg_rows, noise,
+                                               None if prior is None else prior.jacobian(len(x_hat)))
         widened = np.sqrt(intervals ** 2 + t ** 2 * np.clip(np.diag(new_cov - cov), 0, None))
     with np.errstate(invalid="ignore", divide="ignore"):
         widening = np.where(intervals > 0, widened / intervals, np.nan)

@@ -32,13 +32,14 @@ MAX_SMOOTHING_SAMPLES = 1001
 
 @dataclass(frozen=True)
 class ParameterSpec:
-    """One quantity to identify. `start` None takes the model's value; bounds are absolute."""
+    """One quantity to identify. `start` None takes the model's value; bounds are absolute (None: from physics,
+    filled by `plausibility.physical_bounds` before the problem is checked)."""
 
     name: str
     kind: str
     target: str
-    min_value: tuple[float, ...]
-    max_value: tuple[float, ...]
+    min_value: tuple[float, ...] | None
+    max_value: tuple[float, ...] | None
     start: tuple[float, ...] | None = None
     frozen: bool = False
 
@@ -102,6 +103,7 @@ class Problem:
     warm_start: bool = True
     unidentifiable_relative: float = 0.5
     name: str = "identified"
+    regularization_weight: float = 0.0  # > 0: a prior toward the start values (`plausibility.Prior`)
 
     @property
     def estimate_initial_state(self) -> bool:
@@ -123,8 +125,8 @@ _PARAMETER = Table({
     "name": Key(Text(), REQUIRED),
     "kind": Key(Choice(PARAMETER_KINDS), REQUIRED),
     "body": Key(Text()), "joint": Key(Text()), "actuator": Key(Text()), "signal": Key(Text()),
-    "min": Key(Numbers(), REQUIRED),
-    "max": Key(Numbers(), REQUIRED),
+    "min": Key(Numbers()),  # both absent: bounds from physics (plausibility.py)
+    "max": Key(Numbers()),
     "start": Key(Numbers()),
     "frozen": Key(Flag(), False),
 })
@@ -150,6 +152,8 @@ PROBLEM_SCHEMA = Table({
                             "xtol": Key(Number(above=0.0, max=1.0), 1e-6)})),
     "warm_start": Key(Flag(), True),
     "unidentifiable_relative": Key(Number(above=0.0), 0.5),
+    "regularization": Key(Table({"weight": Key(Number(min=0.0, max=1e6), 0.0,
+                                               "prior rows sqrt(w) (x - x0) / ((max - min) / 4); 0: off")})),
 })
 
 
@@ -159,6 +163,8 @@ def _parameter(entry: dict[str, Any], path: str) -> ParameterSpec:
     if len(targets) != 1:
         raise ConfigError(f"{path}: a parameter must name exactly one body, joint, actuator or signal",
                           parameter=name)
+    if (entry["min"] is None) != (entry["max"] is None):
+        raise ConfigError(f"{path}: give both min and max, or neither (bounds from physics)", parameter=name)
     for key in ("min", "max", "start"):
         width = 1 if kind == "body_inertia" and key != "start" else VALUE_WIDTH.get(kind, 1)
         if entry[key] is not None and len(entry[key]) not in ((width,) if kind == "body_inertia" else (1, width)):
@@ -215,7 +221,8 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
         start_noise=doc["start_noise"], position_noise_rad=noise["position_rad"],
         velocity_noise_rad_s=noise["velocity_rad_s"],
         optimizer=OptimizerSpec(opt["backend"], opt["max_iters"], opt["quiet"], opt["xtol"]),
-        warm_start=doc["warm_start"], unidentifiable_relative=doc["unidentifiable_relative"], name=doc["name"])
+        warm_start=doc["warm_start"], unidentifiable_relative=doc["unidentifiable_relative"], name=doc["name"],
+        regularization_weight=doc["regularization"]["weight"])
 
 
 def load_problem(path: str | Path) -> Problem:
@@ -317,6 +324,8 @@ def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
         if p.kind.startswith("body_") and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, p.target) < 0:
             raise ConfigError(f"body {p.target!r} disappears when the model compiles (fused into its parent)",
                               parameter=p.name)
+        if p.min_value is None or p.max_value is None:
+            raise ConfigError("give both min and max, or neither (bounds from physics)", parameter=p.name)
         start = p.start if p.start is not None else model_value(spec, p)
         width = VALUE_WIDTH.get(p.kind, 1)
         if len(start) != width:

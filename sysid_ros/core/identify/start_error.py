@@ -172,14 +172,15 @@ def start_state_sensitivity(x_hat: np.ndarray, params: sysid.ParameterDict, resi
 
 
 def start_state_covariance(jac: np.ndarray, sens: np.ndarray, rows: dict[str, slice],
-                           noise: StartStateNoise) -> np.ndarray:
-    """(J'J)^-1 [sum_w J_w' S_w Sigma0_w S_w' J_w] (J'J)^-1: the start states' share of the covariance."""
+                           noise: StartStateNoise, prior_jac: np.ndarray | None = None) -> np.ndarray:
+    """(J'J)^-1 [sum_w J_w' S_w Sigma0_w S_w' J_w] (J'J)^-1: the start states' share of the covariance
+    (with a prior's rows `prior_jac`, J'J + Jp'Jp in the bread)."""
     jac = np.asarray(jac, dtype=float)
     meat = np.zeros((jac.shape[1], jac.shape[1]))
     for name, rs in rows.items():
         g = jac[rs].T @ sens[rs]
         meat += g @ noise.covariance[name] @ g.T
-    bread = np.linalg.pinv(jac.T @ jac)
+    bread = np.linalg.pinv(jac.T @ jac + (0 if prior_jac is None else prior_jac.T @ prior_jac))
     return bread @ meat @ bread
 
 
@@ -189,13 +190,15 @@ def _root(cov: np.ndarray) -> np.ndarray:
 
 
 def weighted_step(jac: np.ndarray, r0: np.ndarray, sens: np.ndarray, rows: dict[str, slice],
-                  noise: StartStateNoise) -> tuple[np.ndarray, np.ndarray, float]:
+                  noise: StartStateNoise, prior: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, float]:
     """One Gauss-Newton step of generalized least squares: each segment's residual weighted by
     (I + S_w Sigma0_w S_w')^-1 (white noise plus its start state's), from the plain least-squares optimum.
 
     Returns (step, covariance s^2 (J' W J)^-1, s^2). Woodbury per segment: W = I - U (I + U'U)^-1 U' with
     U = S_w Sigma0_w^(1/2), so nothing larger than the state count is inverted. A one-step estimator from a
-    consistent start is as efficient as the full GLS fit to first order.
+    consistent start is as efficient as the full GLS fit to first order. `prior`: a prior's (Jacobian, residual)
+    rows, added to the normal equations.
     """
     jac = np.asarray(jac, dtype=float)
     p = jac.shape[1]
@@ -208,6 +211,9 @@ def weighted_step(jac: np.ndarray, r0: np.ndarray, sens: np.ndarray, rows: dict[
         h += jac[rs].T @ jac[rs] - ju @ inner @ ju.T
         g += jac[rs].T @ r0[rs] - ju @ inner @ ru
         parts.append((rs, u, inner))
+    if prior is not None:  # a prior's rows (Jacobian, residual): white, no start state
+        h += prior[0].T @ prior[0]
+        g += prior[0].T @ prior[1]
     scale = np.sqrt(np.clip(np.diag(h), 1e-300, None))
     step = -np.linalg.lstsq(h / np.outer(scale, scale), g / scale, rcond=1e-12)[0] / scale
     r1 = r0 + jac @ step

@@ -1,0 +1,174 @@
+"""Plausible identification of a full-inertia arm (issue 19): bounds from physics, the prior toward the nominal
+model, and the failure mode they answer.
+
+The synthetic arm: shoulder and elbow pitch, a wrist roll carrying a hand, every body a `fullinertia`. The
+hidden truth differs from the nominal model in masses, joint terms and, above all, the hand's centre of mass
+(4 cm off, on the other side of the wrist axis), which a mass-only parameter cannot move.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.errors import ConfigError
+from sysid_ros.core.gains import PidGains
+from sysid_ros.core.identify import identify, inertia, problem_from_dict
+from sysid_ros.core.identify.plausibility import (DRIVE_ACCELERATION_RAD_S2, FRICTION_FRACTION, MASS_RANGE,
+                                                  physical_bounds)
+from sysid_ros.core.identify.problem import check_problem, load_spec
+from sysid_ros.core.identify.synthetic import multisine, record_position
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
+
+JOINTS = ("shoulder", "elbow", "wrist")
+LIMITS_NM = (60.0, 30.0, 8.0)
+GAINS = {"shoulder": PidGains(p=300.0, i=0.0, d=20.0), "elbow": PidGains(p=150.0, i=0.0, d=8.0),
+         "wrist": PidGains(p=20.0, i=0.0, d=0.4)}
+TRUE_MASSES = (2.3, 1.1, 0.6)
+TRUE_TERMS = {"damping": (0.5, 0.3, 0.05), "armature": (0.08, 0.05, 0.012), "frictionloss": (0.3, 0.2, 0.05)}
+
+
+def arm(masses, damping, armature, friction, hand_com) -> str:
+    joints = [f'damping="{d}" armature="{a}" frictionloss="{f}"' for d, a, f in zip(damping, armature, friction)]
+    return f"""<mujoco model="wrist_arm">
+  <option timestep="0.001" integrator="implicitfast"/>
+  <worldbody>
+    <body name="upper" pos="0 0 0.5">
+      <joint name="shoulder" axis="0 1 0" {joints[0]}/>
+      <inertial mass="{masses[0]}" pos="0.2 0.01 0" fullinertia="0.003 0.035 0.034 0.0002 0.001 0.0001"/>
+      <body name="fore" pos="0.4 0 0">
+        <joint name="elbow" axis="0 1 0" {joints[1]}/>
+        <inertial mass="{masses[1]}" pos="0.15 0 0.01" fullinertia="0.001 0.011 0.0105 0.0001 -0.0003 0.0001"/>
+        <body name="hand" pos="0.3 0 0">
+          <joint name="wrist" axis="1 0 0" {joints[2]}/>
+          <inertial mass="{masses[2]}" pos="{hand_com}" fullinertia="0.0011 0.0013 0.0009 0.0001 0.0002 -0.0001"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="shoulder_motor" joint="shoulder" ctrlrange="-{LIMITS_NM[0]} {LIMITS_NM[0]}"/>
+    <motor name="elbow_motor" joint="elbow" ctrlrange="-{LIMITS_NM[1]} {LIMITS_NM[1]}"/>
+    <motor name="wrist_motor" joint="wrist" ctrlrange="-{LIMITS_NM[2]} {LIMITS_NM[2]}"/>
+  </actuator>
+</mujoco>"""
+
+
+NOMINAL = arm((2.0, 1.2, 0.5), (0.4, 0.25, 0.04), (0.1, 0.05, 0.02), (0, 0, 0), "0.05 0.02 -0.03")
+TRUTH = arm(TRUE_MASSES, TRUE_TERMS["damping"], TRUE_TERMS["armature"], TRUE_TERMS["frictionloss"],
+            "0.05 -0.01 0.01")
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    """3 s of PID tracking for training and 2 s (another multisine) held out; 0.2 mrad, 2 mrad/s noise."""
+    tmp = tmp_path_factory.mktemp("plausibility")
+    (tmp / "truth.xml").write_text(TRUTH)
+    (tmp / "nominal.xml").write_text(NOMINAL)
+    for name, seed, seconds in (("train", 1, 3.0), ("val", 2, 2.0)):
+        robot = SimRobot(str(tmp / "truth.xml"), noise=FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3),
+                         seed=seed, start_time_ns=5_000_000_017)
+        t = np.arange(0, seconds + 1e-9, 0.002)
+        setpoints = np.column_stack([amp * multisine(t, [0.3, 0.7, 1.1, 1.7, 2.3], 1.0, seed=10 * seed + j)
+                                     for j, amp in enumerate((0.8, 1.0, 1.0))])
+        save_npz(tmp / f"{name}.npz", record_position(robot, lambda ts: setpoints[int(round(ts / 0.002))],
+                                                      seconds, GAINS), {})
+    return tmp
+
+
+def _problem(tmp, parameters, **extra) -> dict:
+    return {"model": str(tmp / "nominal.xml"), "joints": list(JOINTS), "training": [str(tmp / "train.npz")],
+            "validation": [str(tmp / "val.npz")], "window_s": 0.25, "warm_start": False,
+            "noise": {"position_rad": 2e-4, "velocity_rad_s": 2e-3}, "parameters": parameters, **extra}
+
+
+def _joint_terms(bounds: bool) -> list[dict]:
+    out = []
+    for j in JOINTS:
+        for kind, hi in (("damping", 5.0), ("armature", 1.0), ("frictionloss", 5.0)):
+            out.append({"name": f"{j}_{kind}", "kind": f"joint_{kind}", "joint": j,
+                        **({"min": 0.0, "max": hi} if bounds else {})})
+    return out
+
+
+def test_wide_bounds_end_implausible(logs):
+    """The failure mode: a user's wide bounds (masses 0.01-10 kg, armature 0-1 kg m^2) and a mass-only hand.
+    The hand's centre of mass is wrong, so the fit drives the hand (and the upper arm) to a 10 g body on its
+    bound, and the held-out shoulder error ends worse than the nominal model's."""
+    masses = [{"name": f"{b}_mass", "kind": "body_mass", "body": b, "min": 0.01, "max": 10.0}
+              for b in ("upper", "fore", "hand")]
+    result = identify(problem_from_dict(_problem(logs, masses + _joint_terms(True))))
+    values = {p.name: p.value[0] for p in result.parameters}
+    assert values["hand_mass"] < 0.02  # truth 0.6 kg, nominal 0.5 kg
+    assert any(w.startswith("hand_mass = 0.01 rests on its min bound") for w in result.warnings)
+    held_out, nominal = result.metrics["validation_position_rms_rad"], result.metrics[
+        "validation_position_rms_rad_start"]
+    assert held_out["shoulder"] > 2 * nominal["shoulder"]
+
+
+@pytest.mark.parametrize("weight", [0.0, 1.0])
+def test_default_plausibility_keeps_the_arm_physical(logs, weight):
+    """Defaults (no min/max: bounds from physics) and the hand as a 10-parameter `body_inertia`: every value is
+    physical and inside its physical range, nothing rests on a bound, the held-out error of every joint is
+    below the nominal model's (and at the noise floor), and the estimates are near the hidden truth. With the
+    prior (weight 1) the estimates stay put, every half-width is finite (the posterior's) and none is wider
+    than the data's alone."""
+    masses = [{"name": f"{b}_mass", "kind": "body_mass", "body": b} for b in ("upper", "fore")]
+    hand = {"name": "hand_inertia", "kind": "body_inertia", "body": "hand"}
+    extra = {"regularization": {"weight": weight}} if weight else {}
+    result = identify(problem_from_dict(_problem(logs, masses + [hand] + _joint_terms(False), **extra)))
+    assert not [w for w in result.warnings if "bound" in w], result.warnings
+    by_name = {p.name: p for p in result.parameters}
+    for name, truth in zip(("upper_mass", "fore_mass"), TRUE_MASSES):
+        p = by_name[name]
+        assert p.min_value[0] == pytest.approx(MASS_RANGE[0] * p.start[0])
+        assert p.value[0] == pytest.approx(truth, rel=0.03)
+    h = by_name["hand_inertia"]
+    assert inertia.physical_problem(h.value[0], inertia.tensor_from_entries(h.value[4:])) is None
+    assert h.value[0] == pytest.approx(TRUE_MASSES[2], rel=0.05)
+    np.testing.assert_allclose(h.value[1:4], (0.05, -0.01, 0.01), atol=0.005)
+    for k, j in enumerate(JOINTS):
+        assert by_name[f"{j}_armature"].max_value[0] == pytest.approx(
+            max(LIMITS_NM[k] / DRIVE_ACCELERATION_RAD_S2, 1.5 * by_name[f"{j}_armature"].start[0]))
+        assert by_name[f"{j}_frictionloss"].max_value[0] == pytest.approx(FRICTION_FRACTION * LIMITS_NM[k])
+        for kind, truth in TRUE_TERMS.items():
+            p = by_name[f"{j}_{kind}"]
+            assert p.min_value[0] <= p.value[0] <= p.max_value[0]
+            assert p.value[0] == pytest.approx(truth[k], rel=0.1, abs=0.002)
+    held_out, nominal = result.metrics["validation_position_rms_rad"], result.metrics[
+        "validation_position_rms_rad_start"]
+    for j in JOINTS:
+        assert held_out[j] < min(nominal[j], 1e-3)  # the nominal's is 17-320 mrad; the noise 0.2 mrad
+    if weight:
+        reg = result.metrics["regularization"]
+        assert reg["weight"] == 1.0 and reg["prior_cost"] < reg["data_cost"]
+        assert all(r is None or r <= 1.0 + 1e-9 for r in reg["half_width_ratio"].values())
+        assert all(math.isfinite(v) for p in result.parameters for v in p.half_width_95)
+        assert any("regularization toward the nominal model" in n for n in result.notes)
+
+
+def test_physical_bounds_name_their_source_and_refuse_what_they_cannot_bound(logs):
+    doc = _problem(logs, [{"name": "m", "kind": "body_mass_com", "body": "hand"},
+                          {"name": "a", "kind": "joint_armature", "joint": "wrist"},
+                          {"name": "d", "kind": "joint_damping", "joint": "elbow"}])
+    problem = problem_from_dict(doc)
+    spec = load_spec(problem)
+    model = spec.compile()
+    filled, notes = physical_bounds(problem, spec, model)
+    m, a, d = filled.parameters
+    assert (m.min_value[0], m.max_value[0]) == pytest.approx((0.25, 1.0))
+    assert m.max_value[1] - m.min_value[1] == pytest.approx(2 * max(math.sqrt(0.5 * 0.0033 / 0.5), 0.02), rel=1e-6)
+    assert (a.min_value[0], a.max_value[0]) == pytest.approx((0.0, 0.08))
+    assert (d.min_value[0], d.max_value[0]) == pytest.approx((0.0, 30.0))
+    assert "torque limit 8 N m / 100 rad/s^2" in notes[1]
+    check_problem(filled, spec, model, [])
+    doc["parameters"] = [{"name": "s", "kind": "signal_bias", "signal": "wrist_qpos"}]
+    with pytest.raises(ConfigError, match="no physical default bounds"):
+        physical_bounds(problem_from_dict(doc), spec, model)
+    model.actuator_ctrllimited[:] = 0
+    doc["parameters"] = [{"name": "a", "kind": "joint_armature", "joint": "wrist"}]
+    with pytest.raises(ConfigError, match="no torque limit for joint 'wrist'"):
+        physical_bounds(problem_from_dict(doc), spec, model)
