@@ -2,7 +2,7 @@
 
 Every coordinate vector is a physical body (property test on random vectors, checked by MuJoCo's own compiler),
 a run recovers a body's hidden mass, centre of mass and tensor as far as the joint data determine them, and the
-identified MJCF and URDF load back with the identified tensor.
+identified MJCF loads back with the identified tensor (the URDF: test_full_inertia.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
 from sysid_ros.core.identify import inertia
-from sysid_ros.core.identify.export import identified_urdf
-from sysid_ros.core.identify.parameters import build_parameters, inertia_tensor
+from sysid_ros.core.identify.parameters import build_parameters
 from sysid_ros.core.identify.problem import ParameterSpec
 from sysid_ros.core.identify.synthetic import EPOCH_NS, multisine, record_effort
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
@@ -93,7 +92,7 @@ def test_body_inertia_recovers_the_tip_and_writes_loadable_models(tmp_path):
     multisine torques for 3 s, 0.1 mrad / 1 mrad/s feedback noise, 0.5 s windows from measured states. What the
     joints see (mass matrix and bias torque over the motion) comes back within 1 %; each coordinate and each
     reported value (mass, com, tensor) is within 3 of its 95 % half-widths of the truth (a coordinate the data
-    do not determine has an infinite one); the written MJCF and URDF load with the identified tensor."""
+    do not determine has an infinite one); the written MJCF loads with the identified tensor."""
     truth_file, model_file = tmp_path / "truth.xml", tmp_path / "two_link.xml"
     truth_file.write_text(two_link(TRUE_TIP))
     model_file.write_text(two_link(NOMINAL_TIP))
@@ -145,38 +144,3 @@ def test_body_inertia_recovers_the_tip_and_writes_loadable_models(tmp_path):
     np.testing.assert_allclose(back.body_ipos[tip], p.value[1:4], rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(np.sort(back.body_inertia[tip]),
                                np.linalg.eigvalsh(inertia.tensor_from_entries(p.value[4:])), rtol=1e-10)
-
-
-URDF = """<robot name="one">
-  <link name="base"/>
-  <link name="link">
-    <inertial><origin xyz="0.1 0.02 -0.3" rpy="0 0 0"/><mass value="2.0"/>
-      <inertia ixx="0.05" iyy="0.04" izz="0.03" ixy="0.004" ixz="-0.003" iyz="0.002"/></inertial>
-  </link>
-  <joint name="hinge" type="revolute"><parent link="base"/><child link="link"/><origin xyz="0 0 1"/>
-    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
-</robot>
-"""
-
-
-def test_identified_urdf_writes_the_body_inertia_tensor(tmp_path):
-    source = tmp_path / "one.urdf"
-    source.write_text(URDF)
-    spec = mujoco.MjSpec.from_file(str(source))
-    start = (2.0, 0.1, 0.02, -0.3, 0.05, 0.04, 0.03, 0.004, -0.003, 0.002)
-    specs = [ParameterSpec("link_inertia", "body_inertia", "link", (0.5,), (5.0,))]
-    params = build_parameters(spec, specs, {"link_inertia": start})
-    new = np.array([2.4, 0.12, 0.0, -0.28, 0.06, 0.045, 0.028, 0.003, -0.004, 0.001])
-    params["link_inertia"].value[:] = inertia.from_physical(new)
-    params["link_inertia"].modifier(spec, params["link_inertia"])
-    np.testing.assert_allclose(inertia.tensor_entries(inertia_tensor(spec.body("link"))), new[4:], rtol=1e-12)
-    text, notes = identified_urdf(source, spec, specs)
-    assert not notes
-    written = tmp_path / "identified.urdf"
-    written.write_text(text)
-    back = mujoco.MjSpec.from_file(str(written)).compile()
-    link = back.body("link").id
-    assert back.body_mass[link] == pytest.approx(2.4, rel=1e-12)
-    np.testing.assert_allclose(back.body_ipos[link], new[1:4], atol=1e-15)
-    np.testing.assert_allclose(np.sort(back.body_inertia[link]),
-                               np.linalg.eigvalsh(inertia.tensor_from_entries(new[4:])), rtol=1e-10)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.bags.arrays_io import save_npz
-from sysid_ros.core.identify import identify, problem_from_dict, write_results
+from sysid_ros.core.identify import identify, inertia, problem_from_dict, write_results
 from sysid_ros.core.identify.export import identified_urdf
 from sysid_ros.core.identify.parameters import build_parameters, identified_xml, inertia_tensor
 from sysid_ros.core.identify.problem import ParameterSpec
@@ -135,3 +135,26 @@ def test_identify_recovers_the_mass_of_a_full_inertia_body(tmp_path):
     b, n = back.body("link").id, nominal.body("link").id
     np.testing.assert_allclose(back.body_inertia[b], nominal.body_inertia[n] * mass / 2.0, rtol=1e-9)
     assert abs(float(np.dot(back.body_iquat[b], nominal.body_iquat[n]))) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_identified_urdf_writes_the_body_inertia_tensor(tmp_path):
+    source = tmp_path / "tilted.urdf"
+    source.write_text(URDF)
+    spec = mujoco.MjSpec.from_file(str(source))
+    start = (2.0, 0.1, 0.02, -0.3, 0.05, 0.04, 0.03, 0.004, -0.003, 0.002)
+    specs = [ParameterSpec("link_inertia", "body_inertia", "link", (0.5,), (5.0,))]
+    params = build_parameters(spec, specs, {"link_inertia": start})
+    new = np.array([2.4, 0.12, 0.0, -0.28, 0.06, 0.045, 0.028, 0.003, -0.004, 0.001])
+    params["link_inertia"].value[:] = inertia.from_physical(new)
+    params["link_inertia"].modifier(spec, params["link_inertia"])
+    np.testing.assert_allclose(inertia.tensor_entries(inertia_tensor(spec.body("link"))), new[4:], rtol=1e-12)
+    text, notes = identified_urdf(source, spec, specs)
+    assert not notes
+    written = tmp_path / "identified.urdf"
+    written.write_text(text)
+    back = mujoco.MjSpec.from_file(str(written)).compile()
+    link = back.body("link").id
+    assert back.body_mass[link] == pytest.approx(2.4, rel=1e-12)
+    np.testing.assert_allclose(back.body_ipos[link], new[1:4], atol=1e-15)
+    np.testing.assert_allclose(np.sort(back.body_inertia[link]),
+                               np.linalg.eigvalsh(inertia.tensor_from_entries(new[4:])), rtol=1e-10)
