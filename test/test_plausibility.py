@@ -142,6 +142,9 @@ def test_default_plausibility_keeps_the_arm_physical(logs, weight):
         "validation_position_rms_rad_start"]
     for j in JOINTS:
         assert held_out[j] < min(nominal[j], 1e-3)  # the nominal's is 17-320 mrad; the noise 0.2 mrad
+    torque = result.metrics["held_out_torque_rms_nm"]  # the same in joint torque (measured effort held out)
+    for j in JOINTS:
+        assert torque["identified"][j] < torque["nominal"][j]
     if weight:
         reg = result.metrics["regularization"]
         assert reg["weight"] == 1.0 and reg["prior_cost"] < reg["data_cost"]

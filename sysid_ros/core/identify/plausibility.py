@@ -7,6 +7,7 @@ Defaults (each stated in a note of the result; docs/identification.md "Plausibil
   lets it accelerate its own rotor at far more than this at peak torque);
 - damping: 0 .. torque limit / `DAMPING_SPEED_RAD_S` (viscous friction never eats the whole drive at 1 rad/s);
 - friction loss: 0 .. `FRICTION_FRACTION` of the torque limit;
+- torque-sensor offset (`joint_effort_offset`): within +-`OFFSET_FRACTION` of the torque limit;
 - actuator gain: `GAIN_RANGE` of the nominal gear.
 Each upper bound is at least `NOMINAL_HEADROOM` times the nominal value (the model's own value stays inside).
 Joint terms need the joint's torque limit from the model (motor ctrlrange x gear, forcerange or the joint's
@@ -34,6 +35,8 @@ MASS_RANGE = (0.5, 2.0)
 DRIVE_ACCELERATION_RAD_S2 = 100.0
 DAMPING_SPEED_RAD_S = 1.0
 FRICTION_FRACTION = 0.5
+OFFSET_FRACTION = 0.1
+"""A joint torque sensor's zero offset: a few percent of its range; 10 % of the drive's limit leaves room."""
 GAIN_RANGE = (0.5, 2.0)
 NOMINAL_HEADROOM = 1.5
 PRIOR_RANGE_SIGMAS = 4.0
@@ -70,7 +73,7 @@ def _joint_bounds(kind: str, nominal: float, limit: float) -> tuple[float, str]:
 def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel) -> tuple[Problem, list[str]]:
     """The problem with every missing `min`/`max` filled from physics, and one note per filled parameter."""
     from .inertia import com_half_width
-    from .parameters import inertia_tensor
+    from .parameters import inertia_tensor, joint_motor
 
     out, notes = [], []
     for p in problem.parameters:
@@ -80,7 +83,8 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
         if p.min_value is not None or p.max_value is not None:
             raise ConfigError("give both min and max, or neither (bounds from physics)", parameter=p.name)
         if p.kind.startswith("body_") and spec.body(p.target) is None or \
-                p.kind.startswith("joint_") and spec.joint(p.target) is None:
+                p.kind.startswith("joint_") and spec.joint(p.target) is None or \
+                p.kind == "joint_effort_offset" and joint_motor(spec, p.target) is None:
             out.append(p)  # check_problem names the missing target
             continue
         nominal = model_value(spec, p)
@@ -98,9 +102,14 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
             if limit is None:
                 raise ConfigError(f"give min and max: the model states no torque limit for joint {p.target!r} to "
                                   f"bound {p.kind} from", parameter=p.name)
-            hi_value, text = _joint_bounds(p.kind, nominal[0], limit)
-            lo, hi = [0.0], [hi_value]
-            text = f"0..{hi_value:.4g} ({text})"
+            if p.kind == "joint_effort_offset":
+                half = max(OFFSET_FRACTION * limit, NOMINAL_HEADROOM * abs(nominal[0]))
+                lo, hi = [-half], [half]
+                text = f"+-{half:.4g} N m ({OFFSET_FRACTION:g} x torque limit {limit:g} N m)"
+            else:
+                hi_value, text = _joint_bounds(p.kind, nominal[0], limit)
+                lo, hi = [0.0], [hi_value]
+                text = f"0..{hi_value:.4g} ({text})"
         elif p.kind == "actuator_gain":
             lo, hi = [GAIN_RANGE[0]], [GAIN_RANGE[1]]
             text = f"{GAIN_RANGE[0]:g}..{GAIN_RANGE[1]:g} x the nominal gear"
