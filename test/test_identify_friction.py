@@ -22,51 +22,14 @@ import yaml
 
 pytest.importorskip("pybullet_data")
 
-from sysid_ros.core import sysid_data as sd  # noqa: E402
 from sysid_ros.core.arm_friction import fit_arm_friction  # noqa: E402
 from sysid_ros.core.arm_regressor import JOINT_TERMS, ArmRegressor, effort_offsets  # noqa: E402
 from sysid_ros.core.bags.logger_clock import repeated_rows  # noqa: E402
 from sysid_ros.core.derivatives import Derivatives  # noqa: E402
 from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
-from sysid_ros.core.identify.data import load_source  # noqa: E402
-from sysid_ros.core.identify.problem import DataSource  # noqa: E402
-from sysid_ros.core.identify.synthetic import (as_real_logger, iiwa_setpoints, record_iiwa,  # noqa: E402
-                                               write_effort_bag)
-from sysid_ros.core.identify.torque_check import torque_rows  # noqa: E402
+from sysid_ros.core.identify.synthetic import (IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag,  # noqa: E402
+                                               true_torque_rms)
 from sysid_ros.core.regression import BootstrapSettings  # noqa: E402
-from sysid_ros.core.signals import JointCommands  # noqa: E402
-from sysid_ros.core.sim import FeedbackNoise, SimRobot, SmoothFriction  # noqa: E402
-
-TRUE_DAMPING = (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)
-HIDDEN = {"payload.mass": 0.8, **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, TRUE_DAMPING)}}
-FRICTION = SmoothFriction(coulomb_nm=(2.0, 2.0, 1.2, 1.2, 0.6, 0.4, 0.3),
-                          velocity_scale_rad_s=(0.08, 0.08, 0.06, 0.06, 0.05, 0.05, 0.04),
-                          effort_offset_nm=(0.8, -1.5, 0.4, 0.9, -0.3, 0.2, -0.15))
-NOISE = FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3, effort_nm=0.05)
-
-
-def _logged_bag(model_path, path, seed: int, seconds: float, logger_seed: int):
-    start = list(iiwa_setpoints(seed, seconds)[0])
-    robot = SimRobot(str(model_path), physics=HIDDEN, noise=NOISE, seed=seed, initial_positions=start,
-                     friction=FRICTION)
-    device = record_iiwa(robot, seed, seconds)
-    assert np.all(np.abs(device.effort) < 0.98 * robot.torque_limits_nm)  # never saturated
-    logged = as_real_logger(device, seed=logger_seed)
-    commands = JointCommands(logged.joint_names, logged.time_ns, logged.effort, "effort")
-    return write_effort_bag(path, logged, commands), logged, robot.model
-
-
-def _parameters() -> list[dict]:
-    out = []
-    for k, j in enumerate(IIWA_JOINTS):
-        out += [{"name": f"j{k + 1}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 5.0,
-                 "start": 0.5},
-                {"name": f"j{k + 1}_frictionloss", "kind": "joint_frictionloss", "joint": j, "min": 0.0, "max": 5.0,
-                 "start": 0.1},
-                {"name": f"j{k + 1}_offset", "kind": "joint_effort_offset", "joint": j, "min": -5.0, "max": 5.0,
-                 "start": 0.0}]
-    return out + [{"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0,
-                   "start": 0.5}]
 
 
 @pytest.fixture(scope="module")
@@ -74,34 +37,15 @@ def run(tmp_path_factory):
     """One `sysid-ros identify` on the logged bags (4 s training, 3 s validation), as a user runs it."""
     d = tmp_path_factory.mktemp("friction")
     model_path = iiwa_mjcf(d / "iiwa_full.xml", payload=Payload(0.5), full_inertia=True)
-    train, train_log, truth_model = _logged_bag(model_path, d / "train", 1, 4.0, 3)
-    val, _, _ = _logged_bag(model_path, d / "val", 2, 3.0, 4)
+    train, train_log, robot = iiwa_logged_bag(model_path, d / "train", 1, 4.0, 3)
+    val, _, _ = iiwa_logged_bag(model_path, d / "val", 2, 3.0, 4)
+    assert np.all(np.abs(train_log.effort) < 0.98 * robot.torque_limits_nm)  # never saturated
     problem = d / "problem.yaml"
-    problem.write_text(yaml.safe_dump({
-        "model": str(model_path), "joints": list(IIWA_JOINTS), "training": [{"path": str(train), "control": "effort"}],
-        "validation": [{"path": str(val), "control": "effort"}], "window_s": 0.25, "smoothing_samples": 7,
-        "initial_state": "measured", "noise": {"position_rad": 2e-4}, "parameters": _parameters(),
-        "optimizer": {"max_iters": 30}}))
+    problem.write_text(yaml.safe_dump(iiwa_friction_problem(model_path, train, val)))
     proc = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(d / "out"),
                            "--quiet"], capture_output=True, text=True, timeout=600)
-    return {"proc": proc, "dir": d, "model": model_path, "val": val, "train_log": train_log, "truth": truth_model,
+    return {"proc": proc, "dir": d, "model": model_path, "val": val, "train_log": train_log, "robot": robot,
             "doc": yaml.safe_load((d / "out" / "identified.yaml").read_text()) if proc.returncode == 0 else None}
-
-
-def _true_rms(run) -> dict[str, float]:
-    """Held-out torque RMS of the true model (its inertials and damping, the true smooth friction and offset)
-    on the same filtered record the identification's check uses."""
-    model = mujoco.MjModel.from_xml_path(str(run["model"]))
-    maps = sd.joint_maps(model, list(IIWA_JOINTS), {})
-    (samples, commands), = load_source(DataSource(run["val"], control="effort"), IIWA_JOINTS)
-    deriv, tau, ok = torque_rows(model, maps, samples, commands)
-    arm = ArmRegressor(run["truth"], JOINT_TERMS, coulomb_band_rad_s=FRICTION.velocity_scale_rad_s)
-    theta = arm.true_parameters()
-    for k, joint in enumerate(arm.joint_names):
-        theta[arm.names.index(f"{joint}.coulomb")] = FRICTION.coulomb_nm[k]
-        theta[arm.names.index(f"{joint}.offset")] = FRICTION.effort_offset_nm[k]
-    err = tau[ok] - arm.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok]) @ theta
-    return {j: float(np.sqrt(np.mean(err[:, k] ** 2))) for k, j in enumerate(arm.joint_names)}
 
 
 def test_the_log_looks_like_a_real_logger(run):
@@ -128,7 +72,7 @@ def test_held_out_torque_within_1_5x_of_the_true_model_on_every_joint(run):
     (wrong payload, no friction, no offset) fails it on every joint."""
     check = run["doc"]["metrics"]["held_out_torque_rms_nm"]
     assert check["held_out"] == "validation data"
-    truth = _true_rms(run)
+    truth = true_torque_rms(run["model"], run["robot"], run["val"])
     for joint, rms in truth.items():
         for label in ("identified", "regression_friction"):
             assert check[label][joint] <= 1.5 * rms, (label, joint, check[label][joint], rms)
@@ -144,8 +88,8 @@ def test_friction_reported_per_joint_with_intervals_and_its_mujoco_form(run):
         assert 0.002 <= entry["velocity_scale_rad_s"] <= 1.0
         assert "not_representable" in entry["mujoco"]
         coulomb, offset = entry["coulomb"], entry["offset"]
-        assert abs(coulomb["value"] - FRICTION.coulomb_nm[k]) < 0.2 * FRICTION.coulomb_nm[k], (joint, coulomb)
-        covered += abs(offset["value"] - FRICTION.effort_offset_nm[k]) <= offset["half_width_95"]
+        assert abs(coulomb["value"] - IIWA_FRICTION.coulomb_nm[k]) < 0.2 * IIWA_FRICTION.coulomb_nm[k], (joint, coulomb)
+        covered += abs(offset["value"] - IIWA_FRICTION.effort_offset_nm[k]) <= offset["half_width_95"]
     assert covered >= 6  # measured 7 of 7; at 95 % each, P(<= 5 of 7) = 4 %
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..gains import PidGains
 from ..signals import JointCommands, JointSamples
-from ..sim import FeedbackNoise, SimRobot
+from ..sim import FeedbackNoise, SimRobot, SmoothFriction
 
 EPOCH_NS = 1_700_000_000_123_456_789
 EFFORT_TOPIC = "/effort_controller/commands"
@@ -166,3 +166,74 @@ def as_real_logger(samples: JointSamples, seed: int = 0, *, repeat_fraction: flo
     pick = (lambda v: None if v is None else v[rows])
     return JointSamples(samples.joint_names, stamps, pick(samples.position), pick(samples.velocity),
                         pick(samples.effort), "logger")
+
+
+# The iiwa as a real arm's log (issue 19): hidden payload and damping, a smooth Coulomb friction per joint that
+# MuJoCo's friction loss cannot represent, a joint-torque sensor that reads an offset; logged by a polling logger.
+IIWA_HIDDEN = {"payload.mass": 0.8, **{f"lbr_iiwa_joint_{k + 1}.damping": d
+                                      for k, d in enumerate((0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15))}}
+IIWA_FRICTION = SmoothFriction(coulomb_nm=(2.0, 2.0, 1.2, 1.2, 0.6, 0.4, 0.3),
+                               velocity_scale_rad_s=(0.08, 0.08, 0.06, 0.06, 0.05, 0.05, 0.04),
+                               effort_offset_nm=(0.8, -1.5, 0.4, 0.9, -0.3, 0.2, -0.15))
+IIWA_LOG_NOISE = FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3, effort_nm=0.05)
+
+
+def iiwa_logged_bag(model_path: str | Path, path: str | Path, seed: int, seconds: float, logger_seed: int,
+                    friction: SmoothFriction = IIWA_FRICTION) -> tuple[Path, JointSamples, SimRobot]:
+    """The iiwa of `model_path` with `IIWA_HIDDEN` physics and `friction` tracking `iiwa_setpoints(seed)`,
+    state and torque every 2 ms on its own clock, written to a bag as a polling logger logs it
+    (`as_real_logger`). Returns the bag, the logged samples and the robot (its model holds the hidden physics)."""
+    start = list(iiwa_setpoints(seed, seconds)[0])
+    robot = SimRobot(str(model_path), physics=IIWA_HIDDEN, noise=IIWA_LOG_NOISE, seed=seed, initial_positions=start,
+                     friction=friction)
+    logged = as_real_logger(record_iiwa(robot, seed, seconds), seed=logger_seed)
+    commands = JointCommands(logged.joint_names, logged.time_ns, logged.effort, "effort")
+    return write_effort_bag(path, logged, commands), logged, robot
+
+
+def iiwa_friction_problem(model_path: str | Path, train: str | Path, val: str | Path, offsets: bool = True) -> dict:
+    """The problem document for `iiwa_logged_bag` logs: per joint damping, friction loss and (with `offsets`)
+    `joint_effort_offset`, and the payload mass; 0.25 s windows from measured states, at most 30 iterations."""
+    parameters = []
+    for k in range(7):
+        joint = f"lbr_iiwa_joint_{k + 1}"
+        parameters += [{"name": f"j{k + 1}_damping", "kind": "joint_damping", "joint": joint, "min": 0.0, "max": 5.0,
+                        "start": 0.5},
+                       {"name": f"j{k + 1}_frictionloss", "kind": "joint_frictionloss", "joint": joint, "min": 0.0,
+                        "max": 5.0, "start": 0.1}]
+        if offsets:
+            parameters.append({"name": f"j{k + 1}_offset", "kind": "joint_effort_offset", "joint": joint,
+                               "min": -5.0, "max": 5.0, "start": 0.0})
+    parameters.append({"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0,
+                       "start": 0.5})
+    return {"model": str(model_path), "joints": [f"lbr_iiwa_joint_{k + 1}" for k in range(7)],
+            "training": [{"path": str(train), "control": "effort"}],
+            "validation": [{"path": str(val), "control": "effort"}], "window_s": 0.25, "smoothing_samples": 7,
+            "initial_state": "measured", "noise": {"position_rad": IIWA_LOG_NOISE.position_rad},
+            "parameters": parameters, "optimizer": {"max_iters": 30}}
+
+
+def true_torque_rms(model_path: str | Path, robot: SimRobot, bag: str | Path) -> dict[str, float]:
+    """Held-out joint torque RMS of the true model (the robot's inertials and damping, its true smooth friction
+    and offset) on `bag`, filtered as `torque_check` filters every model's record."""
+    import mujoco
+
+    from .. import sysid_data as sd
+    from ..arm_regressor import ArmRegressor
+    from .data import load_source
+    from .problem import DataSource
+    from .torque_check import torque_rows
+
+    model = mujoco.MjModel.from_xml_path(str(model_path))
+    joints = list(robot.joint_names)
+    maps = sd.joint_maps(model, joints, {})
+    (samples, commands), = load_source(DataSource(Path(bag), control="effort"), joints)
+    deriv, tau, ok = torque_rows(model, maps, samples, commands)
+    arm = ArmRegressor(robot.model, ("viscous", "armature"))
+    if arm.joint_names != tuple(joints):
+        raise ValueError("the robot's joints are not in the model's DOF order")
+    predicted = arm.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok]) @ arm.true_parameters()
+    if robot.friction is not None:
+        predicted += robot.friction.torque(deriv.qd[ok]) + robot.friction.offset(arm.nv)
+    err = tau[ok] - predicted
+    return {j: float(np.sqrt(np.mean(err[:, k] ** 2))) for k, j in enumerate(arm.joint_names)}
