@@ -13,7 +13,7 @@ from ..signals import JointSamples
 from .config import NS, OnlineConfig
 from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
                       ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit)
-from .detector import scan, stepped
+from .detector import Step, scan, stepped
 from .window import discarded, fit_window, prepare
 
 
@@ -49,6 +49,7 @@ class OnlineEstimator:
         self._detect_count = 0
         self._time_ns = 0
         self.last_window: WindowFit | None = None
+        self.last_step: Step | None = None  # the detector's latest check (None while it sleeps)
         self.windows_fitted = 0
 
     @property
@@ -248,12 +249,13 @@ class OnlineEstimator:
         cfg = self.config
         now = int(self._t[-1])
         if not self._noise or self._settle_until_ns is not None or not np.all(np.isfinite(self._values)):
-            self._detect_count = 0
+            self._detect_count, self.last_step = 0, None
             return []
         t, q, tau = self._window(cfg.detect_window_s)
         prep = prepare(cfg, t, q, tau, 2) if len(t) >= 2 and t[-1] - t[0] >= 0.9 * cfg.detect_window_s * NS else None
         noise = np.max(self._noise, axis=0)  # the motion's model errors vary: the worst recent window's noise
         step = None if prep is None or isinstance(prep, WindowFit) else scan(prep, self._values, noise)
+        self.last_step = step
         moved = (stepped(step, self._values, cfg.model.floors(), cfg.per_parameter("change_threshold"),
                          cfg.detect_sigma) if step is not None else np.zeros(len(self._values), dtype=bool))
         moved &= np.isin(cfg.model.names, cfg.detect_for or cfg.model.names)
