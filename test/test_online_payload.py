@@ -104,13 +104,13 @@ def test_attached_and_removed_payload_detected_within_half_a_second(run) -> None
         first_moment = PAYLOAD.mass_kg * PAYLOAD.com_m[2]
         m, mx, my, mz = (values[at, names.index(n)] for n in ("mass_kg", "mx_kg_m", "my_kg_m", "mz_kg_m"))
         # the 3 % (of the 1.5 kg payload) and 5 % (of its 0.12 kg m first moment); measured at 2 s:
-        # 0.2 % and 0.4 % after attaching, 0.002 kg and 0.001 kg m after removing
+        # 0.4 % and 0.6 % after attaching, 0.003 kg and 0.0005 kg m after removing
         assert abs(m - mass) < 0.03 * PAYLOAD.mass_kg, (change_s, m)
         assert abs(mz - first_moment * (mass > 0)) < 0.05 * first_moment, (change_s, mz)
         assert max(abs(mx), abs(my)) < 0.05 * first_moment, (change_s, mx, my)
     settled = [e for e in events if isinstance(e, ParameterChange)]
     assert [e.parameter for e in settled if e.parameter in ("mass_kg", "mz_kg_m")] == ["mass_kg", "mz_kg_m"] * 2
-    # steady between the changes: the mass stays within 1 % of the truth (measured 0.2 %)
+    # steady between the changes: the mass stays within 1 % of the truth (measured 0.3-0.5 %)
     for (a, b), mass in (((3.0, 10.0), 0.0), ((12.5, 20.0), 1.5), ((22.5, 30.0), 0.0)):
         sel = (times > a) & (times <= b)
         assert np.max(np.abs(values[sel, 0] - mass)) < 0.015, (a, b)
