@@ -133,8 +133,8 @@ def test_arm_payload_attached_and_removed_over_dds_and_replayed_from_the_bag(nod
         later = next(e for e in estimates if e.header.stamp.sec * S + e.header.stamp.nanosec >= at_ns + 2 * S)
         values = {kv.key: kv.value for kv in later.status[0].values}
         m, mz = float(values["mass_kg.value"]), float(values["mz_kg_m.value"])
-        # the issue's 3 % and 5 %. Measured 2 s after attaching: mass 0.6-0.7 %, m cz 2.5-2.8 % low, where the
-        # window then in use reports a standard error of 1.2 % on m cz (0.0014-0.0015 kg m) and 0.25 % on the
+        # the issue's 3 % and 5 %. Measured 2 s after attaching: mass 0.5-0.7 %, m cz 2.1-2.8 % low, where the
+        # window then in use reports a standard error of 1.0-1.3 % on m cz (0.0013-0.0015 kg m) and 0.25 % on the
         # mass: 5 % is four of its standard errors, 3 % twelve. (Before each joint's equations were weighted
         # by its own residual noise, the shoulder joints' 0.2 N m drowned the wrist's few mN m: 6.7 % low.)
         assert abs(m - mass) < 0.03 * PAYLOAD.mass_kg, (mass, m, kinds())
