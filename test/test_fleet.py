@@ -27,6 +27,7 @@ from sysid_ros.cli import main
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.fleet import load_manifest, run_fleet
 from sysid_ros.core.fleet.robot import identify_robot
+from sysid_ros.core.fleet.run import longest_first
 from sysid_ros.core.fleet.summary import drift, fleet_statistics
 from sysid_ros.core.identify.synthetic import record_pendulum, write_effort_bag
 
@@ -162,9 +163,12 @@ def test_provenance_hashes_every_input(days, ray_run):
         assert prov["mujoco"] == "4.0.0" and prov["host"] and prov["start"] < prov["end"]
     assert doc["robots"]["r1"]["provenance"]["inputs"]["problem"] == {str(root / "day2" / "r1.yaml"):
                                                                       sha(root / "day2" / "r1.yaml")}
-    # each worker process compiles the shared model file at most once
+    # two warm Ray workers: each compiled the shared model once at start-up, no robot's job compiled it
     provs = [r["provenance"] for r in doc["robots"].values() if r["status"] == "ok"]
-    assert sum(p["model_compiled"] for p in provs) <= len({p["pid"] for p in provs}) < len(provs)
+    startup = doc["fleet"]["startup"]
+    assert [(w["cores"], w["models_compiled"]) for w in startup["workers"]] == [(1, 1), (1, 1)], startup
+    assert not any(p["model_compiled"] for p in provs) and {p["pid"] for p in provs} <= {w["pid"] for w in
+                                                                                        startup["workers"]}
 
 
 def test_ray_left_no_process_behind(ray_run):
@@ -256,6 +260,34 @@ def test_robust_outliers_and_drift_rules():
     moved = drift({"a": ok(1.0019, 0.001), "b": ok(1.0021, 0.001), "c": ok(2.0, float("inf"))},
                   {"robots": {"a": ok(1.0, 0.001), "b": ok(1.0, 0.001), "c": ok(1.0, 0.001)}})
     assert set(moved["drifted"]) == {"b"} and moved["compared"] == ["a", "b", "c"]
+
+
+def test_local_pool_warms_each_worker_once_and_agrees_with_serial(days, tmp_path):
+    """Three of day 1's robots on a pool of 2: both workers warmed (imports, the model compiled, one rollout
+    thread each on 2 cores) before any job, every job run in one of them, values bit-identical to serial."""
+    root, manifests, baseline = days
+    doc = yaml.safe_load(manifests[1].read_text())
+    doc = {"problem": str(root / "day1" / doc["problem"]), "robots": [
+        {**r, "train": [str(root / "day1" / p) for p in r["train"]],
+         "validate": [str(root / "day1" / p) for p in r["validate"]]} for r in doc["robots"][1:4]]}
+    (tmp_path / "three.yaml").write_text(yaml.safe_dump(doc))
+    doc = run_fleet(tmp_path / "three.yaml", tmp_path / "out", engine="local", workers=2)
+    workers = doc["fleet"]["startup"]["workers"]
+    assert len(workers) == 2 and all(w["models_compiled"] == 1 and "error" not in w for w in workers), workers
+    assert all(w["cores"] == max((os.cpu_count() or 1) // 2, 1) for w in workers)
+    assert doc["fleet"]["startup"]["seconds"] > 0 and doc["fleet"]["jobs_seconds"] > 0
+    provs = [r["provenance"] for r in doc["robots"].values()]
+    assert not any(p["model_compiled"] for p in provs) and {p["pid"] for p in provs} <= {w["pid"] for w in workers}
+    values = {n: {k: p["value"] for k, p in r["parameters"].items()} for n, r in doc["robots"].items()}
+    assert values == {n: {k: p["value"] for k, p in baseline["robots"][n]["parameters"].items()} for n in values}
+    assert sorted(values) == ["r2", "r3", "r4"]
+
+
+def test_longest_jobs_first(days):
+    """r5's training bag was cut to half its size: its job goes last."""
+    _, manifests, _ = days
+    order = [r.name for r in longest_first(load_manifest(manifests[2]).robots)]
+    assert order[-1] == "r5" and sorted(order) == sorted(PHYSICS), order
 
 
 def test_model_cache_compiles_once_per_model_and_mass_bodies(days):

@@ -1,40 +1,67 @@
 """The one seam between the fleet and where its work runs: map a pure function over jobs.
 
-`serial` runs in this process, `local` on a process pool of this machine, `ray` on Ray (a local
-instance of its own by default, or the cluster at `address`). Results come back as each job finishes,
-so a caller can keep them before the rest are done; an interrupt cancels what has not finished.
+`serial` runs in this process, `local` on a process pool of this machine, `ray` on Ray (`ray_engine.py`: a
+local instance of its own by default, or the cluster at `address`). Every engine first starts its workers
+and warms each of them once (`warm`: imports, caches), reports that start-up apart (`on_start`), then hands
+out the jobs one at a time in the order given, so that every worker stays busy to the end. Results come
+back as each job finishes, so a caller can keep them before the rest are done; an interrupt cancels what
+has not finished.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import logging
 import multiprocessing
 import os
 import socket
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
 
 ENGINES = ("serial", "local", "ray")
-STARTS = 3
-"""Attempts to start Ray: its raylet must register within a fixed 30 s, which a loaded machine can miss."""
+STARTUP_TIMEOUT_S = 600.0
+"""How long a pool worker waits for the others to be warm before it takes jobs anyway (a loaded machine)."""
 
 Outcome = tuple[int, Any, BaseException | None]
 """(index of the job, fn(job) or None, the exception that escaped fn or None)."""
+Warm = Callable[[int], "dict[str, Any] | None"]
+"""Run once per worker before its first job, given the cores that worker may use (its share of the
+machine); returns facts about it (e.g. models compiled) or None."""
+
+
+@dataclass(frozen=True)
+class Startup:
+    """The engine's start-up, apart from the jobs: from the call until every worker was warm."""
+
+    seconds: float
+    workers: tuple[dict[str, Any], ...]  # per worker: pid, host, cores, CPU seconds to get ready, `warm`'s facts
 
 
 def map_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], *, engine: str = "local", workers: int | None = None,
-             address: str | None = None) -> Iterator[Outcome]:
+             address: str | None = None, warm: Warm | None = None,
+             on_start: Callable[[Startup], None] | None = None) -> Iterator[Outcome]:
     """Yield (index, fn(job), None) for every job as it finishes, or (index, None, error) when fn raised or
-    its worker died. `fn` must be picklable (a module-level function, or a functools.partial of one)."""
+    its worker died. `fn` and `warm` must be picklable (module-level functions, or functools.partials of
+    them). `warm` never fails a job: an exception in it is recorded in the worker's start-up facts.
+    Cores per worker: serial all of the machine's, local the machine's cores / workers, Ray one per actor."""
     check_engine(engine, workers, address)
+    t0 = time.perf_counter()
+
+    def started(facts: list[dict[str, Any]]) -> None:
+        if on_start is not None:
+            on_start(Startup(time.perf_counter() - t0, tuple(facts)))
+
     if engine == "serial":
-        return _serial(fn, jobs)
+        return _serial(fn, jobs, warm, started)
     if engine == "local":
-        return _pool(fn, jobs, workers or os.cpu_count() or 1)
-    return _ray(fn, jobs, workers, address)
+        return _pool(fn, jobs, workers or os.cpu_count() or 1, warm, started)
+    from .ray_engine import map_on_ray
+
+    return map_on_ray(fn, jobs, workers, address, warm, started)
 
 
 def check_engine(engine: str, workers: int | None = None, address: str | None = None) -> None:
@@ -49,7 +76,20 @@ def check_engine(engine: str, workers: int | None = None, address: str | None = 
         raise ConfigError("engine ray needs Ray: pip install ray (see requirements.txt)")
 
 
-def _serial(fn: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Outcome]:
+def warm_up(warm: Warm | None, cores: int) -> dict[str, Any]:
+    """Warm this process for jobs that may use `cores`; its facts: pid, host, cores, the CPU seconds it took to
+    get ready (its imports and `warm`), and what `warm` returned (or the error it raised)."""
+    try:
+        facts = (warm(cores) if warm is not None else None) or {}
+    except Exception as exc:  # a job meeting the same fault reports it as that robot's failure
+        facts = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    return {"pid": os.getpid(), "host": socket.gethostname(), "cores": cores,
+            "cpu_seconds": round(time.process_time(), 3), **facts}
+
+
+def _serial(fn: Callable[[Any], Any], jobs: Sequence[Any], warm: Warm | None,
+            started: Callable[[list], None]) -> Iterator[Outcome]:
+    started([warm_up(warm, os.cpu_count() or 1)])
     for k, job in enumerate(jobs):
         try:
             result = fn(job)
@@ -59,11 +99,39 @@ def _serial(fn: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Outcome]:
             yield k, result, None
 
 
-def _pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> Iterator[Outcome]:
-    # spawn, not fork: the parent may hold threads (ROS, Ray, BLAS) that a forked child would inherit mid-lock
-    pool = ProcessPoolExecutor(max_workers=min(workers, max(len(jobs), 1)),
-                               mp_context=multiprocessing.get_context("spawn"))
+_WORKER: dict[str, Any] = {}  # in a pool worker: its start-up facts and the barrier of the pool's start-up
+
+
+def _start_worker(warm: Warm | None, cores: int, barrier: threading.Barrier) -> None:
+    """A pool worker's initializer: warm this process before it takes any job."""
+    _WORKER.update(facts=warm_up(warm, cores), barrier=barrier)
+
+
+def _ready() -> dict[str, Any]:
+    """Hold this worker until every worker of the pool is warm (so each takes one of these), then report."""
     try:
+        _WORKER["barrier"].wait(STARTUP_TIMEOUT_S)
+    except threading.BrokenBarrierError:
+        pass
+    return _WORKER["facts"]
+
+
+def _pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, warm: Warm | None,
+          started: Callable[[list], None]) -> Iterator[Outcome]:
+    # spawn, not fork: the parent may hold threads (ROS, Ray, BLAS) that a forked child would inherit mid-lock
+    n = min(workers, max(len(jobs), 1))
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=context, initializer=_start_worker,
+                               initargs=(warm, max((os.cpu_count() or 1) // n, 1), context.Barrier(n)))
+    try:
+        try:
+            facts = [f.result() for f in [pool.submit(_ready) for _ in range(n)]]
+        except Exception as exc:  # a worker died starting: the pool is broken, no job can run
+            for k in range(len(jobs)):
+                yield k, None, exc
+            return
+        started(facts)
+        # submitted in order, each worker takes the next job when it is free (one at a time: chunksize 1)
         pending = {pool.submit(fn, job): k for k, job in enumerate(jobs)}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -73,70 +141,3 @@ def _pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> Iterat
                 yield k, None if exc else future.result(), exc
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _call(fn: Callable[[Any], Any], job: Any) -> Any:
-    return fn(job)
-
-
-def start_ray(workers: int | None = None, address: str | None = None) -> bool:
-    """Connect to the Ray cluster at `address`, or start a local instance of our own with `workers` CPUs
-    (never an instance someone else started on this machine). Quiet; no dashboard. True when this call
-    connected (the caller shuts it down), False when Ray was already initialized."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
-    if address:
-        _check_reachable(address)
-    for attempt in range(STARTS):
-        try:
-            if address:
-                ray.init(address=address, **quiet)
-            else:
-                ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False, **quiet)
-            return True
-        except Exception as exc:  # ConnectionError, a timeout, a version mismatch with the cluster, ...
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            ray.shutdown()
-            if "timed out during startup" not in reason or attempt == STARTS - 1:
-                raise ConfigError(f"cannot {'join' if address else 'start'} Ray: {reason}", address=address) from exc
-    return True
-
-
-def _check_reachable(address: str, timeout_s: float = 10.0) -> None:
-    """Ray retries an address nobody answers at for minutes, logging every attempt: try it once first."""
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        return  # "auto" and the like: Ray resolves them
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout_s).close()
-    except OSError as exc:
-        raise ConfigError(f"no Ray cluster answers at {address}: {exc.strerror or exc}") from exc
-
-
-def _ray(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int | None, address: str | None
-         ) -> Iterator[Outcome]:
-    import ray
-
-    started = start_ray(workers, address)
-    pending: dict[Any, int] = {}
-    try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(_call)  # a function, not a partial, for Ray
-        pending = {remote.remote(fn, job): k for k, job in enumerate(jobs)}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                k = pending.pop(ref)
-                try:
-                    result = ray.get(ref)
-                except Exception as exc:  # RayTaskError wraps fn's own, WorkerCrashedError a dead worker
-                    yield k, None, exc
-                else:
-                    yield k, result, None
-    finally:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        if started:
-            ray.shutdown()

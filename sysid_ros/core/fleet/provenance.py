@@ -22,7 +22,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _files(path: Path) -> list[Path]:
+def data_files(path: Path) -> list[Path]:
     """A file, or every file under a folder (a rosbag2 bag: metadata.yaml and its storage files)."""
     if path.is_file():
         return [path]
@@ -33,7 +33,7 @@ def _files(path: Path) -> list[Path]:
 
 def input_hashes(problem: Problem, problem_file: Path) -> dict[str, dict[str, str]]:
     """{problem|model|bags: {absolute path: sha256}} of every file the identification reads."""
-    bags = {str(f): sha256_file(f) for src in (*problem.training, *problem.validation) for f in _files(src.path)}
+    bags = {str(f): sha256_file(f) for src in (*problem.training, *problem.validation) for f in data_files(src.path)}
     model = model_path(problem.model)
     return {"problem": {str(problem_file): sha256_file(problem_file)}, "model": {str(model): sha256_file(model)},
             "bags": bags}

@@ -7,13 +7,14 @@ A robot whose inputs hash the same as its finished result's is not identified ag
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import resource
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
@@ -62,6 +63,33 @@ def _replace_dir(tmp: Path, final: Path) -> None:
         final.rename(old)
     tmp.rename(final)
     shutil.rmtree(old, ignore_errors=True)
+
+
+WARM_MODULES = ("sysid_ros.core.identify.pipeline", "sysid_ros.core.identify.report", "plotly.graph_objects",
+                "plotly.offline")
+"""What a robot's job imports (mujoco.sysid, scipy, the report's plotly): ~2 s in a fresh process."""
+
+
+def warm_worker(problem_files: Sequence[str | Path], cores: int) -> dict[str, Any]:
+    """Prepare a worker for the fleet's robots before its first one: import what a job imports, compile
+    each problem's model into this process's cache (`model_cache`), so that no robot pays for either, and
+    give its rollouts `cores` threads (its share of the machine). A problem that does not load is left for
+    its robots' jobs to report."""
+    from ..identify import load_problem, model_cache
+    from ..identify.residual import set_rollout_threads
+
+    set_rollout_threads(cores)
+
+    for module in WARM_MODULES:
+        importlib.import_module(module)
+    compiles = model_cache.stats["compiles"]
+    for path in list(dict.fromkeys(map(str, problem_files)))[:model_cache.MAXSIZE]:
+        try:
+            model_cache.compiled_model(load_problem(path))
+        except Exception:  # noqa: BLE001 - the robot's own job reports it, with its reason
+            pass
+    return {"models_compiled": model_cache.stats["compiles"] - compiles,
+            "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
 def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", force: bool = False

@@ -11,15 +11,15 @@ import shutil
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import yaml
 
-from ..errors import ConfigError
-from .engines import check_engine, map_jobs
-from .manifest import load_manifest
-from .provenance import software, utc_now
-from .robot import PARTIAL, identify_robot
+from ..errors import ConfigError, SysidRosError
+from .engines import Startup, check_engine, map_jobs
+from .manifest import RobotJob, load_manifest
+from .provenance import data_files, software, utc_now
+from .robot import PARTIAL, identify_robot, warm_worker
 from .summary import MIN_ROBOTS, Z_THRESHOLD, drift, fleet_statistics, parameter_table
 
 FLEET_YAML, FLEET_HTML = "fleet.yaml", "fleet.html"
@@ -38,6 +38,27 @@ def load_baseline(folder: str | Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("robots"), dict):
         raise ConfigError("not a fleet.yaml (no robots)", baseline=str(path))
     return doc
+
+
+def _data_bytes(robot: RobotJob) -> int:
+    """The size of a robot's bags (its own, else its problem's): roughly how long its job takes."""
+    from ..identify import load_problem
+
+    try:
+        paths = [*robot.training, *robot.validation]
+        if not robot.training or not robot.validation:
+            problem = load_problem(robot.problem)
+            paths += [s.path for s in (*(() if robot.training else problem.training),
+                                       *(() if robot.validation else problem.validation))]
+        return sum(f.stat().st_size for p in paths for f in data_files(p))
+    except (SysidRosError, OSError):  # its job fails soon and says why
+        return 0
+
+
+def longest_first(robots: Sequence[RobotJob]) -> tuple[RobotJob, ...]:
+    """The robots by the size of their data, largest first (ties: manifest order), so that no worker
+    starts a long job when the others are about to finish."""
+    return tuple(sorted(robots, key=lambda r: -_data_bytes(r)))
 
 
 def _failure(name: str, exc: BaseException) -> dict[str, Any]:
@@ -91,10 +112,14 @@ def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local
     start, t0 = utc_now(), time.perf_counter()
     outcomes: dict[str, dict] = {}
     job = partial(identify_robot, out_dir=str(out), engine=engine, force=force)
+    warm = partial(warm_worker, tuple(dict.fromkeys(str(r.problem) for r in fleet.robots)))
+    robots = longest_first(fleet.robots)
+    startup: list[Startup] = []
     try:
-        for k, result, exc in map_jobs(job, fleet.robots, engine=engine, workers=workers, address=address):
-            outcome = result if exc is None else _failure(fleet.robots[k].name, exc)
-            outcomes[fleet.robots[k].name] = outcome
+        for k, result, exc in map_jobs(job, robots, engine=engine, workers=workers, address=address, warm=warm,
+                                       on_start=startup.append):
+            outcome = result if exc is None else _failure(robots[k].name, exc)
+            outcomes[robots[k].name] = outcome
             if progress is not None:
                 progress(outcome)
     except ConfigError:  # the engine did not start (e.g. no Ray cluster at the address): leave nothing
@@ -102,9 +127,13 @@ def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local
             out.rmdir()
         raise
     outcomes = {r.name: outcomes[r.name] for r in fleet.robots}  # manifest order
+    jobs_done = time.perf_counter()
     meta = {"manifest": str(fleet.path), "out": str(out), "engine": engine, "workers": workers,
-            "address": address, "start": start, "end": utc_now(), "seconds": round(time.perf_counter() - t0, 3),
-            "software": software()}
+            "address": address, "start": start, "end": utc_now(), "seconds": round(jobs_done - t0, 3),
+            "software": software(),
+            "startup": {"seconds": round(startup[0].seconds, 3) if startup else None,
+                        "workers": [dict(w) for w in startup[0].workers] if startup else []},
+            "jobs_seconds": round(jobs_done - t0 - (startup[0].seconds if startup else 0.0), 3)}
     doc = fleet_document(outcomes, meta, before, None if baseline is None else str(Path(baseline).resolve()))
     tmp = out / f".{FLEET_YAML}{PARTIAL}"
     tmp.write_text(yaml.safe_dump(doc, sort_keys=False))

@@ -18,7 +18,7 @@ from ..paths import model_path
 from .problem import Problem, load_spec
 
 _CACHE: OrderedDict[tuple, tuple[mujoco.MjSpec, mujoco.MjModel]] = OrderedDict()
-_MAXSIZE = 8
+MAXSIZE = 8
 stats = {"compiles": 0, "hits": 0}
 """This process's model compiles and cache hits (for provenance and the fleet benchmark)."""
 
@@ -39,7 +39,7 @@ def compiled_model(problem: Problem) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
             raise ConfigError(f"model does not compile: {exc}", model=problem.model) from exc
         stats["compiles"] += 1
         cached = _CACHE[key] = (spec, model)
-        if len(_CACHE) > _MAXSIZE:
+        if len(_CACHE) > MAXSIZE:
             _CACHE.popitem(last=False)
     else:
         stats["hits"] += 1

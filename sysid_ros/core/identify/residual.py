@@ -87,6 +87,17 @@ class InitialStateRollout:
         return sysid.sysid_rollout(models, datas, control_signal, states, **mappings)
 
 
+_THREADS: int | None = None  # None: the library's default, one rollout thread per core of the machine
+
+
+def set_rollout_threads(threads: int | None) -> None:
+    """How many threads each batched rollout of this process may use (None: every core, the library's
+    default). A worker sharing the machine with other workers takes only its share of the cores: more
+    threads than cores only make them wait for each other."""
+    global _THREADS
+    _THREADS = None if threads is None else max(int(threads), 1)
+
+
 def batched_residual_fn(models_sequences: Sequence[sysid.ModelSequences], **kwargs: Any) -> Callable[..., Any]:
     """Like `build_residual_fn`, but segments of equal length go through `model_residual` together.
 
@@ -113,8 +124,9 @@ def batched_residual_fn(models_sequences: Sequence[sysid.ModelSequences], **kwar
     def residual_fn(x: np.ndarray, params: sysid.ParameterDict, **overrides: Any) -> Any:
         residuals, preds, records = [], [], []
         for spec, trajs in groups:
+            threads = {} if _THREADS is None else {"n_threads": _THREADS}
             res, pred, rec = sysid.model_residual(x, params, lambda p, _s=spec: build_model(p, _s), trajs,
-                                                  **{**kwargs, **overrides})
+                                                  **{**threads, **kwargs, **overrides})
             if x.ndim > 1:  # (rows, n_fd * n_chunks), point-major columns -> (n_chunks * rows, n_fd)
                 n_fd, n_chunks = x.shape[1], len(trajs)
                 res = res.reshape(res.shape[0], n_fd, n_chunks).transpose(2, 0, 1).reshape(-1, n_fd)
