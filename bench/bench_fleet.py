@@ -97,6 +97,7 @@ def main() -> None:
 
     total: dict[str, list[float]] = {e: [] for e in ENGINES}
     startup: dict[str, list[float]] = {e: [] for e in ENGINES}
+    after: dict[str, list[float]] = {e: [] for e in ENGINES}
     docs: dict[str, dict] = {}
     for rep in range(args.reps):
         for engine in ENGINES if rep % 2 == 0 else ENGINES[::-1]:
@@ -105,6 +106,7 @@ def main() -> None:
             docs[engine] = run_fleet(manifest, root / f"out_{engine}_{rep}", engine=engine, workers=args.workers)
             total[engine].append(time.perf_counter() - t)
             startup[engine].append(docs[engine]["fleet"]["startup"]["seconds"])
+            after[engine].append(total[engine][-1] - docs[engine]["fleet"]["seconds"])
             print(f"  rep {rep} {engine:<6} {total[engine][-1]:7.2f} s, of which start-up {startup[engine][-1]:5.2f} s"
                   f"   (load average 1/5/15 min before {before}, after {load()})", flush=True)
 
@@ -119,6 +121,11 @@ def main() -> None:
               f"{med['serial'] / med[e]:15.2f}x")
     print(f"after start-up: ray / local pool {work['ray'] / work['local']:.3f} (goal <= 1.10); local pool "
           f"{work['serial'] / work['local']:.2f}x and ray {work['serial'] / work['ray']:.2f}x serial (goal >= 1.7x)")
+    print("CPU seconds per job (all threads of its worker; unlike wall time, little moved by load): " + ", ".join(
+        f"{e} {statistics.mean(r['provenance']['cpu_seconds'] for r in docs[e]['robots'].values()):.2f}"
+        for e in ENGINES))
+    print("parent after the jobs (fleet.yaml, fleet.html): " + ", ".join(
+        f"{e} {statistics.median(after[e]):.2f} s" for e in ENGINES))
     for engine, doc in docs.items():
         peaks = peak_per_worker(doc)
         at_start = sum(w.get("models_compiled", 0) for w in doc["fleet"]["startup"]["workers"])

@@ -104,7 +104,7 @@ def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", f
 
     out = Path(out_dir)
     final = out / job.name
-    started, t0 = utc_now(), time.perf_counter()
+    started, t0, cpu0 = utc_now(), time.perf_counter(), time.process_time()
     prov: dict[str, Any] = {"robot": job.name, "tags": dict(job.tags), "engine": engine, **software(),
                             "pid": os.getpid(), "start": started}
     tmp = out / f".{job.name}{PARTIAL}{os.getpid()}"
@@ -125,6 +125,7 @@ def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", f
         doc = results_document(result)
         verdict, warnings = doc.get("verdict", "ok"), list(doc.get("warnings") or [])
         prov.update(verdict=verdict, warnings=warnings, end=utc_now(), seconds=time.perf_counter() - t0,
+                    cpu_seconds=time.process_time() - cpu0,  # this process, all its threads
                     peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # this worker so far
         (tmp / PROVENANCE).write_text(yaml.safe_dump(prov, sort_keys=False))
         _replace_dir(tmp, final)
