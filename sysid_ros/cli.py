@@ -77,6 +77,7 @@ def _identify(args: argparse.Namespace) -> int:
     from .core.identify import identify, load_problem, write_results
     from .core.identify.overrides import with_data
     from .core.identify.pipeline import result_names
+    from .core.identify.problem import COMPONENTS
     from .core.outputs import check_writable
 
     problem = with_data(load_problem(args.problem), args.train or (), args.validate or (), args.control)
@@ -93,11 +94,11 @@ def _identify(args: argparse.Namespace) -> int:
     paths = write_results(result, args.out, force=args.force)
     print()
     print(f"{'parameter':<24}{'value':>14}{'+- 95 %':>12}{'start':>12}  identifiable")
-    for p in result.parameters:
-        value = p.value[0] if len(p.value) == 1 else list(p.value)
-        half = p.half_width_95[0] if len(p.half_width_95) == 1 else max(p.half_width_95)
-        start = p.start[0] if len(p.start) == 1 else list(p.start)
-        print(f"{p.name:<24}{value!s:>14.14}{half:>12.4g}{start!s:>12.12}  {'yes' if p.identifiable else 'NO'}")
+    for p in result.parameters:  # one row per value (body_mass_com, body_inertia: mass, com_x, ..., ixx, ...)
+        labels = COMPONENTS.get(p.kind, ("",) * len(p.value)) if len(p.value) > 1 else ("",)
+        for label, value, half, start in zip(labels, p.value, p.half_width_95, p.start):
+            name = f"{p.name}.{label}" if label else p.name
+            print(f"{name:<24}{value:>14.6g}{half:>12.4g}{start:>12.6g}  {'yes' if p.identifiable else 'NO'}")
     for note in result.notes:
         print(f"note: {note}")
     print(f"results: {paths['yaml']}  report: {paths['report']}")

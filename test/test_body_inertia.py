@@ -144,3 +144,21 @@ def test_body_inertia_recovers_the_tip_and_writes_loadable_models(tmp_path):
     np.testing.assert_allclose(back.body_ipos[tip], p.value[1:4], rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(np.sort(back.body_inertia[tip]),
                                np.linalg.eigvalsh(inertia.tensor_from_entries(p.value[4:])), rtol=1e-10)
+
+
+def test_bound_rule_reads_the_coordinates():
+    """A body_inertia on a bound of one of its coordinates is flagged by name (its tensor entries have none)."""
+    from sysid_ros.core.identify.pipeline import ParameterResult
+    from sysid_ros.core.identify.verdict import bound_warnings
+
+    theta = inertia.from_physical((0.5, *NOMINAL_TIP[1], *map(float, NOMINAL_TIP[2].split())))
+    lo, hi = inertia.coordinate_box(theta, 0.25, 1.0)
+    at = theta.copy()
+    at[2] = hi[2]
+    values = tuple(inertia.physical_vector(at))
+    coordinates = {"names": inertia.COORDINATES, "value": tuple(at), "half_width_95": (0.1,) * 10,
+                   "min": tuple(lo), "max": tuple(hi)}
+    p = ParameterResult("tip_inertia", "body_inertia", "tip", values, (0.1,) * 10, values, (0.25,) + (-1,) * 9,
+                        (1.0,) + (1,) * 9, False, True, None, coordinates)
+    assert bound_warnings([p]) == [f"tip_inertia[d2] = {hi[2]:.6g} rests on its max bound {hi[2]:.6g}"]
+    assert bound_warnings([ParameterResult(**{**p.__dict__, "coordinates": {**coordinates, "value": tuple(theta)}})]) == []

@@ -20,10 +20,11 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
+from .problem import COMPONENTS
 
 COORDINATES = ("alpha", "d1", "d2", "d3", "s12", "s23", "s13", "t1", "t2", "t3")
 """log-Cholesky coordinates, in the order of the optimiser's vector."""
-PHYSICAL = ("mass", "com_x", "com_y", "com_z", "ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+PHYSICAL = COMPONENTS["body_inertia"]
 """What a `body_inertia` result reports: kg, m (body frame), kg m^2 about the centre of mass (MuJoCo's
 `fullinertia` order)."""
 SECOND_MOMENT_FACTOR = 10.0
