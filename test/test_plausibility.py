@@ -62,30 +62,35 @@ TRUTH = arm(TRUE_MASSES, TRUE_TERMS["damping"], TRUE_TERMS["armature"], TRUE_TER
             "0.05 -0.01 0.01")
 
 
-@pytest.fixture(scope="module")
-def logs(tmp_path_factory):
-    """3 s of PID tracking for training and 2 s (another multisine) held out; 0.2 mrad, 2 mrad/s noise."""
-    tmp = tmp_path_factory.mktemp("plausibility")
-    (tmp / "truth.xml").write_text(TRUTH)
-    (tmp / "nominal.xml").write_text(NOMINAL)
-    for name, seed, seconds in (("train", 1, 3.0), ("val", 2, 2.0)):
-        robot = SimRobot(str(tmp / "truth.xml"), noise=FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3),
+def write_logs(folder, train_seed: int = 1, validation_seed: int = 2) -> None:
+    """truth.xml, nominal.xml, and 3 s of PID tracking for training and 2 s (another multisine) held out, 0.2 mrad
+    and 2 mrad/s noise (the seeds draw the multisine phases and the noise)."""
+    (folder / "truth.xml").write_text(TRUTH)
+    (folder / "nominal.xml").write_text(NOMINAL)
+    for name, seed, seconds in (("train", train_seed, 3.0), ("val", validation_seed, 2.0)):
+        robot = SimRobot(str(folder / "truth.xml"), noise=FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3),
                          seed=seed, start_time_ns=5_000_000_017)
         t = np.arange(0, seconds + 1e-9, 0.002)
         setpoints = np.column_stack([amp * multisine(t, [0.3, 0.7, 1.1, 1.7, 2.3], 1.0, seed=10 * seed + j)
                                      for j, amp in enumerate((0.8, 1.0, 1.0))])
-        save_npz(tmp / f"{name}.npz", record_position(robot, lambda ts: setpoints[int(round(ts / 0.002))],
-                                                      seconds, GAINS), {})
-    return tmp
+        save_npz(folder / f"{name}.npz", record_position(robot, lambda ts: setpoints[int(round(ts / 0.002))],
+                                                         seconds, GAINS), {})
 
 
-def _problem(tmp, parameters, **extra) -> dict:
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("plausibility")
+    write_logs(folder)
+    return folder
+
+
+def problem_doc(tmp, parameters, **extra) -> dict:
     return {"model": str(tmp / "nominal.xml"), "joints": list(JOINTS), "training": [str(tmp / "train.npz")],
             "validation": [str(tmp / "val.npz")], "window_s": 0.25, "warm_start": False,
             "noise": {"position_rad": 2e-4, "velocity_rad_s": 2e-3}, "parameters": parameters, **extra}
 
 
-def _joint_terms(bounds: bool) -> list[dict]:
+def joint_terms(bounds: bool) -> list[dict]:
     out = []
     for j in JOINTS:
         for kind, hi in (("damping", 5.0), ("armature", 1.0), ("frictionloss", 5.0)):
@@ -100,7 +105,7 @@ def test_wide_bounds_end_implausible(logs):
     bound, and the held-out shoulder error ends worse than the nominal model's."""
     masses = [{"name": f"{b}_mass", "kind": "body_mass", "body": b, "min": 0.01, "max": 10.0}
               for b in ("upper", "fore", "hand")]
-    result = identify(problem_from_dict(_problem(logs, masses + _joint_terms(True))))
+    result = identify(problem_from_dict(problem_doc(logs, masses + joint_terms(True))))
     values = {p.name: p.value[0] for p in result.parameters}
     assert values["hand_mass"] < 0.02  # truth 0.6 kg, nominal 0.5 kg
     assert any(w.startswith("hand_mass = 0.01 rests on its min bound") for w in result.warnings)
@@ -119,7 +124,7 @@ def test_default_plausibility_keeps_the_arm_physical(logs, weight):
     masses = [{"name": f"{b}_mass", "kind": "body_mass", "body": b} for b in ("upper", "fore")]
     hand = {"name": "hand_inertia", "kind": "body_inertia", "body": "hand"}
     extra = {"regularization": {"weight": weight}} if weight else {}
-    result = identify(problem_from_dict(_problem(logs, masses + [hand] + _joint_terms(False), **extra)))
+    result = identify(problem_from_dict(problem_doc(logs, masses + [hand] + joint_terms(False), **extra)))
     assert not [w for w in result.warnings if "bound" in w], result.warnings
     by_name = {p.name: p for p in result.parameters}
     for name, truth in zip(("upper_mass", "fore_mass"), TRUE_MASSES):
@@ -154,7 +159,7 @@ def test_default_plausibility_keeps_the_arm_physical(logs, weight):
 
 
 def test_physical_bounds_name_their_source_and_refuse_what_they_cannot_bound(logs):
-    doc = _problem(logs, [{"name": "m", "kind": "body_mass_com", "body": "hand"},
+    doc = problem_doc(logs, [{"name": "m", "kind": "body_mass_com", "body": "hand"},
                           {"name": "a", "kind": "joint_armature", "joint": "wrist"},
                           {"name": "d", "kind": "joint_damping", "joint": "elbow"}])
     problem = problem_from_dict(doc)
