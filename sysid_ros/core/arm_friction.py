@@ -7,6 +7,12 @@ joint's Coulomb column: each trial updates one row and column of the normal equa
 The final fit at the chosen v_s is `fit_arm` (block-bootstrap intervals, noise compensation) on every valid
 sample: a smooth friction model holds at low speed too, so slow samples are not dropped. The intervals of
 the other terms are conditional on the chosen v_s (reported without an interval of its own).
+
+The measured torque is smoothed by the acceleration filter's kernel K. The rigid-body terms commute with K
+well enough, but a friction that rises within tens of mrad/s does not: tanh(K[v] / v_s) is not K[tanh(v / v_s)]
+near a reversal, and fitting the former reads a sharp rise as a wide one (measured on the logged iiwa:
+v_s 1.3-2.8x the truth). Given the record's own velocity (`friction_velocity`, the measured joint velocity),
+the Coulomb column is K[tanh(v / v_s)], filtered exactly like the torque.
 """
 
 from __future__ import annotations
@@ -18,14 +24,17 @@ import mujoco
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .arm_regressor import JOINT_TERMS, ArmFit, ArmRegressor, BaseParameters, fit_arm, structural_base_parameters
-from .derivatives import Derivatives
+from .arm_regressor import (JOINT_TERMS, ArmFit, ArmRegressor, BaseParameters, fit_arm, structural_base_parameters,
+                            with_coulomb)
+from .derivatives import Derivatives, smooth_like_acceleration
 from .errors import DataError
 from .regression import BootstrapSettings, Limits, RowSelection
 
 VELOCITY_SCALE_BOUNDS_RAD_S = (0.002, 1.0)
 """Where v_s is searched: from nearly a sign (2 mrad/s) to a friction that is still rising at 1 rad/s."""
 FRICTION_TERMS = ("offset", "viscous", "coulomb", "armature")
+GRID_POINTS = 14
+"""Log-spaced trial v_s (a factor ~1.6 apart) before Brent refines the best one between its neighbours."""
 
 
 @dataclass(frozen=True)
@@ -52,9 +61,25 @@ class ArmFrictionFit:
     fit: ArmFit
     joints: tuple[JointFriction, ...]
     search_evaluations: int
+    filtered_friction: bool  # the Coulomb column is K[tanh(v / v_s)] of a given velocity
 
-    def predicted_torque(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        return self.fit.predicted_torque(self.arm, q, qd, qdd)
+    def predicted_torque(self, deriv: Derivatives, friction_velocity: np.ndarray | None = None) -> np.ndarray:
+        """Torque (N, nv) on a record's derivatives (NaN where they are not valid); give the record's
+        `friction_velocity` when the fit had one."""
+        out = np.full(deriv.q.shape, np.nan)
+        ok = deriv.valid.all(axis=1)
+        coulomb = None
+        if self.filtered_friction:
+            if friction_velocity is None:
+                raise DataError("this fit filters its friction like the torque: give the record's velocity")
+            coulomb = coulomb_columns(deriv, friction_velocity, self.arm.coulomb_band_rad_s)[ok]
+        out[ok] = self.fit.predicted_torque(self.arm, deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], coulomb)
+        return out
+
+
+def coulomb_columns(deriv: Derivatives, velocity: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """K[tanh(v / v_s)] per joint: the Coulomb term filtered like the torque (NaN at the record's edges)."""
+    return smooth_like_acceleration(deriv, np.tanh(np.asarray(velocity, dtype=float) / np.asarray(scales)))
 
 
 def concatenate(parts: Sequence[tuple[Derivatives, np.ndarray]]) -> tuple[Derivatives, np.ndarray]:
@@ -74,13 +99,25 @@ def concatenate(parts: Sequence[tuple[Derivatives, np.ndarray]]) -> tuple[Deriva
 
 
 def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, tau: np.ndarray,
-                   start_rad_s: float, bounds: tuple[float, float], sweeps: int) -> tuple[np.ndarray, int]:
-    """Per joint v_s minimising the training residual, by coordinate-wise bounded 1-D searches."""
+                   start: np.ndarray, bounds: tuple[float, float], sweeps: int, velocity: np.ndarray | None,
+                   weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per joint v_s minimising the training residual (joint j's equations weighted by weights[j]), by
+    coordinate-wise 1-D searches; returns v_s, each joint's unweighted residual RMS there, the trials."""
     ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
+    if velocity is not None:
+        ok &= np.isfinite(coulomb_columns(deriv, velocity, start)).all(axis=1)
     if ok.sum() < 50:
         raise DataError(f"only {int(ok.sum())} samples with valid derivatives and torques on every joint")
-    qd, y = deriv.qd[ok], tau[ok]
+    qd, y = deriv.qd[ok], tau[ok] * weights
     w = base.reduce(arm.compute(deriv.q[ok], qd, deriv.qdd[ok]))  # (n, nv, r)
+    if velocity is not None:
+        w = with_coulomb(arm, base, w, coulomb_columns(deriv, velocity, start)[ok])
+    w = w * weights[:, None]
+
+    def column(j: int, v: float) -> np.ndarray:
+        if velocity is None:
+            return weights[j] * np.tanh(qd[:, j] / v)
+        return weights[j] * smooth_like_acceleration(deriv, np.tanh(velocity[:, j] / v))[ok]
     scale = np.linalg.norm(w.reshape(-1, base.rank), axis=0)
     scale[scale == 0] = 1.0
     w = w / scale
@@ -88,11 +125,11 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
     rhs = np.einsum("nja,nj->a", w, y)
     yy = float(np.sum(y ** 2))
     position = {int(i): k for k, i in enumerate(base.independent)}
-    scales = np.full(arm.nv, start_rad_s)
+    scales = np.array(start, dtype=float)
     evaluations = 0
 
     def swapped(j: int, c: int, v: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        col = np.tanh(qd[:, j] / v) / scale[c]
+        col = column(j, v) / scale[c]
         g = gram.copy()
         b = rhs.copy()
         g_c = w[:, j, :].T @ col  # the column lives on joint j's equations only
@@ -114,27 +151,44 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
                 theta = np.linalg.lstsq(g, b, rcond=None)[0]
                 return yy - float(b @ theta)
 
-            best = minimize_scalar(rss, bounds=tuple(np.log(bounds)), method="bounded", options={"xatol": 0.01})
+            grid = np.linspace(*np.log(bounds), GRID_POINTS)  # the profile can have several minima: bracket first
+            k = int(np.argmin([rss(u) for u in grid]))
+            best = minimize_scalar(rss, bounds=(grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]),
+                                   method="bounded", options={"xatol": 0.01})
             scales[j] = float(np.exp(best.x))
             gram, rhs, col = swapped(j, c, scales[j])
             w[:, j, c] = col
-    return scales, evaluations
+    theta = np.linalg.lstsq(gram, rhs, rcond=None)[0]
+    rms = np.sqrt(np.mean((y - w @ theta) ** 2, axis=0)) / weights
+    return scales, rms, evaluations
 
 
 def fit_arm_friction(model: mujoco.MjModel, deriv: Derivatives, tau: np.ndarray, *,
                      bounds: tuple[float, float] = VELOCITY_SCALE_BOUNDS_RAD_S, start_rad_s: float = 0.05,
                      sweeps: int = 2, bootstrap: BootstrapSettings = BootstrapSettings(),
-                     limits: Limits = Limits()) -> ArmFrictionFit:
-    """Rigid-body base parameters plus per joint offset, viscous, smooth Coulomb (v_s searched) and armature."""
+                     limits: Limits = Limits(), friction_velocity: np.ndarray | None = None) -> ArmFrictionFit:
+    """Rigid-body base parameters plus per joint offset, viscous, smooth Coulomb (v_s searched) and armature;
+    with `friction_velocity` (N, nv), the measured velocity, the Coulomb term is filtered like the torque."""
     torque = np.asarray(tau, dtype=float)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=start_rad_s)
     if deriv.q.ndim != 2 or torque.shape != deriv.q.shape or deriv.q.shape[1] != arm.nv:
         raise DataError(f"need (N, {arm.nv}) positions and torques; got {deriv.q.shape} and {torque.shape}")
     base = structural_base_parameters(arm)
-    scales, evaluations = _search_scales(arm, base, deriv, torque, start_rad_s, bounds, sweeps)
+    velocity = None if friction_velocity is None else np.asarray(friction_velocity, dtype=float)
+    if velocity is not None and velocity.shape != torque.shape:
+        raise DataError(f"friction_velocity must be {torque.shape}; got {velocity.shape}")
+    # joints' residuals differ by orders of magnitude (shoulder N m, wrist tens of mN m): a first pass finds
+    # them, the second weights each joint's equations by 1 / its residual RMS (so the shoulder's error does
+    # not set the wrist's parameters) and searches again from there
+    scales, rms, evaluations = _search_scales(arm, base, deriv, torque, np.full(arm.nv, start_rad_s), bounds, sweeps,
+                                              velocity, np.ones(arm.nv))
+    weights = 1.0 / np.maximum(rms, 1e-9 * rms.max(initial=1.0))
+    scales, rms, more = _search_scales(arm, base, deriv, torque, scales, bounds, 1, velocity, weights)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=scales)
     fit = fit_arm(arm, deriv, torque, base, selection=RowSelection(moving_speed_rad_s=0.0, slow_speed_rad_s=0.0),
-                  bootstrap=bootstrap, limits=limits)
+                  bootstrap=bootstrap, limits=limits, joint_weights=weights,
+                  coulomb=None if velocity is None else coulomb_columns(deriv, velocity, scales))
+    evaluations += more
     position = {int(i): k for k, i in enumerate(base.independent)}
     alone = np.abs(base.beta).max(axis=1, initial=0.0) == 0 if base.rank else np.zeros(0, dtype=bool)
     joints = []
@@ -147,4 +201,4 @@ def fit_arm_friction(model: mujoco.MjModel, deriv: Derivatives, tau: np.ndarray,
             terms[term] = (float(fit.fit.values[k]), float(fit.fit.half_width_95[k])) if ok else None
         edge = min(np.log(scales[j]) - lo, hi - np.log(scales[j])) < 0.05
         joints.append(JointFriction(joint, float(scales[j]), terms, bool(edge)))
-    return ArmFrictionFit(arm, fit, tuple(joints), evaluations)
+    return ArmFrictionFit(arm, fit, tuple(joints), evaluations, velocity is not None)

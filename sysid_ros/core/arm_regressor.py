@@ -265,19 +265,37 @@ class ArmFit:
     fit: LinearFit
     rows: np.ndarray
 
-    def predicted_torque(self, arm: ArmRegressor, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        """Torque (N, nv) the fitted base parameters predict."""
-        return self.base.reduce(arm.compute(q, qd, qdd)) @ self.fit.values
+    def predicted_torque(self, arm: ArmRegressor, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
+                         coulomb: np.ndarray | None = None) -> np.ndarray:
+        """Torque (N, nv) the fitted base parameters predict (`coulomb`: as in `fit_arm`)."""
+        w = self.base.reduce(arm.compute(q, qd, qdd))
+        return with_coulomb(arm, self.base, w, coulomb) @ self.fit.values
+
+
+def with_coulomb(arm: ArmRegressor, base: BaseParameters, w: np.ndarray, coulomb: np.ndarray | None) -> np.ndarray:
+    """The base regressor `w` (N, nv, rank) with each joint's Coulomb column set to `coulomb` (N, nv), when given."""
+    if coulomb is None or "coulomb" not in arm.joint_terms:
+        return w
+    position = {int(i): k for k, i in enumerate(base.independent)}
+    for j, joint in enumerate(arm.joint_names):
+        c = position.get(arm.names.index(f"{joint}.coulomb"))
+        if c is not None:
+            w[:, j, c] = coulomb[:, j]
+    return w
 
 
 def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BaseParameters | None = None, *,
             selection: RowSelection = RowSelection(), torque_cap_nm: float | np.ndarray | None = None,
             compensate_noise: bool = True, bootstrap: BootstrapSettings = BootstrapSettings(),
-            limits: Limits = Limits(), noise_seed: int = 1) -> ArmFit:
+            limits: Limits = Limits(), noise_seed: int = 1, coulomb: np.ndarray | None = None,
+            joint_weights: np.ndarray | None = None) -> ArmFit:
     """Least squares of every joint's torque on the base regressor, equation by equation.
 
     A joint's equation at a sample is used when that joint is moving and unsaturated there (its Coulomb
-    term is only valid then); bootstrap blocks are contiguous in time across all joints.
+    term is only valid then); bootstrap blocks are contiguous in time across all joints. `coulomb` (N, nv),
+    when given, replaces the Coulomb columns tanh(qd / band) (e.g. a measured velocity's tanh filtered
+    like the torque); it is taken as noise-free. `joint_weights` (nv,) scale each joint's equations (weighted
+    least squares, e.g. 1 / each joint's residual RMS); the fit's residual statistics are then in those units.
     """
     torque = np.asarray(tau, dtype=np.float64)
     if deriv.q.ndim != 2 or deriv.q.shape[1] != arm.nv or torque.shape != deriv.q.shape:
@@ -288,20 +306,24 @@ def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BasePa
         raise DataError("no sample has valid derivatives on every joint")
     rows = select_rows(deriv.qd, deriv.valid, deriv.window_samples, selection, torque, torque_cap_nm) & ok[:, None]
     w = np.full((len(torque), arm.nv, base.rank), np.nan)
-    w[ok] = base.reduce(arm.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok]))
+    w[ok] = with_coulomb(arm, base, base.reduce(arm.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok])),
+                         None if coulomb is None else coulomb[ok])
+    weights = np.ones(arm.nv) if joint_weights is None else np.asarray(joint_weights, dtype=float)
+    w *= weights[:, None]
     sigma = np.nan_to_num(np.broadcast_to(np.asarray(deriv.position_noise_rad, dtype=float), (arm.nv,)), nan=0.0)
     cov = None
     if np.any(sigma > 0) and rows.any():
         extra = same_filter(deriv, np.random.default_rng(noise_seed).normal(0.0, 1.0, deriv.q.shape) * sigma)
         both = ok & extra.valid.all(axis=1)
         w_noisy = np.full_like(w, np.nan)
-        w_noisy[both] = base.reduce(arm.compute(deriv.q[both] + extra.q[both], deriv.qd[both] + extra.qd[both],
-                                                deriv.qdd[both] + extra.qdd[both]))
+        w_noisy[both] = with_coulomb(arm, base, base.reduce(arm.compute(
+            deriv.q[both] + extra.q[both], deriv.qd[both] + extra.qd[both], deriv.qdd[both] + extra.qdd[both])),
+            None if coulomb is None else coulomb[both]) * weights[:, None]
         cov = column_noise_covariance(w.reshape(-1, base.rank), [w_noisy.reshape(-1, base.rank)], rows.ravel())
     exc = excitation(deriv.qd, deriv.qdd, deriv.valid, sigma * deriv.qd_noise_gain, sigma * deriv.qdd_noise_gain,
                      limits, names=arm.joint_names)
     time_index = np.repeat(np.arange(len(torque)), arm.nv)
-    fit = fit_linear(torque.ravel(), w.reshape(-1, base.rank), base.base_names, rows=rows.ravel(),
+    fit = fit_linear((torque * weights).ravel(), w.reshape(-1, base.rank), base.base_names, rows=rows.ravel(),
                      time_index=time_index, noise_covariance=cov, compensate_noise=compensate_noise,
                      excitation_=exc, bootstrap=bootstrap, limits=limits)
     return ArmFit(base, fit, rows)

@@ -215,25 +215,29 @@ def iiwa_friction_problem(model_path: str | Path, train: str | Path, val: str | 
 
 def true_torque_rms(model_path: str | Path, robot: SimRobot, bag: str | Path) -> dict[str, float]:
     """Held-out joint torque RMS of the true model (the robot's inertials and damping, its true smooth friction
-    and offset) on `bag`, filtered as `torque_check` filters every model's record."""
+    and offset) on `bag`, filtered as `torque_check` filters every model's record (friction on the measured
+    velocity, smoothed like the torque)."""
     import mujoco
 
     from .. import sysid_data as sd
     from ..arm_regressor import ArmRegressor
     from .data import load_source
     from .problem import DataSource
-    from .torque_check import torque_rows
+    from ..derivatives import smooth_like_acceleration
+    from .torque_check import measured_velocity, torque_rows
 
     model = mujoco.MjModel.from_xml_path(str(model_path))
     joints = list(robot.joint_names)
     maps = sd.joint_maps(model, joints, {})
     (samples, commands), = load_source(DataSource(Path(bag), control="effort"), joints)
     deriv, tau, ok = torque_rows(model, maps, samples, commands)
+    velocity = measured_velocity(model, maps, samples)
     arm = ArmRegressor(robot.model, ("viscous", "armature"))
     if arm.joint_names != tuple(joints):
         raise ValueError("the robot's joints are not in the model's DOF order")
     predicted = arm.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok]) @ arm.true_parameters()
-    if robot.friction is not None:
-        predicted += robot.friction.torque(deriv.qd[ok]) + robot.friction.offset(arm.nv)
+    if robot.friction is not None:  # on the measured velocity, filtered like the torque (as `torque_check` does)
+        friction = smooth_like_acceleration(deriv, robot.friction.torque(deriv.qd if velocity is None else velocity))
+        predicted += friction[ok] + robot.friction.offset(arm.nv)
     err = tau[ok] - predicted
     return {j: float(np.sqrt(np.mean(err[:, k] ** 2))) for k, j in enumerate(arm.joint_names)}

@@ -2,10 +2,12 @@
 held-out data, for the model file (nominal), the identified model and the regression with smooth friction.
 
 A model's torque is the whole-arm regressor W(q, qd, qdd) (`arm_regressor`) times its parameters: inertials,
-damping, armature, friction loss as c tanh(qd / 0.01 rad/s) (MuJoCo's friction loss is a soft sign), and
+damping, armature, friction loss as c tanh(v / 0.01 rad/s) (MuJoCo's friction loss is a soft sign), and
 the effort offset its motors' constant bias stands for (`joint_effort_offset`). Velocities and accelerations
 come from a Savitzky-Golay filter (50 ms, cubic) and the measured torque is smoothed by the same kernel as
-the acceleration, so every model is compared on the same filtered record. The held-out data: the problem's
+the acceleration, so every model is compared on the same filtered record; friction terms are evaluated on
+the record's measured velocity and filtered the same way (`arm_friction.coulomb_columns`), else on the
+filtered velocity. The held-out data: the problem's
 validation data, else the last quarter of the longest training record (then left out of the regression).
 """
 
@@ -19,7 +21,7 @@ import mujoco
 import numpy as np
 
 from .. import sysid_data as sd
-from ..arm_friction import ArmFrictionFit, concatenate, fit_arm_friction
+from ..arm_friction import ArmFrictionFit, concatenate, coulomb_columns, fit_arm_friction
 from ..arm_regressor import JOINT_TERMS, ArmRegressor
 from ..derivatives import Derivatives
 from ..signals import JointCommands, JointSamples
@@ -74,16 +76,29 @@ def joint_order(model: mujoco.MjModel, maps: Sequence[sd.JointMap]) -> list[str]
     return [maps[k].ros_joint for k in np.argsort([int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps])]
 
 
-def _records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], every: int = 1
-             ) -> tuple[Derivatives, np.ndarray] | None:
-    """The parts' derivatives and torques joined, torque NaN where a row is not usable (or not every `every`-th)."""
-    got = []
+def measured_velocity(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples) -> np.ndarray | None:
+    """The record's own joint velocity in model DOF order, or None when it has none (or not finite)."""
+    if samples.velocity is None:
+        return None
+    v = np.column_stack([samples.column("velocity", j) for j in joint_order(model, maps)])
+    return v if np.isfinite(v).all() else None
+
+
+def _records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part]
+             ) -> tuple[Derivatives, np.ndarray, np.ndarray | None] | None:
+    """The parts' derivatives, torques (NaN where a row is not usable) and measured velocities (None unless
+    every part has them) joined."""
+    got, velocities = [], []
     for samples, commands in parts:
-        rows = torque_rows(model, maps, samples, commands, every)
+        rows = torque_rows(model, maps, samples, commands)
         if rows is not None:
             deriv, tau, ok = rows
             got.append((deriv, np.where(ok[:, None], tau, np.nan)))
-    return concatenate(got) if got else None
+            velocities.append(measured_velocity(model, maps, samples))
+    if not got:
+        return None
+    deriv, tau = concatenate(got)
+    return deriv, tau, None if any(v is None for v in velocities) else np.concatenate(velocities)
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,7 +126,9 @@ class TorqueValidation:
                          "parameters (see the base parameters)") for t, v in jf.terms.items()}
             coulomb = jf.value("coulomb")
             out[name] = {**terms, "velocity_scale_rad_s": jf.velocity_scale_rad_s,
-                         "model": f"offset + viscous qd + coulomb tanh(qd / {jf.velocity_scale_rad_s:.3g} rad/s)",
+                         "model": f"offset + viscous qd + coulomb tanh(v / {jf.velocity_scale_rad_s:.3g} rad/s)" + (
+                             ", v the measured velocity, the tanh filtered like the torque"
+                             if self.friction.filtered_friction else ", v the filtered velocity"),
                          "mujoco": {"damping": jf.value("viscous"), "frictionloss": coulomb,
                                     "joint_effort_offset": jf.value("offset"),
                                     "not_representable": "the tanh's rise below about "
@@ -137,22 +154,29 @@ def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train:
     check = _records(model, maps, check_parts)
     if check is None:
         return None
-    deriv, tau = check
-    rows = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
+    deriv, tau_all, velocity = check
+    rows = deriv.valid.all(axis=1) & np.isfinite(tau_all).all(axis=1)
     if rows.sum() < 50:
         return None
-    q, qd, qdd, tau = deriv.q[rows], deriv.qd[rows], deriv.qdd[rows], tau[rows]
+    q, qd, qdd, tau = deriv.q[rows], deriv.qd[rows], deriv.qdd[rows], tau_all[rows]
     joints = joint_order(model, maps)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
     w = arm.compute(q, qd, qdd)
+    if velocity is not None:  # friction from the record's own velocity, filtered like the torque
+        filtered = coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)[rows]
+        for j, joint in enumerate(arm.joint_names):
+            w[:, j, arm.names.index(f"{joint}.coulomb")] = filtered[:, j]
     rms = {name: _rms(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
            for name, m in (models or {"nominal": model}).items()}
     fitted = None
     if friction:
         record = _records(model, maps, fit_parts)
         if record is not None:
-            fitted = fit_arm_friction(model, *record)
-            rms["regression_friction"] = _rms(tau - fitted.predicted_torque(q, qd, qdd), joints)
+            fit_deriv, fit_tau, fit_velocity = record
+            fitted = fit_arm_friction(model, fit_deriv, fit_tau,
+                                      friction_velocity=fit_velocity if velocity is not None else None)
+            predicted = fitted.predicted_torque(deriv, velocity if fitted.filtered_friction else None)[rows]
+            rms["regression_friction"] = _rms(tau - predicted, joints)
     return TorqueValidation(tuple(joints), label, rms, fitted, int(rows.sum()))
 
 
