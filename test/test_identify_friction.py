@@ -65,10 +65,10 @@ def test_identify_runs_without_a_traceback_and_recovers_the_clock(run):
 
 
 def test_held_out_torque_within_1_5x_of_the_true_model_on_every_joint(run):
-    """Measured: identified (simulation path) 1.00-1.36x the true model's RMS, the regression with friction
-    0.98-1.18x, the model file 2.8-16x. The true model is not at the noise floor (1.7 N m on joint 1): its
+    """Measured: identified (simulation path) 1.00-1.23x the true model's RMS, the regression with friction
+    0.98-1.04x, the model file 2.8-25x. The true model is not at the noise floor (1.6 N m on joint 1): its
     error is the filtered record's (Savitzky-Golay 50 ms derivatives of sample-and-hold PID torques), which
-    every model shares; 1.5x leaves room for the friction a model cannot represent, and the nominal model
+    every model shares; 1.5x leaves room for the friction MuJoCo cannot represent, and the nominal model
     (wrong payload, no friction, no offset) fails it on every joint."""
     check = run["doc"]["metrics"]["held_out_torque_rms_nm"]
     assert check["held_out"] == "validation data"
