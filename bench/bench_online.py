@@ -2,7 +2,7 @@
 naive sliding-window least squares, and RLS; on the pendulum and on a 7-joint arm's payload.
 
 Run:  .venv/bin/python bench/bench_online.py [--short] [--pendulum | --arm]
-      (pendulum about 1 min, arm about 10 min on a quiet machine; --short skips the 10-minute records)
+      (pendulum about 1 min, arm about 9 min; --short skips the 10-minute records)
 
 Data (from test/test_online.py and test/test_online_steady.py): SimRobot's pendulum under PD tracking of a
 five-sine reference, 0.5 mrad angle noise, 0.01 N m effort noise, 500 Hz; the pole mass goes 1.3 -> 1.8 ->
@@ -31,7 +31,9 @@ with the residual detector (`payload_config`), ours window-only (`detect_window_
 on the same payload columns and known torque (acausal derivatives, every joint's equation per sample).
 Columns: detection delay per change, mass and first-moment (m cz) error 2 s after each change, steady
 error (worst over the last 5 s of each segment), false events, and on the 10 minutes: false events and
-worst / median mass error.
+worst / median mass error; then the residual detector's statistic over the 10 minutes (each check's step in
+standard errors, its tail, the closest check to an alarm, the false-alarm rate the threshold implies for a
+Gaussian statistic). About 9 min at a load average of 6-10 (4 min of it the 10 minutes' RLS and window-only).
 """
 
 from __future__ import annotations
