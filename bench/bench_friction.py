@@ -53,6 +53,9 @@ def main() -> None:
             runs[label] = identify(problem_from_dict(iiwa_friction_problem(model, train, val, offsets)))
             print(f"simulation path {label}: {time.perf_counter() - t0:.1f} s, verdict {runs[label].verdict} "
                   f"({len(runs[label].warnings)} warnings)")
+    for note in runs["no offsets"].notes:
+        if "torque offsets" in note:
+            print(f"simulation path no offsets, note: {note}")
     check = runs["with offsets"].metrics["held_out_torque_rms_nm"]
     columns = {"nominal": check["nominal"],
                "sim, no offsets": runs["no offsets"].metrics["held_out_torque_rms_nm"]["identified"],

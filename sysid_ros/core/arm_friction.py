@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import mujoco
 import numpy as np
+import scipy.linalg
 from scipy.optimize import minimize_scalar
 
 from .arm_regressor import (JOINT_TERMS, ArmFit, ArmRegressor, BaseParameters, fit_arm, structural_base_parameters,
@@ -98,9 +99,16 @@ def concatenate(parts: Sequence[tuple[Derivatives, np.ndarray]]) -> tuple[Deriva
     return joined, np.concatenate([t for _, t in parts])
 
 
+def _solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    try:
+        return scipy.linalg.solve(gram, rhs, assume_a="pos")
+    except (np.linalg.LinAlgError, ValueError):
+        return np.linalg.lstsq(gram, rhs, rcond=None)[0]
+
+
 def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, tau: np.ndarray,
                    start: np.ndarray, bounds: tuple[float, float], sweeps: int, velocity: np.ndarray | None,
-                   weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+                   weights: np.ndarray, w_all: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Per joint v_s minimising the training residual (joint j's equations weighted by weights[j]), by
     coordinate-wise 1-D searches; returns v_s, each joint's unweighted residual RMS there, the trials."""
     ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
@@ -109,7 +117,7 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
     if ok.sum() < 50:
         raise DataError(f"only {int(ok.sum())} samples with valid derivatives and torques on every joint")
     qd, y = deriv.qd[ok], tau[ok] * weights
-    w = base.reduce(arm.compute(deriv.q[ok], qd, deriv.qdd[ok]))  # (n, nv, r)
+    w = w_all[ok[deriv.valid.all(axis=1)]].copy()  # the base regressor (n, nv, r) on these rows
     if velocity is not None:
         w = with_coulomb(arm, base, w, coulomb_columns(deriv, velocity, start)[ok])
     w = w * weights[:, None]
@@ -148,8 +156,7 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
                 nonlocal evaluations
                 evaluations += 1
                 g, b, _ = swapped(j, c, float(np.exp(log_v)))
-                theta = np.linalg.lstsq(g, b, rcond=None)[0]
-                return yy - float(b @ theta)
+                return yy - float(b @ _solve(g, b))
 
             grid = np.linspace(*np.log(bounds), GRID_POINTS)  # the profile can have several minima: bracket first
             k = int(np.argmin([rss(u) for u in grid]))
@@ -158,7 +165,7 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
             scales[j] = float(np.exp(best.x))
             gram, rhs, col = swapped(j, c, scales[j])
             w[:, j, c] = col
-    theta = np.linalg.lstsq(gram, rhs, rcond=None)[0]
+    theta = _solve(gram, rhs)
     rms = np.sqrt(np.mean((y - w @ theta) ** 2, axis=0)) / weights
     return scales, rms, evaluations
 
@@ -180,10 +187,12 @@ def fit_arm_friction(model: mujoco.MjModel, deriv: Derivatives, tau: np.ndarray,
     # joints' residuals differ by orders of magnitude (shoulder N m, wrist tens of mN m): a first pass finds
     # them, the second weights each joint's equations by 1 / its residual RMS (so the shoulder's error does
     # not set the wrist's parameters) and searches again from there
+    valid = deriv.valid.all(axis=1)
+    w_all = base.reduce(arm.compute(deriv.q[valid], deriv.qd[valid], deriv.qdd[valid]))
     scales, rms, evaluations = _search_scales(arm, base, deriv, torque, np.full(arm.nv, start_rad_s), bounds, sweeps,
-                                              velocity, np.ones(arm.nv))
+                                              velocity, np.ones(arm.nv), w_all)
     weights = 1.0 / np.maximum(rms, 1e-9 * rms.max(initial=1.0))
-    scales, rms, more = _search_scales(arm, base, deriv, torque, scales, bounds, 1, velocity, weights)
+    scales, rms, more = _search_scales(arm, base, deriv, torque, scales, bounds, 1, velocity, weights, w_all)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=scales)
     fit = fit_arm(arm, deriv, torque, base, selection=RowSelection(moving_speed_rad_s=0.0, slow_speed_rad_s=0.0),
                   bootstrap=bootstrap, limits=limits, joint_weights=weights,

@@ -468,6 +468,8 @@ def _torque_check(problem: Problem, model: mujoco.MjModel, identified: mujoco.Mj
         notes.append(f"held-out joint torque ({check.held_out}) predicted worse by the identified model than by "
                      "the model file on " + ", ".join(f"{j} ({check.rms_nm['identified'][j]:.3g} vs "
                                                       f"{check.rms_nm['nominal'][j]:.3g} N m)" for j in worse))
+    notes += check.friction_notes({m.ros_joint for m in maps for p in problem.parameters
+                                   if p.kind == "joint_effort_offset" and p.target == m.mjcf_joint})
     return check.friction_document()
 
 

@@ -138,6 +138,24 @@ class TorqueValidation:
         return out
 
 
+    def friction_notes(self, with_offset: set[str]) -> list[str]:
+        """What the MuJoCo model cannot represent of the regression's friction, and offsets the data show on
+        joints without a `joint_effort_offset` parameter (beyond twice their 95 % half-width)."""
+        if self.friction is None:
+            return []
+        scales = [jf.velocity_scale_rad_s for jf in self.friction.joints]
+        out = [f"joint friction (regression, per joint under `friction`): its smooth Coulomb rise tanh(v / v_s), v_s "
+               f"{min(scales):.2g}-{max(scales):.2g} rad/s, is not representable in MuJoCo (friction loss is a soft "
+               "sign; no Stribeck term): damping, frictionloss and joint_effort_offset are the closest form"]
+        missing = [f"{name} {jf.terms['offset'][0]:+.3g} +- {jf.terms['offset'][1]:.2g} N m"
+                   for name, jf in zip(self.joints, self.friction.joints) if name not in with_offset
+                   and jf.terms.get("offset") is not None and abs(jf.terms["offset"][0]) > 2 * jf.terms["offset"][1]]
+        if missing:
+            out.append("the regression finds torque offsets on joints the problem gives no joint_effort_offset: "
+                       + ", ".join(missing))
+        return out
+
+
 def _rms(err: np.ndarray, joints: Sequence[str]) -> dict[str, float]:
     return {j: float(np.sqrt(np.nanmean(err[:, k] ** 2))) for k, j in enumerate(joints)}
 
