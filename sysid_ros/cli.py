@@ -99,6 +99,13 @@ def _identify(args: argparse.Namespace) -> int:
         for label, value, half, start in zip(labels, p.value, p.half_width_95, p.start):
             name = f"{p.name}.{label}" if label else p.name
             print(f"{name:<24}{value:>14.6g}{half:>12.4g}{start:>12.6g}  {'yes' if p.identifiable else 'NO'}")
+    torque = result.metrics.get("held_out_torque_rms_nm")
+    if torque:  # an arm: held-out joint torque per joint and model
+        labels = [k for k in ("nominal", "identified", "regression_friction") if k in torque]
+        print(f"held-out joint torque RMS, N m ({torque['held_out']}):")
+        print(f"{'joint':<24}" + "".join(f"{k:>20}" for k in labels))
+        for joint in torque[labels[0]]:
+            print(f"{joint:<24}" + "".join(f"{torque[k][joint]:>20.4g}" for k in labels))
     for note in result.notes:
         print(f"note: {note}")
     print(f"results: {paths['yaml']}  report: {paths['report']}")

@@ -26,10 +26,12 @@ from sysid_ros.core.arm_friction import fit_arm_friction  # noqa: E402
 from sysid_ros.core.arm_regressor import JOINT_TERMS, ArmRegressor, effort_offsets  # noqa: E402
 from sysid_ros.core.bags.logger_clock import repeated_rows  # noqa: E402
 from sysid_ros.core.derivatives import Derivatives  # noqa: E402
+from sysid_ros.core.errors import ConfigError  # noqa: E402
 from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
 from sysid_ros.core.identify.synthetic import (IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag,  # noqa: E402
                                                true_torque_rms)
 from sysid_ros.core.regression import BootstrapSettings  # noqa: E402
+from sysid_ros.core.sim import SimRobot, SmoothFriction  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,7 @@ def test_identify_runs_without_a_traceback_and_recovers_the_clock(run):
     assert "Traceback" not in proc.stdout + proc.stderr
     notes = run["doc"]["notes"]
     assert sum("device clock recovered" in n for n in notes) == 2, notes  # training and validation bags
+    assert "held-out joint torque RMS, N m (validation data):" in proc.stdout
     report = (run["dir"] / "out" / "report.html").read_text()
     assert "Held-out joint torque" in report and "regression_friction" in report
 
@@ -130,3 +133,23 @@ def test_velocity_scale_search_recovers_a_noise_free_friction(tmp_path):
         assert j.value("coulomb") == pytest.approx(0.5 + 0.1 * k, abs=1e-3)
         assert j.value("offset") == pytest.approx(0.3 - 0.1 * k, abs=1e-3)
 
+
+
+def test_smooth_friction_and_sensor_offset_in_the_sim(tmp_path):
+    """The truth's extra physics: the sensor reports the drive's torque plus its offset, and the smooth
+    friction opposes motion (a joint spun up and left alone slows down faster than without it)."""
+    model = iiwa_mjcf(tmp_path / "iiwa.xml", payload=Payload(0.5))
+    friction = SmoothFriction((0.0,) * 6 + (0.3,), (0.05,) * 7, effort_offset_nm=(0.0,) * 6 + (0.25,))
+    speeds = {}
+    for label, f in (("plain", None), ("friction", friction)):
+        robot = SimRobot(str(model), friction=f)
+        robot.command("effort", np.zeros(7))
+        robot.data.qvel[6] = 2.0
+        samples = robot.advance(robot.time_ns + 200_000_000)
+        speeds[label] = samples[-1].velocity[6]
+        assert samples[-1].effort[6] == (0.25 if f else 0.0)
+    assert 0 < speeds["friction"] < speeds["plain"] - 0.1, speeds
+    with pytest.raises(ConfigError):
+        SmoothFriction((0.3,), (0.05, 0.05))
+    with pytest.raises(ConfigError):
+        SimRobot(str(model), friction=SmoothFriction((0.3,), (0.05,)))
