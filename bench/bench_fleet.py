@@ -130,7 +130,8 @@ def main() -> None:
         peaks = peak_per_worker(doc)
         at_start = sum(w.get("models_compiled", 0) for w in doc["fleet"]["startup"]["workers"])
         in_jobs = sum(bool(r["provenance"].get("model_compiled")) for r in doc["robots"].values())
-        ready = ", ".join(f"{w['cpu_seconds']:.1f}" for w in doc["fleet"]["startup"]["workers"])
+        ready = ", ".join(f"{w['cpu_seconds']:.1f}" for w in doc["fleet"]["startup"]["workers"]) + (
+            " (this process so far, with writing the bags)" if engine == "serial" else "")
         cores = ", ".join(str(w["cores"]) for w in doc["fleet"]["startup"]["workers"])
         print(f"{engine:<8} peak RSS per worker: {', '.join(f'{v:.0f} MB' for v in peaks.values())}; rollout "
               f"threads per worker {cores}; CPU seconds to get ready {ready}; model compiled {at_start} time(s) "

@@ -77,8 +77,8 @@ def _check_reachable(address: str, timeout_s: float = 10.0) -> None:
 
 def map_on_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int | None, address: str | None,
                warm: Warm | None, started: Callable[[list], None]) -> Iterator[Outcome]:
-    """`map_jobs` on Ray: `workers` actors (default: the cluster's CPUs), each fed its next job as it
-    finishes one."""
+    """`map_jobs` on Ray: `workers` actors (at most, and by default, as many as the cluster has CPUs), each
+    fed its next job as it finishes one."""
     import ray
     from ray.exceptions import RayActorError
 
@@ -87,7 +87,8 @@ def map_on_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int | Non
     actors: list[Any] = []
     running: dict[Any, tuple[int, Any]] = {}
     try:
-        n = min(workers or max(int(ray.cluster_resources().get("CPU", 1)) // CORES, 1), max(len(jobs), 1))
+        fits = max(int(ray.cluster_resources().get("CPU", 1)) // CORES, 1)  # more actors would wait for CPUs
+        n = min(workers or fits, fits, max(len(jobs), 1))
         actors = [actor.remote(warm) for _ in range(n)]
         facts = []
         for ref in [a.ready.remote() for a in actors]:
