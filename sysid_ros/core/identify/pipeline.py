@@ -195,9 +195,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
 
     t0 = time.perf_counter()
     with quiet_output(problem.optimizer.quiet):
-        opt_params, opt_result = sysid.optimize(params, counted, optimizer=problem.optimizer.backend,
-                                                verbose=False, max_iters=max_iters, xtol=problem.optimizer.xtol,
-                                                **_backend_options(problem.optimizer.backend))
+        opt_params, opt_result = _optimize(problem, params, counted, notes)
     timings["optimize_s"] = time.perf_counter() - t0
     x_hat = np.asarray(opt_result.x, dtype=float)
     _report(progress, "intervals", 0.87, "confidence intervals")
@@ -420,8 +418,33 @@ masses on one axis) no step passes Armijo's test, and the backend raises mu by t
 parameter points there), 28 at 10^0.5."""
 
 
-def _backend_options(backend: str) -> dict[str, float]:
-    return {"mu_factor": MU_FACTOR} if backend == "mujoco" else {}
+def _optimize(problem: Problem, params: sysid.ParameterDict, residual_fn: Callable[..., Any],
+              notes: list[str]) -> tuple[sysid.ParameterDict, Any]:
+    """`sysid.optimize`; with the `mujoco` backend also the statistical stopping rule (`stopping`)."""
+    backend, opt = problem.optimizer.backend, problem.optimizer
+    if backend != "mujoco":
+        return sysid.optimize(params, residual_fn, optimizer=backend, verbose=False, max_iters=opt.max_iters,
+                              xtol=opt.xtol)
+    from scipy.optimize import OptimizeResult
+
+    from .stopping import NegligibleStep, StoppingJacobian
+
+    own = params.copy()  # the backend evaluates on its own copy; the Jacobian's points go through this one
+    lower, upper = params.get_bounds()
+    jacobian = StoppingJacobian(lambda x: np.concatenate(residual_fn(x, own)[0]), lower, upper)
+    trace: list[Any] = []
+    try:
+        return sysid.optimize(params, residual_fn, optimizer=backend, verbose=False, max_iters=opt.max_iters,
+                              xtol=opt.xtol, mu_factor=MU_FACTOR, jacobian=jacobian,
+                              iter_callback=lambda t: trace.__setitem__(slice(None), t))
+    except NegligibleStep as stop:
+        x = np.ravel(stop.x)
+        opt_params = params.copy()
+        opt_params.update_from_vector(x)
+        notes.append(f"optimizer stopped after {len(trace)} iterations: {stop}")
+        objective = [float(entry.objective) for entry in trace] + [0.5 * float(stop.r @ stop.r)]
+        return opt_params, OptimizeResult(x=x, jac=stop.jac, grad=stop.jac.T @ stop.r,
+                                          extras={"objective": objective})
 
 
 def _arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap], train_data: Sequence,
