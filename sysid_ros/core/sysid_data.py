@@ -219,6 +219,14 @@ def initial_states(model: mujoco.MjModel, maps: Sequence[JointMap], samples: Joi
     `measured` the measured velocity as it is, `positions` the fit's derivative of the positions; without
     a measured velocity always the latter (a 7-sample fit unless `smoothing_samples` says otherwise).
     """
+    qpos, qvel = start_positions_velocities(model, maps, samples, indices, smoothing_samples, velocity)
+    return [sysid.create_initial_state(model, qp, qv) for qp, qv in zip(qpos, qvel)]
+
+
+def start_positions_velocities(model: mujoco.MjModel, maps: Sequence[JointMap], samples: JointSamples,
+                               indices: Sequence[int], smoothing_samples: int = 0,
+                               velocity: str = "smoothed") -> tuple[np.ndarray, np.ndarray]:
+    """(qpos, qvel) rows of `initial_states` (the model's qpos0 and zero velocity for unmapped joints)."""
     qpos = np.tile(model.qpos0, (len(indices), 1))
     qvel = np.zeros((len(indices), model.nv))
     dt_s = float(np.median(np.diff(samples.time_s)))
@@ -238,7 +246,7 @@ def initial_states(model: mujoco.MjModel, maps: Sequence[JointMap], samples: Joi
         jid = model.joint(m.mjcf_joint).id
         qpos[:, model.jnt_qposadr[jid]] = q0
         qvel[:, model.jnt_dofadr[jid]] = v0
-    return [sysid.create_initial_state(model, qp, qv) for qp, qv in zip(qpos, qvel)]
+    return qpos, qvel
 
 
 def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], samples: JointSamples,

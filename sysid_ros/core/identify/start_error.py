@@ -60,8 +60,8 @@ def _impulse_response(model: mujoco.MjModel, maps: Sequence[sd.JointMap], sample
     """(len(starts), joints, 2, offsets): d(q0, v0) of each mapped joint / d(field sample at start + offset)."""
     n = len(samples)
     out = np.zeros((len(starts), len(maps), 2, 2 * reach + 1))
-    idx = [(1 + model.jnt_qposadr[model.joint(m.mjcf_joint).id], 1 + model.nq + model.jnt_dofadr[
-        model.joint(m.mjcf_joint).id]) for m in maps]
+    idx = [(model.jnt_qposadr[model.joint(m.mjcf_joint).id], model.jnt_dofadr[model.joint(m.mjcf_joint).id])
+           for m in maps]
     cols = [samples.joint_names.index(m.ros_joint) for m in maps]
     zero = np.zeros((n, len(samples.joint_names)))
     base = replace(samples, position=zero, velocity=None if samples.velocity is None else zero)
@@ -73,10 +73,9 @@ def _impulse_response(model: mujoco.MjModel, maps: Sequence[sd.JointMap], sample
         pulse = zero.copy()
         pulse[np.ix_(at[ok], cols)] = 1.0
         probe = replace(base, **{field: pulse})
-        states = sd.initial_states(model, maps, probe, starts, smoothing, velocity)
-        for s, st in enumerate(states):
-            for j, (iq, iv) in enumerate(idx):
-                out[s, j, :, k] = st[iq], st[iv]
+        qpos, qvel = sd.start_positions_velocities(model, maps, probe, starts, smoothing, velocity)
+        for j, (iq, iv) in enumerate(idx):
+            out[:, j, 0, k], out[:, j, 1, k] = qpos[:, iq], qvel[:, iv]
     return out
 
 

@@ -75,7 +75,8 @@ class StoppingJacobian:
         if self.last is not None and np.array_equal(self.last[0], x):
             return self.last[1]
         bounds = [np.reshape(self.lower, (-1, 1)), np.reshape(self.upper, (-1, 1))]
-        jac, _ = minimize.jacobian_fd(self.residual, x, r, np.float64(self.eps), 0, bounds)
+        jac, _ = minimize.jacobian_fd(self.residual, np.reshape(x, (-1, 1)), np.reshape(r, (-1, 1)),
+                                      np.float64(self.eps), 0, bounds)
         self.last = (np.array(x, copy=True), jac)
         moved = step_standard_errors(jac, r, x, self.lower, self.upper)
         if moved < self.standard_errors:
