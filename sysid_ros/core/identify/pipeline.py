@@ -400,8 +400,8 @@ def _offset_scan(model: mujoco.MjModel, maps: Sequence[sd.JointMap], ms: sysid.M
     if jac is None or not np.size(jac):
         return None
     commands = {id(samples): cmd for _, parts in data for samples, cmd in parts}
-    residual_at = residual_builder(ms, sources, commands, model, maps, make_fn, x_hat, params)
-    return scan_command_offset(float(model.opt.timestep), np.asarray(jac, dtype=float), residual_at)
+    residuals_at = residual_builder(ms, sources, commands, model, maps, make_fn, x_hat, params)
+    return scan_command_offset(float(model.opt.timestep), np.asarray(jac, dtype=float), residuals_at)
 
 
 def _condition_number(jac: Any) -> float:

@@ -12,9 +12,9 @@ independent (the segments start far apart compared with the smoothing window), s
 where Sigma0_w is the covariance of segment w's start state: the measured noise (estimated from the
 data, not the residual scales of the problem) through the same smoothing that made the start state
 (`sysid_data.initial_states`, found by feeding it impulses). S is taken by finite differences, shifting
-every segment's start state at once (a segment's residual depends only on its own start): one batched
-rollout per mapped state component. A cluster-robust sandwich over segments would need many segments
-and is degenerate for one; this needs none.
+every segment's start state at once (a segment's residual depends only on its own start), one shifted
+state component per parameter point of a single batched rollout. A cluster-robust sandwich over segments
+would need many segments and is degenerate for one; this needs none.
 
 The same pieces give segment w's residual covariance, I + S_w Sigma0_w S_w' (residuals are scaled by
 the noise), and with it generalized least squares (`weighted_step`, `start_noise: weight`): one
@@ -120,7 +120,8 @@ def start_state_noise(model: mujoco.MjModel, maps: Sequence[sd.JointMap],
 
 
 class ShiftedStartRollout:
-    """`custom_rollout` that adds `delta` (a full-state vector, or None) to every segment's start state."""
+    """`custom_rollout` that adds `delta` to every segment's start state: a full-state vector, or one row per
+    parameter point of a 2-D (batched) call, or None."""
 
     def __init__(self) -> None:
         self.delta: np.ndarray | None = None
@@ -128,7 +129,12 @@ class ShiftedStartRollout:
     def __call__(self, models: Sequence[mujoco.MjModel], datas: Sequence[mujoco.MjData], control_signal: Sequence,
                  initial_states: Sequence[np.ndarray], param_dicts: Sequence[sysid.ParameterDict],
                  **mappings: Any) -> Sequence[sysid.SystemTrajectory]:
-        states = list(initial_states) if self.delta is None else [np.asarray(st) + self.delta for st in initial_states]
+        if self.delta is None:
+            states = list(initial_states)
+        else:
+            delta = np.atleast_2d(self.delta)
+            per_point = len(initial_states) // len(delta)  # states are point-major: every segment of point 0, ...
+            states = [np.asarray(st) + delta[i // per_point] for i, st in enumerate(initial_states)]
         return sysid.sysid_rollout(models, datas, control_signal, states, **mappings)
 
 
@@ -151,7 +157,7 @@ def start_state_sensitivity(x_hat: np.ndarray, params: sysid.ParameterDict, resi
     """(r0, S, rows): residual at `x_hat`, d r / d x0 (one-sided, a step of one start std), segment rows.
 
     `residual_fn` is a `batched_residual_fn` built with `shifter` as its custom rollout; `base` its
-    residuals at `x_hat` unshifted, if known (one batched rollout per mapped state component, plus this).
+    residuals at `x_hat` unshifted, if known (one batched rollout shifts every noisy state component, plus this).
     """
     shifter.delta = None
     base = residual_fn(x_hat, params)[0] if base is None else base
@@ -160,12 +166,12 @@ def start_state_sensitivity(x_hat: np.ndarray, params: sysid.ParameterDict, resi
     m = len(noise.indices)
     steps = np.sqrt(np.max([np.diag(c) for c in noise.covariance.values()], axis=0))
     sens = np.zeros((len(r0), m))
-    for i in range(m):
-        if steps[i] <= 0:  # an exact start component (e.g. a noise-free measured velocity): nothing to carry
-            continue
-        shifter.delta = np.zeros(state_size)
-        shifter.delta[noise.indices[i]] = steps[i]
-        sens[:, i] = (np.concatenate(residual_fn(x_hat, params)[0]) - r0) / steps[i]
+    moved = [i for i in range(m) if steps[i] > 0]  # an exact start component (a noise-free measured velocity)
+    if moved:  # carries nothing; the others shifted one at a time, all in one batched rollout
+        shifter.delta = np.zeros((len(moved), state_size))
+        shifter.delta[np.arange(len(moved)), noise.indices[moved]] = steps[moved]
+        shifted = np.concatenate(residual_fn(np.tile(np.reshape(x_hat, (-1, 1)), (1, len(moved))), params)[0])
+        sens[:, moved] = (shifted - r0[:, None]) / steps[moved]
     shifter.delta = None
     return r0, sens, rows
 

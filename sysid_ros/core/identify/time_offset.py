@@ -63,59 +63,85 @@ def _projector(jac: np.ndarray) -> np.ndarray:
     return u[:, s > 1e-10 * max(float(s.max()) if s.size else 0.0, 1e-300)]
 
 
-def scan_command_offset(timestep_s: float, jac: np.ndarray, residual_at: Callable[[int], np.ndarray | None]
-                        ) -> OffsetScan | None:
-    """Scan command shifts; `residual_at(shift_ns)` is the stacked residual at the optimum with the control
-    moved that much later (None when it cannot be built). None: no scan possible."""
+def scan_command_offset(timestep_s: float, jac: np.ndarray,
+                        residuals_at: Callable[[Sequence[int]], list[np.ndarray | None]]) -> OffsetScan | None:
+    """Scan command shifts; `residuals_at(shifts_ns)` gives the stacked residual at the optimum for each shift,
+    with the control moved that much later (None where it cannot be built). None: no scan possible."""
     basis = _projector(jac)
     costs: dict[float, float] = {}
 
-    def cost(shift_ms: float) -> float:
-        if shift_ms not in costs:
-            r = residual_at(int(round(shift_ms * 1e6)))
-            costs[shift_ms] = (float(r @ r - np.sum((basis.T @ r) ** 2))
-                               if r is not None and len(r) == basis.shape[0] else np.nan)
-        return costs[shift_ms]
+    def evaluate(shifts_ms: Sequence[float]) -> None:
+        todo = [s for s in dict.fromkeys(shifts_ms) if s not in costs]
+        for s, r in zip(todo, residuals_at([int(round(s * 1e6)) for s in todo]) if todo else ()):
+            costs[s] = (float(r @ r - np.sum((basis.T @ r) ** 2))
+                        if r is not None and len(r) == basis.shape[0] else np.nan)
 
-    base = cost(0.0)
+    coarse = [0.0] + [s * sign for s in COARSE_MS for sign in (1.0, -1.0)]
+    evaluate(coarse)  # all at once: one batched rollout
+    base = costs[0.0]
     if not np.isfinite(base) or base <= 0:
         return None
-    coarse = [0.0] + [s * sign for s in COARSE_MS for sign in (1.0, -1.0)]
-    for s in coarse:
-        cost(s)
     best = min((s for s in coarse if np.isfinite(costs[s])), key=costs.get)
     if best != 0.0 and costs[best] < (1.0 - MIN_COST_DROP) * base:  # refine between the neighbours
         ladder = sorted(coarse)
         i = ladder.index(best)
         lo, hi = ladder[max(i - 1, 0)], ladder[min(i + 1, len(ladder) - 1)]
         step = max(timestep_s * 1e3, (hi - lo) / 12)
-        for s in np.arange(lo + step, hi, step):
-            cost(round(float(s), 6))
+        evaluate([round(float(s), 6) for s in np.arange(lo + step, hi, step)])
         best = min((s for s in costs if np.isfinite(costs[s])), key=costs.get)
     shifts = sorted(costs)
     return OffsetScan(float(best), costs[best] / base, tuple(shifts), tuple(costs[s] for s in shifts))
 
 
+BATCH_STEPS = 2_000_000
+"""Simulation steps rolled out together in the scan (shifts x segments): bounds the predictions held at once."""
+
+
 def residual_builder(ms: sysid.ModelSequences, sources: Sequence[tuple[sd.Segment, JointSamples]],
                      commands: Mapping[int, JointCommands | None], model: mujoco.MjModel,
                      maps: Sequence[sd.JointMap], residual_fn_for: Callable[[sysid.ModelSequences], Any],
-                     x_hat: np.ndarray, params: sysid.ParameterDict) -> Callable[[int], np.ndarray | None]:
-    """`residual_at` for `scan_command_offset`: `ms`'s segments (cut from `sources`, whose commands are
+                     x_hat: np.ndarray, params: sysid.ParameterDict
+                     ) -> Callable[[Sequence[int]], list[np.ndarray | None]]:
+    """`residuals_at` for `scan_command_offset`: `ms`'s segments (cut from `sources`, whose commands are
     `commands[id(samples)]`, None for the measured effort) with only the control moved, replayed at `x_hat`
-    through `residual_fn_for(model sequences)`. The trajectories keep their start-state arrays, so an
-    `InitialStateRollout` still finds its estimated start states."""
-    def residual_at(shift_ns: int) -> np.ndarray | None:
-        moved = copy.copy(ms)
-        moved.measured_rollout = []
+    through `residual_fn_for(model sequences)`, several shifts in one batched rollout (up to `BATCH_STEPS`).
+    The trajectories keep their start-state arrays, so an `InitialStateRollout` still finds its estimated
+    start states. Each residual's rows are in the order of `residual_fn_for(ms)`, the Jacobian's."""
+    from .start_error import segment_rows
+
+    order = residual_fn_for(ms).segment_names
+    steps = sum(len(traj.control) for traj in ms.measured_rollout)
+
+    def moved(shift_ns: int) -> list | None:
+        out = []
         try:
             for traj, (seg, samples) in zip(ms.measured_rollout, sources):
                 control = sd.held_control(model, maps, shifted_commands(samples, commands[id(samples)], shift_ns),
                                           seg.start_ns, len(traj.control))
                 traj = copy.copy(traj)
                 object.__setattr__(traj, "control", control)
-                moved.measured_rollout.append(traj)
+                out.append(traj)
         except SysidRosError:
             return None
-        return np.concatenate(residual_fn_for(moved)(x_hat, params)[0])
+        return out
 
-    return residual_at
+    def run(batch: list[tuple[int, list]]) -> dict[int, np.ndarray]:
+        both = copy.copy(ms)
+        both.measured_rollout = [traj for _, trajs in batch for traj in trajs]
+        both.sequence_name = [f"{name}@{k}" for k, _ in batch for name in ms.sequence_name]
+        fn = residual_fn_for(both)
+        residuals = fn(x_hat, params)[0]
+        rows = segment_rows(residuals, fn.segment_names, fn.group_sizes)
+        stacked = np.concatenate(residuals)
+        return {k: np.concatenate([stacked[rows[f"{name}@{k}"]] for name in order]) for k, _ in batch}
+
+    def residuals_at(shifts_ns: Sequence[int]) -> list[np.ndarray | None]:
+        built = [(k, moved(shift)) for k, shift in enumerate(shifts_ns)]
+        ready = [(k, trajs) for k, trajs in built if trajs is not None]
+        per_batch = max(1, BATCH_STEPS // max(steps, 1))
+        out: dict[int, np.ndarray] = {}
+        for i in range(0, len(ready), per_batch):
+            out.update(run(ready[i:i + per_batch]))
+        return [out.get(k) for k in range(len(shifts_ns))]
+
+    return residuals_at
