@@ -6,10 +6,12 @@ Raw = a careful hand-written mujoco.sysid run (docs/facts.md): integer-ns shift,
 Runs alternate (raw, identify, raw, ...) so that load on the shared cores hits both alike; medians are
 compared (CPU time beside them: less swayed by the other processes on the shared cores). Goals: identify
 <= 1.05x raw on the pendulum and the 3-link arm, <= 0.7x on the iiwa (issue 13). Both sides roll out with
-the library's default threads (one MjData per CPU). Each run also reports its parameter points (one
-rollout of every segment each) and the wall time per point: the whole-run ratio depends on the
-optimiser's path (warm start, residual scaling, stopping rule), the per-point time on the overhead around
-the rollouts (identify's includes its fixed stages: start-state noise, offset scan, warm start).
+the library's default threads (one MjData per CPU); `identify` runs BLAS on one thread (threadpoolctl),
+raw at numpy's default, and on the iiwa a third row runs raw with one BLAS thread too. Each run also
+reports its parameter points (one rollout of every segment each) and the wall time per point: the
+whole-run ratio depends on the optimiser's path (warm start, residual scaling, stopping rule), the
+per-point time on the overhead around the rollouts (identify's includes its fixed stages: start-state
+noise, offset scan, warm start).
 
     .venv/bin/python bench/bench_identify.py [--reps 5] [--arm] [--iiwa]
 """
@@ -214,6 +216,14 @@ def raw_iiwa(model: Path, path: Path) -> dict[str, float]:
     return {**out, "flange_sum": out["payload_mass"] + out["lbr_iiwa_link_7_mass"]}
 
 
+def one_blas_thread(fn):
+    """Raw with BLAS limited as `identify` limits it during its run: what is left of the ratio is the pipeline's."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fn()
+
+
 def timed(fn):
     t, c = time.perf_counter(), time.process_time()
     with quiet_output():
@@ -260,7 +270,8 @@ def main() -> None:
             model, data = iiwa_data(Path(tmp))
             problem = iiwa_problem(model, data)
             compare("KUKA iiwa, 4 s at 500 Hz, 16 windows of 0.25 s, hidden payload", IIWA_TRUTH, {
-                "raw mujoco.sysid": lambda: raw_iiwa(model, data), "identify (defaults)": lambda: identify(problem)},
+                "raw mujoco.sysid": lambda: raw_iiwa(model, data), "identify (defaults)": lambda: identify(problem),
+                "raw, one BLAS thread (as identify)": lambda: one_blas_thread(lambda: raw_iiwa(model, data))},
                 args.reps)
         path = pendulum_data(Path(tmp) / "pendulum.npz")
         measured, estimated = pendulum_problem(path, "measured"), pendulum_problem(path, "estimate")

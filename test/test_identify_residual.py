@@ -5,34 +5,37 @@ from __future__ import annotations
 import numpy as np
 from mujoco import sysid
 
-from sysid_ros.core.identify.residual import ScaledResidual, _plain
+from sysid_ros.core.identify.residual import ScaledResidual
 from sysid_ros.core.sim import load_spec
 
 
-def series(seed: int):
-    rng = np.random.default_rng(seed)
-    mapping = {"hinge_qpos": (sysid.SignalType.MjStateQPos, np.array([0])),
-               "hinge_qvel": (sysid.SignalType.MjStateQVel, np.array([1]))}
-    grid = 0.002 * np.arange(1, 126)  # the prediction: simulation steps after the start
-    predicted = sysid.TimeSeries(grid, rng.normal(size=(len(grid), 2)), mapping)
-    # measured: jittered stamps, some before the first prediction and after the last, one exactly on the grid
-    stamps = np.sort(np.concatenate([[0.0, 0.0015, 0.004], 0.002 * np.arange(3, 130) + rng.uniform(-4e-4, 4e-4, 127)]))
-    measured = sysid.TimeSeries(stamps, rng.normal(size=(len(stamps), 2)), mapping)
-    return predicted, measured
-
-
 def test_plain_shortcut_equals_the_library_transform():
-    model = load_spec("pendulum").compile()
-    transform = sysid.SignalTransform(normalize=False)
+    """The whole modify_residual both ways: measured columns out of the model's order, jittered stamps."""
+    model = load_spec("arm3").compile()
+    residual = ScaledResidual(sysid.SignalTransform(normalize=False), 2e-4, 2e-3)
+    qpos, qvel, _, _ = sysid.TimeSeries.compute_all_state_mappings(model)
+    names = [("elbow_qvel", qvel), ("shoulder_qpos", qpos), ("wrist_qpos", qpos), ("elbow_qpos", qpos)]
     for seed in range(5):
-        predicted, measured = series(seed)
-        res, pred, meas = _plain(predicted, measured)
-        ref, ref_pred, ref_meas = transform.apply(sysid.ParameterDict(), predicted, measured, model, True)
-        np.testing.assert_array_equal(res, ref)
-        np.testing.assert_array_equal(pred.data, ref_pred.data)
-        np.testing.assert_array_equal(meas.times, ref_meas.times)
-        np.testing.assert_array_equal(meas.data, ref_meas.data)
-        assert meas.times[0] >= predicted.times[0] and meas.times[-1] <= predicted.times[-1]
+        rng = np.random.default_rng(seed)
+        grid = 0.002 * np.arange(1, 126)  # the prediction: simulation steps after the start
+        state = np.column_stack([grid, rng.normal(size=(len(grid), model.nq + model.nv + model.na))])
+        sensordata = sysid.TimeSeries(grid, np.zeros((len(grid), 1)))
+        stamps = np.sort(np.concatenate([[0.0, 0.0015, 0.004],  # before the first prediction, one on the grid
+                                         0.002 * np.arange(3, 130) + rng.uniform(-4e-4, 4e-4, 127)]))
+        mapping = {name: (kind[name][0], np.array([k])) for k, (name, kind) in enumerate(names)}
+        measured = sysid.TimeSeries(stamps, rng.normal(size=(len(stamps), len(names))), mapping)
+        fast = residual(sysid.ParameterDict(), sensordata, measured, model, True, state=state)
+        residual.plain = False
+        slow = residual(sysid.ParameterDict(), sensordata, measured, model, True, state=state)
+        residual.plain = True
+        np.testing.assert_array_equal(fast[0], slow[0])
+        for a, b in zip(fast[1:], slow[1:]):
+            np.testing.assert_array_equal(a.times, b.times)
+            np.testing.assert_array_equal(a.data, b.data)
+            assert {k: (t, list(i)) for k, (t, i) in a.signal_mapping.items()} == {
+                k: (t, list(i)) for k, (t, i) in b.signal_mapping.items()}
+        assert fast[2].times[0] >= grid[0] and fast[2].times[-1] <= grid[-1] and len(fast[2].times) > 100
+        assert np.all(fast[0][:, 0] == (fast[2].data[:, 0] - fast[1].data[:, 0]) / 2e-3)  # velocity scale
 
 
 def test_shortcut_only_without_transform_work():

@@ -24,6 +24,7 @@ class ScaledResidual:
         self.transform = transform
         self.scales = {sysid.SignalType.MjStateQPos: position_scale, sysid.SignalType.MjStateQVel: velocity_scale}
         self._state_maps: dict[int, dict] = {}
+        self._layouts: dict[tuple, tuple] = {}
         # nothing for the transform to do (mujoco 4.0.0's SignalTransform, pinned): `_plain` gives its result
         self.plain = not (transform.normalize or transform._delays or transform._gains or transform._biases
                           or transform._sensor_weights or transform._enabled_sensors is not None)
@@ -38,35 +39,65 @@ class ScaledResidual:
     def __call__(self, params: sysid.ParameterDict, predicted: sysid.TimeSeries, measured: sysid.TimeSeries,
                  model: mujoco.MjModel, return_pred_all: bool, state: np.ndarray | None = None,
                  **_: Any) -> tuple[np.ndarray, sysid.TimeSeries, sysid.TimeSeries]:
+        layout = self._layout(model, measured) if self.plain else None
+        if layout is not None:  # the library's steps below, on arrays, with the column matching done once
+            keep, source, mapping, scale = layout
+            res, predicted, measured = _plain(predicted.times, state[:, 1:][:, source], measured.times,
+                                              measured.data[:, keep], mapping)
+            return res / scale, predicted, measured
         state_ts = sysid.TimeSeries(state[:, 0], state[:, 1:], self._state_mapping(model))
         measured, predicted = construct_ts_from_defaults(state_ts, predicted, measured)
-        if self.plain:
-            res, predicted, measured = _plain(predicted, measured)
-        else:
-            res, predicted, measured = self.transform.apply(params, predicted, measured, model, return_pred_all)
-        scale = np.ones(res.shape[-1])
-        for kind, idx in (measured.signal_mapping or {}).values():
+        res, predicted, measured = self.transform.apply(params, predicted, measured, model, return_pred_all)
+        return res / self._scale(measured.signal_mapping, res.shape[-1]), predicted, measured
+
+    def _scale(self, mapping: dict | None, columns: int) -> np.ndarray:
+        scale = np.ones(columns)
+        for kind, idx in (mapping or {}).values():
             scale[idx] = self.scales.get(kind, 1.0)
-        return res / scale, predicted, measured
+        return scale
+
+    def _layout(self, model: mujoco.MjModel, measured: sysid.TimeSeries) -> tuple | None:
+        """(measured columns kept, state columns predicting them, their mapping, scales) as
+        `construct_ts_from_defaults` matches them; None unless every measured signal is a state signal."""
+        mapping = measured.signal_mapping
+        key = (id(mapping), model.nq, model.nv, model.na)
+        hit = self._layouts.get(key)
+        if hit is not None and hit[0] is mapping:  # the mapping is kept alive here: its id is not reused
+            return hit[1]
+        layout = None
+        if mapping and all(kind in STATE_SIGNALS for kind, _ in mapping.values()):
+            state_map = self._state_mapping(model)
+            if all(name in state_map for name in mapping):
+                order = [i for name in mapping for i in mapping[name][1]]
+                selected = sysid.TimeSeries.slice_by_name(measured, list(mapping)).signal_mapping
+                source = np.zeros(len(order), dtype=int)
+                for name, (_, target) in selected.items():
+                    source[target] = state_map[name][1]
+                layout = (np.asarray(order), source, selected, self._scale(selected, len(order)))
+        self._layouts[key] = (mapping, layout)
+        return layout
 
 
-def _plain(predicted: sysid.TimeSeries, measured: sysid.TimeSeries
+STATE_SIGNALS = (sysid.SignalType.MjStateQPos, sysid.SignalType.MjStateQVel, sysid.SignalType.MjStateAct)
+
+
+def _plain(pred_times: np.ndarray, pred_data: np.ndarray, times: np.ndarray, values: np.ndarray, mapping: dict
            ) -> tuple[np.ndarray, sysid.TimeSeries, sysid.TimeSeries]:
     """`SignalTransform.apply` without delays, gains, biases, weights or normalisation: the measured samples
-    inside the predicted span, the prediction linearly interpolated at their times, measured - predicted.
-    The library builds a scipy interpolator per window for this (two thirds of the residual's own time)."""
-    t, data = np.asarray(predicted.times), np.asarray(predicted.data)
-    lo = int(np.searchsorted(measured.times, t[0], side="left"))
-    hi = int(np.searchsorted(measured.times, t[-1], side="right"))
-    times, values = measured.times[lo:hi], measured.data[lo:hi]
+    (`times`, `values`, columns as `mapping` says) inside the predicted span, the prediction (`pred_data`, the
+    same columns) linearly interpolated at their times, measured - predicted. The library builds a scipy
+    interpolator per window for this."""
+    t = np.asarray(pred_times)
+    lo = int(np.searchsorted(times, t[0], side="left"))
+    hi = int(np.searchsorted(times, t[-1], side="right"))
+    times, values = times[lo:hi], values[lo:hi]
     if len(t) > 1:  # scipy's interp1d(kind="linear") step by step, for the same numbers
         k = np.clip(np.searchsorted(t, times), 1, len(t) - 1)
-        slope = (data[k] - data[k - 1]) / (t[k] - t[k - 1])[:, None]
-        at = slope * (times - t[k - 1])[:, None] + data[k - 1]
+        slope = (pred_data[k] - pred_data[k - 1]) / (t[k] - t[k - 1])[:, None]
+        at = slope * (times - t[k - 1])[:, None] + pred_data[k - 1]
     else:
-        at = np.repeat(data[:1], len(times), axis=0)
-    return (values - at, sysid.TimeSeries(times, at, predicted.signal_mapping),
-            sysid.TimeSeries(times, values, measured.signal_mapping))
+        at = np.repeat(pred_data[:1], len(times), axis=0)
+    return values - at, sysid.TimeSeries(times, at, mapping), sysid.TimeSeries(times, values, mapping)
 
 
 class InitialStateRollout:
