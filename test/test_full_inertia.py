@@ -92,6 +92,16 @@ def test_identified_mjcf_writes_the_tensors_and_loads_back():
         _assert_same_inertia(model, back, body)
 
 
+def test_identified_mjcf_keeps_the_tensors_of_bodies_not_identified():
+    """A body nobody identified keeps its `fullinertia` as written, not the library's rounded principal form."""
+    spec = mujoco.MjSpec.from_string(MJCF.replace('fullinertia="0.004 0.005 0.002',
+                                                  'fullinertia="0.00412345678901 0.005 0.002'))
+    nominal = spec.compile()
+    text = identified_xml(spec, _specs()[:1], build_parameters(spec, [], {}))
+    assert 'fullinertia="0.00412345678901 0.005 0.002 -0.0005 0.0003 0.0004"' in text
+    _assert_same_inertia(nominal, mujoco.MjSpec.from_string(text).compile(), "tip")
+
+
 def test_identified_urdf_writes_the_tensor_and_loads_back(tmp_path):
     source = tmp_path / "tilted.urdf"
     source.write_text(URDF)

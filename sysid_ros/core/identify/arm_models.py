@@ -145,7 +145,7 @@ def arm_spec_from_urdf(urdf: str | Path, *, payload: Payload | None = None,
 def write_mjcf(spec: mujoco.MjSpec, path: str | Path) -> Path:
     """Write the spec as an MJCF file (no meshes: it loads from any folder) and check it compiles back."""
     path = Path(path)
-    path.write_text(_with_full_inertia_text(spec, spec.to_xml()))
+    path.write_text(with_full_inertia_text(spec, spec.to_xml()))
     try:
         mujoco.MjModel.from_xml_path(str(path))
     except Exception as exc:
@@ -166,7 +166,7 @@ def as_full_inertia(spec: mujoco.MjSpec) -> None:
             body.inertia = [0.0, 0.0, 0.0]
 
 
-def _with_full_inertia_text(spec: mujoco.MjSpec, xml: str) -> str:
+def with_full_inertia_text(spec: mujoco.MjSpec, xml: str) -> str:
     """`to_xml` writes a `fullinertia` body in its principal form, rounded: write the tensor itself."""
     import xml.etree.ElementTree as ET
 

@@ -229,9 +229,12 @@ def _find(root: ET.Element, tag: str, name: str) -> ET.Element | None:
 def identified_xml(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], params: sysid.ParameterDict) -> str:
     """The MJCF of `spec` (identified values applied) with every identified number at full precision.
 
-    `MjSpec.to_xml` rounds to 6 significant digits; the identified attributes are rewritten with repr().
+    `MjSpec.to_xml` rounds to 6 significant digits; the identified attributes are rewritten with repr(), and
+    every full inertia tensor is written as the tensor (to_xml writes its rounded principal form).
     """
-    root = ET.fromstring(spec.to_xml())
+    from .arm_models import with_full_inertia_text
+
+    root = ET.fromstring(with_full_inertia_text(spec, spec.to_xml()))
     for p in specs:
         if p.kind in SIGNAL_KINDS:
             continue
