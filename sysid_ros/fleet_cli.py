@@ -34,8 +34,13 @@ def fleet_identify(args: argparse.Namespace) -> int:
     for robot, moved in (doc.get("drift") or {}).get("drifted", {}).items():
         for name, d in moved.items():
             print(f"drifted: {robot} {name} {d['before']:.6g} -> {d['now']:.6g} (allowed +-{d['allowed']:.3g})")
-    counts = doc["fleet"]["counts"]
-    out = Path(doc["fleet"]["out"])
+    fleet = doc["fleet"]
+    startup = fleet["startup"]
+    if startup["seconds"] is not None:
+        print(f"{fleet['engine']}: {len(startup['workers'])} worker(s) ready in {startup['seconds']:.1f} s "
+              f"(start, imports, model compile), then the robots in {fleet['jobs_seconds']:.1f} s")
+    counts = fleet["counts"]
+    out = Path(fleet["out"])
     print(f"{counts['ok']} ok, {counts['suspect']} suspect, {counts['failed']} failed; "
           f"{out / 'fleet.yaml'}  {out / 'fleet.html'}")
     return 0 if counts["ok"] == len(doc["robots"]) else 1

@@ -141,6 +141,7 @@ def test_ray_run_reports_failed_drifted_and_the_rest_clean(days, ray_run):
     moved = doc["drift"]["drifted"]["r6"]["pole_mass"]
     assert moved["moved"] == pytest.approx(PAYLOAD_KG, rel=0.02)
     assert set(doc["drift"]["drifted"]) == {"r6"} and "drifted: r6 pole_mass" in out
+    assert "ray: 2 worker(s) ready in" in out  # the start-up printed apart from the robots
     assert doc["drift"]["not_compared"] == {"r5": "not identified ok now (failed)"}
     assert set(doc["parameters"]) == set(PARAMS)
 
