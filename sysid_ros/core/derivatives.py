@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 from scipy.signal import savgol_coeffs, savgol_filter
@@ -151,8 +152,15 @@ def acceleration_kernel(derivatives: Derivatives) -> np.ndarray:
         return np.array([1.0, 0.0, -2.0, 0.0, 1.0]) / (4 * derivatives.dt_s**2)
     if derivatives.method != SAVGOL:
         raise DataError("no known acceleration kernel for these derivatives", method=derivatives.method)
-    return savgol_coeffs(derivatives.window_samples, derivatives.polyorder, deriv=2, delta=derivatives.dt_s,
-                         use="dot")
+    return _savgol_acceleration(derivatives.window_samples, derivatives.polyorder, derivatives.dt_s)
+
+
+@lru_cache(maxsize=32)
+def _savgol_acceleration(window_samples: int, polyorder: int, dt_s: float) -> np.ndarray:
+    """Computed once per filter (friction searches smooth hundreds of columns with it); read-only."""
+    c = savgol_coeffs(window_samples, polyorder, deriv=2, delta=dt_s, use="dot")
+    c.flags.writeable = False
+    return c
 
 
 def hold_kernel(derivatives: Derivatives) -> np.ndarray:

@@ -197,7 +197,10 @@ def _block_bootstrap(y: np.ndarray, x: np.ndarray, time_index: np.ndarray, noise
                        for _ in range(settings.resamples)])
     a = np.einsum("rb,bij->rij", counts, gram)
     b = np.einsum("rb,bi->ri", counts, rhs)
-    return np.stack([_solve(ai, bi) for ai, bi in zip(a, b)])
+    try:  # all refits in one batched LU solve; a singular resample falls back to least squares one by one
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.stack([_solve(ai, bi) for ai, bi in zip(a, b)])
 
 
 def fit_linear(y: np.ndarray, phi: np.ndarray, names: Sequence[str], *, rows: np.ndarray | None = None,
