@@ -64,9 +64,11 @@ class ArmFrictionFit:
     search_evaluations: int
     filtered_friction: bool  # the Coulomb column is K[tanh(v / v_s)] of a given velocity
 
-    def predicted_torque(self, deriv: Derivatives, friction_velocity: np.ndarray | None = None) -> np.ndarray:
+    def predicted_torque(self, deriv: Derivatives, friction_velocity: np.ndarray | None = None,
+                         regressor: np.ndarray | None = None) -> np.ndarray:
         """Torque (N, nv) on a record's derivatives (NaN where they are not valid); give the record's
-        `friction_velocity` when the fit had one."""
+        `friction_velocity` when the fit had one, and its `regressor` W on the valid rows when computed
+        already (any Coulomb band: the fit's replaces it)."""
         out = np.full(deriv.q.shape, np.nan)
         ok = deriv.valid.all(axis=1)
         coulomb = None
@@ -74,7 +76,7 @@ class ArmFrictionFit:
             if friction_velocity is None:
                 raise DataError("this fit filters its friction like the torque: give the record's velocity")
             coulomb = coulomb_columns(deriv, friction_velocity, self.arm.coulomb_band_rad_s)[ok]
-        out[ok] = self.fit.predicted_torque(self.arm, deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], coulomb)
+        out[ok] = self.fit.predicted_torque(self.arm, deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], coulomb, regressor)
         return out
 
 
@@ -188,14 +190,15 @@ def fit_arm_friction(model: mujoco.MjModel, deriv: Derivatives, tau: np.ndarray,
     # them, the second weights each joint's equations by 1 / its residual RMS (so the shoulder's error does
     # not set the wrist's parameters) and searches again from there
     valid = deriv.valid.all(axis=1)
-    w_all = base.reduce(arm.compute(deriv.q[valid], deriv.qd[valid], deriv.qdd[valid]))
+    w_valid = arm.compute(deriv.q[valid], deriv.qd[valid], deriv.qdd[valid])
+    w_all = base.reduce(w_valid)
     scales, rms, evaluations = _search_scales(arm, base, deriv, torque, np.full(arm.nv, start_rad_s), bounds, sweeps,
                                               velocity, np.ones(arm.nv), w_all)
     weights = 1.0 / np.maximum(rms, 1e-9 * rms.max(initial=1.0))
     scales, rms, more = _search_scales(arm, base, deriv, torque, scales, bounds, 1, velocity, weights, w_all)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=scales)
     fit = fit_arm(arm, deriv, torque, base, selection=RowSelection(moving_speed_rad_s=0.0, slow_speed_rad_s=0.0),
-                  bootstrap=bootstrap, limits=limits, joint_weights=weights,
+                  bootstrap=bootstrap, limits=limits, joint_weights=weights, regressor=w_valid,
                   coulomb=None if velocity is None else coulomb_columns(deriv, velocity, scales))
     evaluations += more
     position = {int(i): k for k, i in enumerate(base.independent)}

@@ -129,6 +129,11 @@ class ArmRegressor:
             rot[k] = d.xmat[1:].reshape(nb, 3, 3)
         return rot, jp, jr, jpd, jrd
 
+    def coulomb(self, qd: np.ndarray) -> np.ndarray:
+        """The Coulomb columns tanh(qd / v_s) per joint (sign(qd) where v_s is 0), shape of `qd` (N, nv)."""
+        band = self.coulomb_band_rad_s
+        return np.where(band > 0, np.tanh(qd / np.where(band > 0, band, 1.0)), np.sign(qd))
+
     def compute(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """W with shape (N, nv, P) for N rows of positions, velocities and accelerations."""
         q, qd, qdd = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (q, qd, qdd))
@@ -155,9 +160,7 @@ class ArmRegressor:
         inertial = np.concatenate([col_m, col_h, col_i], axis=-1)  # (n, nb, nv, 10)
         n = len(q)
         w_in = np.moveaxis(inertial, 1, 2).reshape(n, self.nv, -1)
-        band = self.coulomb_band_rad_s
-        coulomb = np.where(band > 0, np.tanh(qd / np.where(band > 0, band, 1.0)), np.sign(qd))
-        terms = {"viscous": qd, "coulomb": coulomb, "armature": qdd, "offset": np.ones_like(qd)}
+        terms = {"viscous": qd, "coulomb": self.coulomb(qd), "armature": qdd, "offset": np.ones_like(qd)}
         w_joint = np.zeros((n, self.nv, self.nv, len(self.joint_terms)))
         for t, term in enumerate(self.joint_terms):
             w_joint[:, np.arange(self.nv), np.arange(self.nv), t] = terms[term]
@@ -266,10 +269,19 @@ class ArmFit:
     rows: np.ndarray
 
     def predicted_torque(self, arm: ArmRegressor, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                         coulomb: np.ndarray | None = None) -> np.ndarray:
-        """Torque (N, nv) the fitted base parameters predict (`coulomb`: as in `fit_arm`)."""
-        w = self.base.reduce(arm.compute(q, qd, qdd))
-        return with_coulomb(arm, self.base, w, coulomb) @ self.fit.values
+                         coulomb: np.ndarray | None = None, regressor: np.ndarray | None = None) -> np.ndarray:
+        """Torque (N, nv) the fitted base parameters predict (`coulomb`, `regressor`: as in `fit_arm`)."""
+        return _base_regressor(arm, self.base, q, qd, qdd, coulomb, regressor) @ self.fit.values
+
+
+def _base_regressor(arm: ArmRegressor, base: BaseParameters, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
+                    coulomb: np.ndarray | None, regressor: np.ndarray | None) -> np.ndarray:
+    """base.reduce(W) on these rows with `arm`'s Coulomb columns (or `coulomb`); W computed unless given."""
+    if regressor is None:
+        return with_coulomb(arm, base, base.reduce(arm.compute(q, qd, qdd)), coulomb)
+    if regressor.shape != (len(q), arm.nv, arm.n_params):
+        raise DataError(f"a precomputed regressor must be ({len(q)}, {arm.nv}, {arm.n_params}); got {regressor.shape}")
+    return with_coulomb(arm, base, base.reduce(regressor), arm.coulomb(qd) if coulomb is None else coulomb)
 
 
 def with_coulomb(arm: ArmRegressor, base: BaseParameters, w: np.ndarray, coulomb: np.ndarray | None) -> np.ndarray:
@@ -288,7 +300,7 @@ def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BasePa
             selection: RowSelection = RowSelection(), torque_cap_nm: float | np.ndarray | None = None,
             compensate_noise: bool = True, bootstrap: BootstrapSettings = BootstrapSettings(),
             limits: Limits = Limits(), noise_seed: int = 1, coulomb: np.ndarray | None = None,
-            joint_weights: np.ndarray | None = None) -> ArmFit:
+            joint_weights: np.ndarray | None = None, regressor: np.ndarray | None = None) -> ArmFit:
     """Least squares of every joint's torque on the base regressor, equation by equation.
 
     A joint's equation at a sample is used when that joint is moving and unsaturated there (its Coulomb
@@ -296,6 +308,8 @@ def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BasePa
     when given, replaces the Coulomb columns tanh(qd / band) (e.g. a measured velocity's tanh filtered
     like the torque); it is taken as noise-free. `joint_weights` (nv,) scale each joint's equations (weighted
     least squares, e.g. 1 / each joint's residual RMS); the fit's residual statistics are then in those units.
+    `regressor`: W (`arm.compute`, any Coulomb band) of the samples with valid derivatives on every joint,
+    when the caller has it already; its Coulomb columns are replaced by `arm`'s (or `coulomb`).
     """
     torque = np.asarray(tau, dtype=np.float64)
     if deriv.q.ndim != 2 or deriv.q.shape[1] != arm.nv or torque.shape != deriv.q.shape:
@@ -306,8 +320,8 @@ def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BasePa
         raise DataError("no sample has valid derivatives on every joint")
     rows = select_rows(deriv.qd, deriv.valid, deriv.window_samples, selection, torque, torque_cap_nm) & ok[:, None]
     w = np.full((len(torque), arm.nv, base.rank), np.nan)
-    w[ok] = with_coulomb(arm, base, base.reduce(arm.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok])),
-                         None if coulomb is None else coulomb[ok])
+    w[ok] = _base_regressor(arm, base, deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], None if coulomb is None else coulomb[ok],
+                            regressor)
     weights = np.ones(arm.nv) if joint_weights is None else np.asarray(joint_weights, dtype=float)
     w *= weights[:, None]
     sigma = np.nan_to_num(np.broadcast_to(np.asarray(deriv.position_noise_rad, dtype=float), (arm.nv,)), nan=0.0)

@@ -173,13 +173,15 @@ def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train:
     if check is None:
         return None
     deriv, tau_all, velocity = check
-    rows = deriv.valid.all(axis=1) & np.isfinite(tau_all).all(axis=1)
+    valid = deriv.valid.all(axis=1)
+    rows = valid & np.isfinite(tau_all).all(axis=1)
     if rows.sum() < 50:
         return None
-    q, qd, qdd, tau = deriv.q[rows], deriv.qd[rows], deriv.qdd[rows], tau_all[rows]
+    tau = tau_all[rows]
     joints = joint_order(model, maps)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
-    w = arm.compute(q, qd, qdd)
+    w_valid = arm.compute(deriv.q[valid], deriv.qd[valid], deriv.qdd[valid])  # the friction fit's prediction reuses it
+    w = w_valid[rows[valid]]
     if velocity is not None:  # friction from the record's own velocity, filtered like the torque
         filtered = coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)[rows]
         for j, joint in enumerate(arm.joint_names):
@@ -193,7 +195,8 @@ def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train:
             fit_deriv, fit_tau, fit_velocity = record
             fitted = fit_arm_friction(model, fit_deriv, fit_tau,
                                       friction_velocity=fit_velocity if velocity is not None else None)
-            predicted = fitted.predicted_torque(deriv, velocity if fitted.filtered_friction else None)[rows]
+            predicted = fitted.predicted_torque(deriv, velocity if fitted.filtered_friction else None,
+                                                w_valid)[rows]
             rms["regression_friction"] = _rms(tau - predicted, joints)
     return TorqueValidation(tuple(joints), label, rms, fitted, int(rows.sum()))
 
