@@ -78,7 +78,7 @@ def test_ten_minutes_of_steady_operation_raise_no_change() -> None:
     assert est.estimate.time_ns == samples.time_ns[-1]
 
 
-ARM_STEADY_S = 60.0  # the 10 minutes are bench_online.py --arm's (about 3.5 min of CPU)
+ARM_STEADY_S = 60.0  # 10 s wall; the 10 minutes are bench_online.py --arm's
 
 
 def test_arm_steady_operation_raises_no_change(tmp_path) -> None:
