@@ -124,10 +124,12 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
         w = with_coulomb(arm, base, w, coulomb_columns(deriv, velocity, start)[ok])
     w = w * weights[:, None]
 
-    def column(j: int, v: float) -> np.ndarray:
+    def column(j: int, v: float | np.ndarray) -> np.ndarray:
+        """Joint j's weighted Coulomb column at v_s = v, (n,), or one column per v_s of an array, (n, len(v))."""
+        v = np.asarray(v, dtype=float)
         if velocity is None:
-            return weights[j] * np.tanh(qd[:, j] / v)
-        return weights[j] * smooth_like_acceleration(deriv, np.tanh(velocity[:, j] / v))[ok]
+            return weights[j] * np.tanh(np.multiply.outer(qd[:, j], 1.0 / v))
+        return weights[j] * smooth_like_acceleration(deriv, np.tanh(np.multiply.outer(velocity[:, j], 1.0 / v)))[ok]
     scale = np.linalg.norm(w.reshape(-1, base.rank), axis=0)
     scale[scale == 0] = 1.0
     w = w / scale
@@ -148,6 +150,21 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
         b[c] = y[:, j] @ col
         return g, b, col
 
+    def grid_rss(j: int, c: int, vs: np.ndarray) -> np.ndarray:
+        """The residual sum of squares at every v_s of `vs` (joint j's Coulomb column c swapped), one batched solve."""
+        cols = column(j, vs) / scale[c]
+        g_c = w[:, j, :].T @ cols  # (r, len(vs))
+        g_c[c] = np.einsum("nk,nk->k", cols, cols)
+        g = np.repeat(gram[None], len(vs), axis=0)
+        g[:, c, :], g[:, :, c] = g_c.T, g_c.T
+        b = np.repeat(rhs[None], len(vs), axis=0)
+        b[:, c] = y[:, j] @ cols
+        try:
+            theta = np.linalg.solve(g, b[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            theta = np.stack([_solve(gk, bk) for gk, bk in zip(g, b)])
+        return yy - np.einsum("ka,ka->k", b, theta)
+
     for _ in range(sweeps):
         for j, joint in enumerate(arm.joint_names):
             c = position.get(arm.names.index(f"{joint}.coulomb"))
@@ -161,7 +178,8 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
                 return yy - float(b @ _solve(g, b))
 
             grid = np.linspace(*np.log(bounds), GRID_POINTS)  # the profile can have several minima: bracket first
-            k = int(np.argmin([rss(u) for u in grid]))
+            k = int(np.argmin(grid_rss(j, c, np.exp(grid))))
+            evaluations += len(grid)
             best = minimize_scalar(rss, bounds=(grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]),
                                    method="bounded", options={"xatol": 0.01})
             scales[j] = float(np.exp(best.x))
