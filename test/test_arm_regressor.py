@@ -150,6 +150,29 @@ def test_noise_free_record_recovers_the_base_parameters() -> None:
     np.testing.assert_allclose(fit.predicted_torque(arm, q[:5], qd[:5], qdd[:5]), u[:5], atol=1e-8)
 
 
+def test_a_precomputed_regressor_with_another_coulomb_band_gives_the_same_fit() -> None:
+    """`fit_arm(regressor=)` / `predicted_torque(regressor=)` (the friction check reuses one W per record):
+    W computed with another Coulomb band has its Coulomb columns replaced by the arm's; a W of the wrong
+    rows is refused."""
+    arm, base = planar()
+    q, _, _, u = planar_record()
+    deriv = quartic_derivatives(q + np.random.default_rng(5).normal(0.0, 2e-4, q.shape), 0.002, 0.2)
+    ok = deriv.valid.all(axis=1)
+    other = ArmRegressor(arm.model, coulomb_band_rad_s=0.3)
+    w = other.compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok])
+    settings = BootstrapSettings(resamples=50)
+    fresh = fit_arm(arm, deriv, u, base, bootstrap=settings)
+    reused = fit_arm(arm, deriv, u, base, bootstrap=settings, regressor=w)
+    np.testing.assert_allclose(reused.fit.values, fresh.fit.values, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(reused.fit.half_width_95, fresh.fit.half_width_95, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(fresh.predicted_torque(arm, q[ok][:50], deriv.qd[ok][:50], deriv.qdd[ok][:50]),
+                               fresh.predicted_torque(arm, q[ok][:50], deriv.qd[ok][:50], deriv.qdd[ok][:50],
+                                                      regressor=other.compute(q[ok][:50], deriv.qd[ok][:50],
+                                                                              deriv.qdd[ok][:50])), atol=1e-10)
+    with pytest.raises(DataError, match="precomputed regressor"):
+        fit_arm(arm, deriv, u, base, bootstrap=settings, regressor=w[1:])
+
+
 def test_noisy_record_identifies_what_it_excites_and_flags_the_rest() -> None:
     arm, base = planar()
     q, _, _, u = planar_record()
