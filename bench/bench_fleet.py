@@ -121,9 +121,15 @@ def main() -> None:
               f"{med['serial'] / med[e]:15.2f}x")
     print(f"after start-up: ray / local pool {work['ray'] / work['local']:.3f} (goal <= 1.10); local pool "
           f"{work['serial'] / work['local']:.2f}x and ray {work['serial'] / work['ray']:.2f}x serial (goal >= 1.7x)")
-    print("CPU seconds per job (all threads of its worker; unlike wall time, little moved by load): " + ", ".join(
-        f"{e} {statistics.mean(r['provenance']['cpu_seconds'] for r in docs[e]['robots'].values()):.2f}"
-        for e in ENGINES))
+    cpu = {e: statistics.mean(r["provenance"]["cpu_seconds"] for r in docs[e]["robots"].values()) for e in ENGINES}
+    print("CPU seconds per job (all threads of its worker; unlike wall time, little moved by load): " +
+          ", ".join(f"{e} {cpu[e]:.2f}" for e in ENGINES))
+    # the serial run is not one core: mujoco.sysid rolls batched points out on one thread per core, and BLAS
+    # has threads of its own; no pool can beat the CPU its jobs need spread over its workers
+    n, cores = len(docs["serial"]["robots"]), min(args.workers, os.cpu_count() or 1)
+    print(f"the serial run kept {cpu['serial'] * n / work['serial']:.2f} cores busy on average; with the pool "
+          f"workers' CPU per job, {cores} free cores allow at best {work['serial'] / (cpu['local'] * n / cores):.2f}x "
+          f"serial (cores x the serial run's wall per job / the CPU per job; meaningful on a quiet machine)")
     print("parent after the jobs (fleet.yaml, fleet.html): " + ", ".join(
         f"{e} {statistics.median(after[e]):.2f} s" for e in ENGINES))
     for engine, doc in docs.items():
