@@ -23,6 +23,9 @@ from rcl_interfaces.srv import SetParameters, GetParameters
 from .common import SENSOR_QOS
 
 TIMEOUT_S = 30.0
+RESEND_S = 5.0  # a query with no response by then is sent again (see RosClient.call)
+TRANSITION_GOALS = {"configure": "inactive", "activate": "active", "deactivate": "inactive",
+                    "cleanup": "unconfigured", "shutdown": "finalized"}  # the state each transition ends in
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float = TIMEOUT_S, what: str = "condition") -> Any:
@@ -69,14 +72,27 @@ class RosClient:
     def wait_for_subscribers(self, publisher, count: int = 1) -> None:
         wait_for(lambda: publisher.get_subscription_count() >= count, what=f"a subscriber on {publisher.topic_name}")
 
-    def call(self, srv_type: type, name: str, request: Any, timeout_s: float = TIMEOUT_S) -> Any:
+    def call(self, srv_type: type, name: str, request: Any, timeout_s: float = TIMEOUT_S,
+             resend_s: float | None = None) -> Any:
+        """Call a service and wait for its response. `resend_s`, for requests safe to repeat (queries): send the
+        request again every `resend_s` while no response came, since DDS can drop the response to a request
+        sent before the server has matched this client's response reader (a fresh client, a loaded machine)."""
         client = self.node.create_client(srv_type, name)
         try:
             if not client.wait_for_service(timeout_sec=timeout_s):
                 raise TimeoutError(f"service {name} not available after {timeout_s} s")
-            future = client.call_async(request)
-            wait_for(future.done, timeout_s, f"a response from {name}")
-            return future.result()
+            deadline = time.monotonic() + timeout_s
+            futures = [client.call_async(request)]
+            while True:
+                attempt = min(resend_s or timeout_s, deadline - time.monotonic())
+                try:
+                    done = wait_for(lambda: next((f for f in futures if f.done()), None), max(attempt, 0.0),
+                                    f"a response from {name}")
+                    return done.result()
+                except TimeoutError:
+                    if resend_s is None or time.monotonic() >= deadline:
+                        raise TimeoutError(f"timed out after {timeout_s} s waiting for a response from {name}")
+                    futures.append(client.call_async(request))
         finally:
             self.node.destroy_client(client)
 
@@ -100,7 +116,7 @@ class RosClient:
     def get_parameters(self, node_name: str, names: list[str], timeout_s: float = TIMEOUT_S) -> list[Any]:
         """Values of `names` on the node (None for a parameter it does not have)."""
         response = self.call(GetParameters, f"{node_name}/get_parameters", GetParameters.Request(names=names),
-                             timeout_s)
+                             timeout_s, resend_s=RESEND_S)
         return [Parameter.from_parameter_msg(_named(n, v)).value for n, v in zip(names, response.values)]
 
     def parameter_types(self, node_name: str, prefixes: list[str],
@@ -110,11 +126,11 @@ class RosClient:
         from rcl_interfaces.srv import DescribeParameters, ListParameters
 
         listed = self.call(ListParameters, f"{node_name}/list_parameters",
-                           ListParameters.Request(prefixes=prefixes, depth=0), timeout_s).result.names
+                           ListParameters.Request(prefixes=prefixes, depth=0), timeout_s, RESEND_S).result.names
         if not listed:
             return {}
         described = self.call(DescribeParameters, f"{node_name}/describe_parameters",
-                              DescribeParameters.Request(names=list(listed)), timeout_s).descriptors
+                              DescribeParameters.Request(names=list(listed)), timeout_s, RESEND_S).descriptors
         kinds = {getattr(ParameterType, k): k[len("PARAMETER_"):].lower() for k in dir(ParameterType)
                  if k.startswith("PARAMETER_") and isinstance(getattr(ParameterType, k), int)}
         return {d.name: (kinds.get(d.type, str(d.type)), bool(d.read_only)) for d in described}
@@ -125,11 +141,32 @@ class RosClient:
         Returns (success, the node's state afterwards).
         """
         from lifecycle_msgs.msg import Transition
-        from lifecycle_msgs.srv import ChangeState, GetState
+        from lifecycle_msgs.srv import ChangeState
 
         request = ChangeState.Request(transition=Transition(label=transition))
-        success = bool(self.call(ChangeState, f"{node_name}/change_state", request, timeout_s).success)
-        return success, self.call(GetState, f"{node_name}/get_state", GetState.Request(), timeout_s).current_state.label
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:  # a transition is not a query: sent again only when the node is seen not to have made it
+                success = bool(self.call(ChangeState, f"{node_name}/change_state", request,
+                                         min(RESEND_S, max(deadline - time.monotonic(), 0.0))).success)
+                break
+            except TimeoutError:
+                state = self.lifecycle_state(node_name, max(deadline - time.monotonic(), 1.0))
+                while state.endswith("ing") and time.monotonic() < deadline:  # configuring, activating, ...
+                    time.sleep(0.1)
+                    state = self.lifecycle_state(node_name, max(deadline - time.monotonic(), 1.0))
+                if state == TRANSITION_GOALS.get(transition):
+                    return True, state  # made; only its response was lost
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"timed out after {timeout_s} s waiting for {node_name} to {transition}")
+        return success, self.lifecycle_state(node_name, timeout_s)
+
+    def lifecycle_state(self, node_name: str, timeout_s: float = TIMEOUT_S) -> str:
+        """The node's lifecycle state label (`unconfigured`, `inactive`, `active`, `finalized`)."""
+        from lifecycle_msgs.srv import GetState
+
+        return self.call(GetState, f"{node_name}/get_state", GetState.Request(), timeout_s,
+                         RESEND_S).current_state.label
 
     def close(self) -> None:
         self.executor.shutdown()

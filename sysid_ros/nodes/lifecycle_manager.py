@@ -149,15 +149,12 @@ class LifecycleManagerNode(Node):
         return ""
 
     def _state(self, name: str, timeout_s: float | None = None) -> str:
-        from lifecycle_msgs.srv import GetState
-
         if name in self.plain:
             present = name in self._present()
             state = PLAIN if present else "missing"
         else:
             try:
-                state = self._client.call(GetState, f"{name}/get_state", GetState.Request(),
-                                          timeout_s or self.timeout_s).current_state.label
+                state = self._client.lifecycle_state(name, timeout_s or self.timeout_s)
             except TimeoutError:
                 state = "not answering"
         self.states[name] = state
