@@ -153,3 +153,20 @@ def test_smooth_friction_and_sensor_offset_in_the_sim(tmp_path):
         SmoothFriction((0.3,), (0.05, 0.05))
     with pytest.raises(ConfigError):
         SimRobot(str(model), friction=SmoothFriction((0.3,), (0.05,)))
+
+
+def test_torque_rows_take_efforts_as_joint_torques_whatever_the_gear():
+    """Efforts and effort commands are joint torques (the drive divides them by gear x gain): a geared motor
+    must not scale the measured torque again."""
+    from sysid_ros.core import sysid_data as sd
+    from sysid_ros.core.identify.torque_check import torque_rows
+    from sysid_ros.core.signals import JointSamples
+
+    xml = ('<mujoco><worldbody><body><joint name="j" axis="0 1 0"/><geom size="0.1" mass="1"/></body></worldbody>'
+           '<actuator><motor name="m" joint="j" gear="50"/></actuator></mujoco>')
+    model = mujoco.MjModel.from_xml_string(xml)
+    t = np.arange(400) * 2_000_000
+    effort = 3.0 + 0.0 * t[:, None]
+    samples = JointSamples(("j",), t, position=np.sin(t[:, None] * 1e-9), effort=effort)
+    deriv, tau, ok = torque_rows(model, [sd.JointMap("j", "j", "m")], samples, None)
+    np.testing.assert_allclose(tau[ok], 3.0, rtol=1e-12)

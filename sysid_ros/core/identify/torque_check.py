@@ -48,10 +48,9 @@ def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: Joi
         u = np.column_stack([held[:, commands.joint_names.index(j)] for j in ros])
     else:
         u = np.column_stack([samples.column("effort", j) for j in ros])
-    gear = np.array([model.actuator_gear[model.actuator(maps[k].actuator).id, 0] for k in order])
     dt_s = float(np.median(np.diff(samples.time_ns))) * 1e-9
     deriv = savgol_derivatives(q, dt_s, window_s=0.05, polyorder=3)
-    tau = smooth_like_acceleration(deriv, u * gear)
+    tau = smooth_like_acceleration(deriv, u)  # efforts and effort commands are joint torques already
     ok = deriv.valid.all(axis=1) & np.all(np.isfinite(tau), axis=1)
     ok[np.arange(len(ok)) % every != 0] = False
     return deriv, tau, ok
@@ -156,7 +155,8 @@ class TorqueValidation:
         return out
 
 
-def _rms(err: np.ndarray, joints: Sequence[str]) -> dict[str, float]:
+def rms_per_joint(err: np.ndarray, joints: Sequence[str]) -> dict[str, float]:
+    """Each joint's RMS of the columns of `err` (N, joints), NaN rows left out."""
     return {j: float(np.sqrt(np.nanmean(err[:, k] ** 2))) for k, j in enumerate(joints)}
 
 
@@ -186,7 +186,7 @@ def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train:
         filtered = coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)[rows]
         for j, joint in enumerate(arm.joint_names):
             w[:, j, arm.names.index(f"{joint}.coulomb")] = filtered[:, j]
-    rms = {name: _rms(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
+    rms = {name: rms_per_joint(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
            for name, m in (models or {"nominal": model}).items()}
     fitted = None
     if friction:
@@ -197,7 +197,7 @@ def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train:
                                       friction_velocity=fit_velocity if velocity is not None else None)
             predicted = fitted.predicted_torque(deriv, velocity if fitted.filtered_friction else None,
                                                 w_valid)[rows]
-            rms["regression_friction"] = _rms(tau - predicted, joints)
+            rms["regression_friction"] = rms_per_joint(tau - predicted, joints)
     return TorqueValidation(tuple(joints), label, rms, fitted, int(rows.sum()))
 
 
