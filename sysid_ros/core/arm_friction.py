@@ -114,14 +114,15 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
     """Per joint v_s minimising the training residual (joint j's equations weighted by weights[j]), by
     coordinate-wise 1-D searches; returns v_s, each joint's unweighted residual RMS there, the trials."""
     ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
-    if velocity is not None:
-        ok &= np.isfinite(coulomb_columns(deriv, velocity, start)).all(axis=1)
+    smoothed = None if velocity is None else coulomb_columns(deriv, velocity, start)
+    if smoothed is not None:
+        ok &= np.isfinite(smoothed).all(axis=1)
     if ok.sum() < 50:
         raise DataError(f"only {int(ok.sum())} samples with valid derivatives and torques on every joint")
     qd, y = deriv.qd[ok], tau[ok] * weights
-    w = w_all[ok[deriv.valid.all(axis=1)]].copy()  # the base regressor (n, nv, r) on these rows
-    if velocity is not None:
-        w = with_coulomb(arm, base, w, coulomb_columns(deriv, velocity, start)[ok])
+    w = w_all[ok[deriv.valid.all(axis=1)]]  # the base regressor (n, nv, r) on these rows (a copy)
+    # every joint's Coulomb column at `start` (w_all's are at the first pass's v_s, not this pass's start)
+    w = with_coulomb(arm, base, w, np.tanh(qd / start) if smoothed is None else smoothed[ok])
     w = w * weights[:, None]
 
     def column(j: int, v: float | np.ndarray) -> np.ndarray:
