@@ -224,7 +224,7 @@ def true_torque_rms(model_path: str | Path, robot: SimRobot, bag: str | Path) ->
     from .data import load_source
     from .problem import DataSource
     from ..derivatives import smooth_like_acceleration
-    from .torque_check import measured_velocity, torque_rows
+    from .torque_check import measured_velocity, rms_per_joint, torque_rows
 
     model = mujoco.MjModel.from_xml_path(str(model_path))
     joints = list(robot.joint_names)
@@ -239,5 +239,4 @@ def true_torque_rms(model_path: str | Path, robot: SimRobot, bag: str | Path) ->
     if robot.friction is not None:  # on the measured velocity, filtered like the torque (as `torque_check` does)
         friction = smooth_like_acceleration(deriv, robot.friction.torque(deriv.qd if velocity is None else velocity))
         predicted += friction[ok] + robot.friction.offset(arm.nv)
-    err = tau[ok] - predicted
-    return {j: float(np.sqrt(np.mean(err[:, k] ** 2))) for k, j in enumerate(arm.joint_names)}
+    return rms_per_joint(tau[ok] - predicted, arm.joint_names)
