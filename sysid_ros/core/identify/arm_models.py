@@ -156,12 +156,12 @@ def write_mjcf(spec: mujoco.MjSpec, path: str | Path) -> Path:
 def as_full_inertia(spec: mujoco.MjSpec) -> None:
     """Every body with mass gets its inertia as a full tensor about its centre of mass (`fullinertia`), as a
     URDF or a CAD export gives it, instead of principal moments and `iquat`."""
+    from .inertia import tensor_entries
     from .parameters import inertia_tensor
 
     for body in spec.bodies[1:]:
         if body.mass > 0:
-            i = inertia_tensor(body)
-            body.fullinertia = [i[0, 0], i[1, 1], i[2, 2], i[0, 1], i[0, 2], i[1, 2]]
+            body.fullinertia = tensor_entries(inertia_tensor(body))
             body.iquat = [1.0, 0.0, 0.0, 0.0]
             body.inertia = [0.0, 0.0, 0.0]
 

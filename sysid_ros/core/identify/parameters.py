@@ -249,11 +249,7 @@ def identified_xml(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], params: 
                 el.insert(0, inertial)
             inertial.set("mass", repr(float(body.mass)))
             inertial.set("pos", full_precision(body.ipos))
-            if has_full_inertia(body):  # to_xml writes the principal form rounded; write the tensor itself
-                for attribute in ("diaginertia", "quat", "axisangle", "xyaxes", "zaxis", "euler"):
-                    inertial.attrib.pop(attribute, None)
-                inertial.set("fullinertia", full_precision(body.fullinertia))
-            elif inertial.get("fullinertia") is None:
+            if not has_full_inertia(body):  # a full tensor is written already (with_full_inertia_text)
                 inertial.set("diaginertia", full_precision(body.inertia))
                 if not np.any(np.isnan(body.iquat)):
                     inertial.set("quat", full_precision(body.iquat))
