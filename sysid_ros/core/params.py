@@ -40,12 +40,12 @@ def applies_to(block: str, node: str) -> bool:
     parts, wanted = block.strip("/").split("/"), node.strip("/").split("/")
     if parts[-1] != wanted[-1]:
         return False
-    return parts == wanted or parts == ["**", wanted[-1]] or (len(parts) == 1 and len(wanted) == 1)
+    return parts == wanted or parts == ["**", wanted[-1]]
 
 
 def load_ros_parameters(path: Path, node_name: str) -> dict[str, Any]:
-    """The flat parameters a file gives `node_name`: `/**`, then its own blocks (`name`, `/ns/name`, `/**/name`),
-    later blocks overriding earlier ones as ROS 2 applies them."""
+    """The flat parameters a file gives `node_name`: every block that applies (`/**`, `name`, `/ns/name`,
+    `/**/name`) in file order, later blocks overriding earlier ones as ROS 2 applies them."""
     try:
         document = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
