@@ -114,6 +114,9 @@ def map_on_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int | Non
             except RayActorError as exc:  # the worker process died with this job: a fresh one for the rest
                 outcome = (k, None, exc)
                 ray.kill(worker)
+                if not queue:  # nothing left for a fresh worker to do: no warm-up for nothing
+                    yield outcome
+                    continue
                 worker = actor.remote(warm)
                 actors.append(worker)
             except Exception as exc:  # RayTaskError wraps fn's own
