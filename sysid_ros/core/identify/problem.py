@@ -23,11 +23,11 @@ PARAMETER_KINDS = ("body_mass", "body_mass_com", "body_inertia", "joint_damping"
                    "joint_armature", "joint_effort_offset", "actuator_gain", "signal_delay", "signal_gain",
                    "signal_bias")
 VALUE_WIDTH = {"body_mass_com": 4, "body_inertia": 10}
+"""Values per parameter (1 unless listed): body_inertia's start is mass, com, ixx iyy izz ixy ixz iyz; its
+min/max are the mass bounds (its optimiser coordinates are log-Cholesky, see `inertia.py`)."""
 COMPONENTS = {"body_mass_com": ("mass", "com_x", "com_y", "com_z"),
               "body_inertia": ("mass", "com_x", "com_y", "com_z", "ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
 """What each value of a multi-valued parameter is (body_inertia: kg, m, kg m^2 about the centre of mass)."""
-"""Values per parameter (1 unless listed): body_inertia's start is mass, com, ixx iyy izz ixy ixz iyz; its
-min/max are the mass bounds (its optimiser coordinates are log-Cholesky, see `inertia.py`)."""
 BACKENDS = ("mujoco", "scipy", "scipy_parallel_fd")
 MIN_WINDOW_S = 1e-3  # a shorter window holds at most one sample even at 1 kHz
 MAX_SMOOTHING_SAMPLES = 1001

@@ -11,7 +11,6 @@ import numpy as np
 from mujoco import sysid
 
 from .. import sysid_data as sd
-from ..derivatives import Derivatives
 from ..signals import JointCommands, JointSamples
 from .problem import Problem
 
