@@ -162,3 +162,18 @@ def test_bound_rule_reads_the_coordinates():
                         (1.0,) + (1,) * 9, False, True, None, coordinates)
     assert bound_warnings([p]) == [f"tip_inertia[d2] = {hi[2]:.6g} rests on its max bound {hi[2]:.6g}"]
     assert bound_warnings([ParameterResult(**{**p.__dict__, "coordinates": {**coordinates, "value": tuple(theta)}})]) == []
+
+
+def test_identifiable_is_judged_in_physical_terms():
+    """A 1 kg body known to +-2 % is identifiable (its log-Cholesky alpha, near 0, has a half-width of 0.01);
+    a near-zero product of inertia is judged against the tensor's trace; an infinite half-width never passes."""
+    from sysid_ros.core.identify.pipeline import identifiable
+
+    value = (1.0, 0.0, 0.01, -0.1, 0.02, 0.03, 0.04, 1e-6, 0.0, -2e-6)
+    half = (0.02, 0.001, 0.001, 0.002, 0.001, 0.001, 0.002, 3e-4, 3e-4, 3e-4)
+    lo, hi = (0.2, -0.2, -0.2, -0.3, *[-math.inf] * 6), (1.0, 0.2, 0.2, 0.1, *[math.inf] * 6)
+    assert identifiable("body_inertia", value, half, lo, hi, 0.5)
+    assert not identifiable("body_inertia", value, half[:9] + (0.001,), lo, hi, 0.5)  # 0.001 > 0.5 x 1 % x 0.09
+    assert not identifiable("body_inertia", value, (math.inf,) + half[1:], lo, hi, 0.5)
+    assert identifiable("body_mass", (1.0,), (0.4,), (0.2,), (5.0,), 0.5)
+    assert not identifiable("body_mass", (1.0,), (0.6,), (0.2,), (5.0,), 0.5)

@@ -313,14 +313,11 @@ def _identify(problem: Problem, progress: Progress | None) -> IdentificationResu
                     round(float(w), 4) for w in residual_widening[k:k + width]]
             k += width
         value = tuple(float(v) for v in prm.value)
-        # relative to the value, or to 1 % of the bound range for a value near zero (a centre of mass on an axis)
-        ok = p.frozen or (not in_null and all(
-            math.isfinite(h) and h <= problem.unidentifiable_relative * max(abs(v), 0.01 * (b - a), 1e-12)
-            for h, v, a, b in zip(half, value, prm.min_value, prm.max_value)))
         lo, hi, coordinates = tuple(map(float, prm.min_value)), tuple(map(float, prm.max_value)), None
         if p.kind == "body_inertia":
             block = cov[k - width:k, k - width:k] if not p.frozen and np.shape(cov)[0] >= k else np.eye(width)
             coordinates, value, half, lo, hi = _inertia_result(prm.value, half, block, lo, hi)
+        ok = p.frozen or (not in_null and identifiable(p.kind, value, half, lo, hi, problem.unidentifiable_relative))
         results.append(ParameterResult(p.name, p.kind, p.target, value, half, starts[p.name], lo, hi,
                                        p.frozen, bool(ok), (warm[p.name],) if p.name in warm else None,
                                        coordinates))
@@ -356,6 +353,18 @@ def _prior_metrics(prior: Prior, x_hat: np.ndarray, res_star: Sequence, jac: np.
                  f"the posterior's" + (f", x{min(finite):.3g}-{max(finite):.3g} of the data's alone" if finite else ""))
     return {"weight": prior.weight, "prior_sd": {n: float(v) for n, v in zip(prior.names, prior.scale)},
             "prior_cost": 0.5 * float(rows @ rows), "data_cost": data_cost, "half_width_ratio": ratio}
+
+
+def identifiable(kind: str, value: Sequence[float], half: Sequence[float], lo: Sequence[float],
+                 hi: Sequence[float], relative: float) -> bool:
+    """Whether every half-width is finite and at most `relative` x the value, or x a floor for a value near zero:
+    1 % of the bound range (a centre of mass on an axis), for a body_inertia's tensor entries 1 % of its trace.
+    Judged in physical terms (a body_inertia's log-Cholesky coordinates sit near 0 whatever the body)."""
+    floors = [0.01 * (b - a) for a, b in zip(lo, hi)]
+    if kind == "body_inertia":
+        floors[4:] = [0.01 * sum(value[4:7])] * 6
+    return all(math.isfinite(h) and h <= relative * max(abs(v), floor, 1e-12)
+               for h, v, floor in zip(half, value, floors))
 
 
 def _inertia_result(theta: np.ndarray, half: tuple[float, ...], cov: np.ndarray, lo: tuple[float, ...],
