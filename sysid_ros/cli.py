@@ -332,11 +332,16 @@ def main(argv: list[str] | None = None) -> int:
         return _error(args, f"{exc.strerror or exc}{where}")
     except KeyboardInterrupt:
         return _error(args, "interrupted", 130)
+    except Exception as exc:  # noqa: BLE001 - the last guard: whatever escaped, one line and no traceback
+        kind = type(exc).__name__ if type(exc).__module__ == "builtins" else \
+            f"{type(exc).__module__.split('.')[0]}.{type(exc).__name__}"
+        return _error(args, f"unexpected {kind}: {str(exc) or 'no message'}")
 
 
 def _error(args: argparse.Namespace, message: str, code: int = 2) -> int:
     """One line on stderr: the command and what went wrong (multi-line library messages joined)."""
     line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    line = line if len(line) <= 2000 else line[:1997] + "..."  # a message that quotes a whole input
     command = " ".join(filter(None, (args.command, getattr(args, "bag_command", None))))
     print(f"sysid-ros {command}: {line}", file=sys.stderr)
     return code
