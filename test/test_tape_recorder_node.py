@@ -286,14 +286,19 @@ def test_record_command_line(nodes, tmp_path):
     import subprocess
     import sys
 
-    nodes("sim_robot", "sim_robot", SIM)
     params = tmp_path / "recorder.yaml"
     params.write_text(yaml.safe_dump({"tape_recorder": {"ros__parameters": recorder_params(tmp_path / "unused")}}))
-    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "record", "--params-file", str(params),
-                           "--tape", "sweep", "--seed", "2", "--out", str(tmp_path / "cli_bags")],
-                          capture_output=True, text=True, timeout=120)
+    # the recorder starts before the robot, as after `ros2 launch` of both: it waits for the robot's feedback
+    record = subprocess.Popen([sys.executable, "-m", "sysid_ros.cli", "record", "--params-file", str(params),
+                               "--tape", "sweep", "--seed", "2", "--out", str(tmp_path / "cli_bags")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    nodes("sim_robot", "sim_robot", SIM)
+    stdout, stderr = record.communicate(timeout=120)
+    done = subprocess.CompletedProcess(record.args, record.returncode, stdout, stderr)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "completed" in done.stdout and "100.0%" in done.stdout
+    # a normal start-up waits for the robot instead of logging refused plays
+    assert "no fresh feedback" not in done.stdout + done.stderr and "[ERROR]" not in done.stderr
     [bag] = list((tmp_path / "cli_bags").iterdir())
     assert bag.name.startswith("sweep-s2") and read_metadata(bag)[-1]["result"]["completed"] is True
 

@@ -40,11 +40,13 @@ def record(args: argparse.Namespace) -> int:
         if node._state_machine.current_state[1] != "active":
             print("tape_recorder could not be configured (see the log above)", file=sys.stderr)
             return 2
+        # wait for the robot before asking: a refused play is an error in the node's log
         deadline = time.monotonic() + args.timeout
-        ok, message = node.play()
-        while not ok and "no fresh feedback" in message and time.monotonic() < deadline:
+        if not node.feedback_fresh():
+            print(f"waiting up to {args.timeout:g} s for the robot's feedback ...", flush=True)
+        while not node.feedback_fresh() and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
-            ok, message = node.play()
+        ok, message = node.play()
         print(message)
         if not ok:
             return 2

@@ -252,6 +252,11 @@ class TapeRecorderNode(LifecycleNode):
         """The last play's outcome: tape, completed, abort_reason, end_ns, bag."""
         return dict(self._result)
 
+    def feedback_fresh(self) -> bool:
+        """Whether the robot's feedback arrived within the stale limit (a play needs it)."""
+        age_s = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
+        return self._last_feedback is not None and age_s <= self._config["margins"].stale_after_s
+
     def play(self) -> tuple[bool, str]:
         """Start the configured tape; (False, why) when it is refused before anything moves."""
         try:
@@ -262,8 +267,7 @@ class TapeRecorderNode(LifecycleNode):
             c = self._config
             self._drain()
             feedback = self._last_feedback
-            age_s = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
-            if feedback is None or age_s > c["margins"].stale_after_s:
+            if not self.feedback_fresh():
                 raise ValueError(f"no fresh feedback on {c['feedback_topic']}")
             names, position = feedback[0], feedback[1]
             missing = [j for j in c["joints"] if j not in names]
