@@ -66,10 +66,14 @@ def _repair(args: argparse.Namespace) -> int:
 def _replay_safe(args: argparse.Namespace) -> int:
     from .core.bags import replay_safe_copy
 
+    from .core.bags import command_topics
+
+    commands = set(command_topics(args.bag))
     renamed = replay_safe_copy(args.bag, args.out)
     for old, new in renamed.items():
-        print(f"{old} -> {new}")
-    print(f"{args.out}: {len(renamed)} command topic(s) renamed; safe to play next to a running robot")
+        print(f"{old} -> {new}" + ("   (commands)" if old in commands else ""))
+    print(f"{args.out}: {len(commands)} command topic(s) and {len(renamed) - len(commands)} other live topic(s) "
+          "renamed under /sysid/replay/: playing it publishes nothing a running robot reads or listens to")
     return 0
 
 

@@ -29,17 +29,21 @@ def recording(path, storage: str, mark: bool = True):
 
 
 @pytest.mark.parametrize("storage", ("mcap", "sqlite3"))
-def test_replay_safe_copy_renames_commands_only(tmp_path, storage, capsys):
+def test_replay_safe_copy_renames_every_live_topic(tmp_path, storage, capsys):
     bag = recording(tmp_path / "rec", storage)
     info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
     assert info["custom_data"][COMMANDS_KEY] == COMMANDS  # marked, for any tool that reads metadata.yaml
     assert main(["bag", "replay-safe", str(bag), "--out", str(tmp_path / "safe")]) == 0
-    assert f"{COMMANDS} -> /sysid/replay{COMMANDS}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{COMMANDS} -> /sysid/replay{COMMANDS}   (commands)" in out
+    assert "/joint_states -> /sysid/replay/joint_states\n" in out and "1 command topic(s) and 1 other" in out
     with AnyReader([tmp_path / "safe"]) as reader:
         topics = {c.topic: c.msgcount for c in reader.connections}
         commands = [reader.deserialize(raw, c.msgtype).data[0] for c, _, raw in reader.messages()
                     if c.topic == f"/sysid/replay{COMMANDS}"]
-    assert COMMANDS not in topics and topics[f"/sysid/replay{COMMANDS}"] == 50 and topics["/joint_states"] == 50
+    # nothing left on a topic a running robot uses: commands, and joint states its state publishers would take
+    assert set(topics) == {f"/sysid/replay{COMMANDS}", "/sysid/replay/joint_states", "/sysid/metadata"}
+    assert topics[f"/sysid/replay{COMMANDS}"] == 50 and topics["/sysid/replay/joint_states"] == 50
     assert np.array_equal(commands, 0.02 * np.arange(50))  # the same messages, byte for byte
     original, copy = read_joint_states(bag).samples, read_joint_states(tmp_path / "safe").samples
     assert np.array_equal(original.time_ns, copy.time_ns) and np.array_equal(original.position, copy.position)

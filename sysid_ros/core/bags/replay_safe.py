@@ -1,10 +1,12 @@
-"""Bags that cannot drive a robot: command topics marked in the metadata, and a copy with them renamed.
+"""Bags that cannot disturb a robot: command topics marked in the metadata, and a copy with every live topic renamed.
 
-A recording keeps the live command topics under their own names (the controller's `.../commands`,
-`.../joint_trajectory`), so `ros2 bag play` next to a running robot would drive it. The recorder lists
-them in `metadata.yaml` (`custom_data: sysid_ros.command_topics`) and on the `/sysid/metadata` topic;
-`replay_safe_copy` writes a copy in which each command topic is renamed under `/sysid/replay/...`
-(everything else, the metadata topic included, copied byte for byte).
+A recording keeps the live topics under their own names: the controller's `.../commands` and
+`.../joint_trajectory`, so `ros2 bag play` next to a running robot would drive it, and `/joint_states`
+(also `/clock`, `/tf`, ...), whose replayed messages a running robot's state publishers, controllers and
+planners would take for its own. The recorder lists the command topics in `metadata.yaml`
+(`custom_data: sysid_ros.command_topics`) and on the `/sysid/metadata` topic; `replay_safe_copy` writes a
+copy in which every topic but sysid_ros's own `/sysid/...` is renamed under `/sysid/replay/...`, messages
+copied byte for byte. The readers find joint states and commands in such a copy as in the original.
 """
 
 from __future__ import annotations
@@ -37,12 +39,19 @@ def command_topics(bag: str | Path) -> list[str]:
     return sorted(t for t in found & present if not t.startswith(REPLAY_PREFIX + "/"))
 
 
+def live_topics(bag: str | Path) -> list[str]:
+    """Every topic a running robot publishes or listens to: all but sysid_ros's own `/sysid/...` topics."""
+    with BagSource(bag) as source:
+        return sorted(t for t in source.topics if not t.startswith("/sysid/"))
+
+
 def replay_name(topic: str) -> str:
     return f"{REPLAY_PREFIX}/{topic.lstrip('/')}"
 
 
 def replay_safe_copy(bag: str | Path, out: str | Path) -> dict[str, str]:
-    """Copy `bag` to the new folder `out` with every command topic renamed; returns {old: new} names.
+    """Copy `bag` to the new folder `out` with every live topic renamed; returns {old: new} names, the command
+    topics first.
 
     The copy is marked (custom_data `sysid_ros.replay_safe`), and `out` must not exist: nothing is
     overwritten, and a failure removes the partial copy.
@@ -51,7 +60,7 @@ def replay_safe_copy(bag: str | Path, out: str | Path) -> dict[str, str]:
     if out.exists():
         raise BagError(f"{out} exists: not overwritten", bag=str(bag))
     commands = command_topics(bag)
-    renamed = {t: replay_name(t) for t in commands}
+    renamed = {t: replay_name(t) for t in commands + [t for t in live_topics(bag) if t not in commands]}
     with BagSource(bag) as source:
         if source.is_ros1:
             raise BagError("replay-safe copies are written for rosbag2 bags only", bag=str(bag))
