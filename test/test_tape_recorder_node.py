@@ -108,6 +108,14 @@ def test_bag_self_describing_and_independently_readable(nodes, client, tmp_path)
     assert command_topics(bag) == ["/forward_command_controller/commands"]
     info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
     assert info["custom_data"]["sysid_ros.command_topics"] == "/forward_command_controller/commands"
+    # as `ros2 bag record` writes it: the distro, and the QoS each topic's publishers offered (for `ros2 bag play`)
+    assert info["ros_distro"] == "jazzy"
+    offered = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
+               for t in info["topics_with_message_count"]}
+    assert [q["reliability"] for q in offered["/joint_states"]] == ["reliable"]  # sim_robot's one publisher
+    # (the graph does not carry a publisher's history depth: 0, as rosbag2 records a discovered publisher's)
+    assert [q["reliability"] for q in offered["/forward_command_controller/commands"]] == ["reliable"]
+    assert offered["/sysid/metadata"][0]["durability"] == "transient_local"
     # An independent reader (the mcap project's own, not rosbags) decodes every message.
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory

@@ -14,6 +14,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 
+from ..core.bags.write import offered_qos
+
 # Joint states at up to 1 kHz: reliable, and a second of history so a busy reader catches up, not drops.
 SENSOR_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -34,6 +36,11 @@ def publishers_reliability(node: Node, topic: str) -> str | None:
     if not offered:
         return None
     return "best_effort" if ReliabilityPolicy.BEST_EFFORT in offered else "reliable"
+
+def offered_profiles(node: Node, topic: str) -> list:
+    """The QoS profiles the publishers of `topic` offer, as a bag's `offered_qos_profiles` records them."""
+    return [offered_qos(q.reliability.name.lower(), q.durability.name.lower(), q.depth, q.history.name.lower())
+            for q in (info.qos_profile for info in node.get_publishers_info_by_topic(topic))]
 
 # The one absolute topic: every robot's nodes report to the fleet's /diagnostics (statuses name the robot).
 DIAGNOSTICS = "/diagnostics"

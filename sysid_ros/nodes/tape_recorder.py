@@ -39,13 +39,15 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core import tapes
 from ..core.bags import BagWriter
+from ..core.bags.write import METADATA_TOPIC, offered_qos
 from ..core.bags.fastcdr import decode_cdr, names_from_key
 from ..core.errors import SysidRosError
 from ..core.params import flatten
 from ..core.playback import Playback, SafetyMargins
 from .serialization import float64_array_cdr, msgtype_of, to_cdr
 from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_envelopes, declare_robot, diagnostic,
-                     publish_diagnostics, publishers_reliability, read_envelopes, run, sensor_qos)
+                     offered_profiles, publish_diagnostics, publishers_reliability, read_envelopes, run,
+                     sensor_qos)
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
@@ -313,6 +315,11 @@ class TapeRecorderNode(LifecycleNode):
             path, suffix = c["output_dir"] / f"{playback.tape.name}_{stamp}_{suffix}", suffix + 1
         self._writer = BagWriter(path, storage=c["storage"])
         self._writer.open()
+        # what the publishers offer, so `ros2 bag play` of the bag offers it again (the robot's feedback
+        # QoS, this recorder's command QoS; the metadata is latched for late subscribers)
+        for topic in (c["feedback_topic"], self._command_topic):
+            self._writer.set_offered_qos(topic, offered_profiles(self, topic))
+        self._writer.set_offered_qos(METADATA_TOPIC, [offered_qos(durability="transient_local", depth=1)])
         self._writer.mark_commands([self._command_topic])  # `sysid-ros bag replay-safe` renames them
         params = {name: p.value for name, p in self._parameters.items()}
         self._writer.write_metadata({

@@ -64,10 +64,13 @@ def replay_safe_copy(bag: str | Path, out: str | Path) -> dict[str, str]:
     with BagSource(bag) as source:
         if source.is_ros1:
             raise BagError("replay-safe copies are written for rosbag2 bags only", bag=str(bag))
-        writer = BagWriter(out, storage=source.storage, typestore=source.typestore)
+        writer = BagWriter(out, storage=source.storage, typestore=source.typestore,
+                           distro=str(source.metadata.get("ros_distro") or "jazzy"))
         writer.open()
         try:
             for conn in source.connections:
+                writer.set_offered_qos(renamed.get(conn.topic, conn.topic),
+                                       list(getattr(conn.ext, "offered_qos_profiles", ())))
                 writer.add_topic(renamed.get(conn.topic, conn.topic), conn.msgtype,
                                  msgdef=conn.msgdef.data or None, rihs01=conn.digest if conn.msgdef.data else None)
             for conn, record_ns, raw in source.messages(source.connections):

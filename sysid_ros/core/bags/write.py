@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
 from ..errors import BagError
 from .read import BagSource, typestore_for
@@ -26,6 +27,15 @@ METADATA_TOPIC = "/sysid/metadata"
 COMMANDS_KEY = "sysid_ros.command_topics"  # metadata.yaml custom_data: the topics that command a robot
 LOCK_NAME = ".recording.lock"  # "<pid> <host>" while the bag is open for writing (see repair)
 STRING = "std_msgs/msg/String"
+INFINITE = QosTime(9223372036, 854775807)  # rmw's "infinite" duration, as rosbag2 writes it
+
+
+def offered_qos(reliability: str = "reliable", durability: str = "volatile", depth: int = 10,
+                history: str = "keep_last") -> Qos:
+    """A publisher's QoS profile as rosbag2 records it in `offered_qos_profiles` (what `ros2 bag play` offers
+    again): no deadline or lifespan, automatic liveliness."""
+    return Qos(QosHistory[history.upper()], int(depth), QosReliability[reliability.upper()],
+               QosDurability[durability.upper()], INFINITE, INFINITE, QosLiveliness.AUTOMATIC, INFINITE, False)
 
 
 def _plain(value: Any) -> Any:
@@ -51,21 +61,25 @@ def metadata_yaml(data: dict) -> str:
 class BagWriter:
     """Write a rosbag2 bag (mcap by default, sqlite3 on request) from raw CDR bytes.
 
-    Topics are registered on first use with the definition from `typestore` (default: jazzy), so the
-    bag is self-describing. Use as a context manager or call `open()` / `close()`; thread-safe.
+    Topics are registered on first use with the definition from `typestore` (default: `distro`'s), so the
+    bag is self-describing, and with the publishers' QoS profiles given to `set_offered_qos` before the
+    topic's first message. `metadata.yaml` names `distro` as the bag's `ros_distro`. Use as a context
+    manager or call `open()` / `close()`; thread-safe.
     """
 
     def __init__(self, path: str | Path, *, storage: str = "mcap", flush_period_s: float = 0.5,
-                 chunk_bytes: int = 256 * 1024, typestore=None) -> None:
+                 chunk_bytes: int = 256 * 1024, typestore=None, distro: str = "jazzy") -> None:
         if storage not in ("mcap", "sqlite3"):
             raise BagError(f"storage must be mcap or sqlite3, not {storage!r}", bag=str(path))
         self.path = Path(path)
         self.storage = storage
         self.flush_period_s = flush_period_s
         self.chunk_bytes = chunk_bytes
-        self.typestore = typestore or typestore_for("jazzy")
+        self.distro = distro
+        self.typestore = typestore or typestore_for(distro)
         self._writer = None
         self._connections: dict[str, Any] = {}
+        self._offered_qos: dict[str, list[Qos]] = {}
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
         self.message_count = 0
@@ -98,6 +112,11 @@ class BagWriter:
         with self._lock:
             return self._add_topic(topic, msgtype, msgdef, rihs01)
 
+    def set_offered_qos(self, topic: str, profiles: list[Qos]) -> None:
+        """The QoS profiles `topic`'s publishers offer (see `offered_qos`), recorded when the topic is added."""
+        with self._lock:
+            self._offered_qos[topic] = list(profiles)
+
     def _add_topic(self, topic: str, msgtype: str, msgdef: str | None, rihs01: str | None):
         if self._writer is None:
             raise BagError("bag writer is not open", bag=str(self.path), topic=topic)
@@ -112,7 +131,7 @@ class BagWriter:
                            "add_topic", bag=str(self.path), topic=topic)
         try:
             conn = self._writer.add_connection(topic, msgtype, typestore=self.typestore, msgdef=msgdef,
-                                               rihs01=rihs01)
+                                               rihs01=rihs01, offered_qos_profiles=self._offered_qos.get(topic, ()))
         except Exception as exc:
             raise BagError(f"cannot add topic: {exc}", bag=str(self.path), topic=topic) from None
         self._connections[topic] = conn
@@ -196,10 +215,22 @@ class BagWriter:
             writer, self._writer = self._writer, None
             try:
                 writer.close()
+                _name_distro(self.path, self.distro)
             except Exception as exc:
                 raise BagError(f"cannot close bag: {exc}", bag=str(self.path)) from None
             finally:
                 (self.path / LOCK_NAME).unlink(missing_ok=True)
+
+
+def _name_distro(bag: Path, distro: str) -> None:
+    """Put `distro` as `ros_distro` into the closed bag's `metadata.yaml` (rosbags writes "rosbags"), replacing
+    the file atomically."""
+    path = bag / "metadata.yaml"
+    text = path.read_text()
+    lines = [f"  ros_distro: {distro}" if line.startswith("  ros_distro: ") else line for line in text.splitlines()]
+    staged = path.with_name(f".metadata.yaml.{os.getpid()}")
+    staged.write_text("\n".join(lines) + "\n")
+    os.replace(staged, path)
 
 
 def read_metadata(bag: str | Path, topic: str = METADATA_TOPIC, *, distro: str | None = None) -> list[dict]:
