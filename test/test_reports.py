@@ -134,3 +134,47 @@ def test_the_foxglove_and_plotjuggler_layouts_watch_the_recorders_topics():
     selected = set(subscriber.find("selected_topics").get("value").split(";"))
     assert selected == topics
     assert all(any(c.startswith(t + "/") for t in selected) for c in curves)
+
+
+def test_the_tuning_report_states_units_cost_keep_rule_and_the_feed_forward(tmp_path):
+    """A proposal with a host feed-forward and a canary whose live ratio is 100x below its threshold: the gains
+    table has units, cost and the keep rule are defined in words, the feed-forward is shown as part of the
+    proposal, and the canary's ratios are on a log axis beside the threshold line."""
+    from sysid_ros.core.report.tuning import write_tuning_report
+
+    run = tmp_path / "tune_20261202T000000Z"
+    run.mkdir()
+    feedforward = {"inertia_kg_m2": 0.33, "viscous_nm_s_rad": 0.05, "coulomb_nm": 0.05, "gravity_sin_nm": 6.4,
+                   "gravity_cos_nm": 0.0, "offset_nm": 0.0, "coulomb_band_rad_s": 0.01}
+    (run / "proposal.yaml").write_text(yaml.safe_dump({
+        "joints": ["hinge"], "controller": "sim_robot", "improved": True, "predicted_cost_ratio": 0.01,
+        "summary": "poor factory gains", "as_found": {"gains.hinge.p": 5.0, "gains.hinge.d": 0.2},
+        "parameters": {"gains.hinge.p": 80.0, "gains.hinge.d": 1.57}, "host_feedforward": {"hinge": feedforward},
+        "bags": [], "seconds_of_motion": 300.0}))
+    canary = tmp_path / "canary_20261202T001000Z"
+    canary.mkdir()
+    (canary / "canary.yaml").write_text(yaml.safe_dump({
+        "proposal_file": str((run / "proposal.yaml").resolve()), "kept": True, "live_cost_ratio": 0.004,
+        "predicted_cost_ratio": 0.01, "threshold": 0.505, "joints": ["hinge"], "bags": [],
+        "reason": "keep: live ratio 0.004 <= 0.505"}))
+    page = write_tuning_report(run).read_text()
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<script.*?</script>", "", page, flags=re.S))
+    assert re.search(r"gains\.hinge\.p\s+N m/rad", text) and re.search(r"gains\.hinge\.d\s+N m s/rad", text)
+    assert "Cost, on the same tapes" in page and "As found scores about 2" in page
+    assert "Keep rule: the change is kept only if the live cost ratio &lt;= 1 - (1 - predicted ratio) / 2" in text
+    assert "Host feed-forward (part of the proposal)" in page and "gravity_sin_nm" in page and "6.4" in page
+    assert '"type":"log"' in page.replace(" ", "") and "keep threshold 0.505" in page
+    check_offline_page(run / "report.html", 1)
+
+
+def test_the_identification_parameter_table_gives_each_kinds_unit():
+    """Each parameter row names the unit of its kind's values, next to the value."""
+    from sysid_ros.core.report.identification import parameter_table
+
+    page = Page("parameters")
+    row = {"value": 0.1, "half_width_95": 0.01, "start": 0.2, "min": 0.0, "max": 1.0, "frozen": False,
+           "identifiable": True}
+    parameter_table(page, {"damping": {**row, "kind": "joint_damping", "target": "hinge"},
+                           "pole": {**row, "kind": "body_mass", "target": "pole"}})
+    text = re.sub(r"<[^>]+>", "|", page.render().split("</head>")[1])
+    assert re.search(r"joint_damping hinge\|+N m s/rad\|+0\.1\|", text) and re.search(r"body_mass pole\|+kg\|", text)

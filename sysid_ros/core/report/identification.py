@@ -52,14 +52,21 @@ def verdict_box(page: Page, document: dict) -> None:
         page.verdict(f"verdict: {verdict}" + (f" ({len(warnings)} warnings)" if warnings else ""), level, warnings)
 
 
+UNITS = {"body_mass": "kg", "body_mass_com": "kg; m, m, m", "body_inertia": "kg; m x3; kg m^2 x6",
+         "joint_damping": "N m s/rad", "joint_frictionloss": "N m", "joint_armature": "kg m^2",
+         "joint_effort_offset": "N m", "actuator_gain": "-", "signal_delay": "s", "signal_gain": "-",
+         "signal_bias": "the signal's"}
+"""Units of each parameter kind's values on a hinge joint (a slide joint's: N s/m, N, kg)."""
+
+
 def parameter_table(page: Page, parameters: dict) -> None:
     rows, flagged = [], []
     for name, p in parameters.items():
-        rows.append([name, f"{p['kind']} {p['target']}", p["value"], p["half_width_95"],
+        rows.append([name, f"{p['kind']} {p['target']}", UNITS.get(p["kind"], ""), p["value"], p["half_width_95"],
                      _interval(p["value"], p["half_width_95"]), p["start"], p.get("warm_start"),
                      f"{p['min']} .. {p['max']}", "frozen" if p["frozen"] else ("yes" if p["identifiable"] else "NO")])
         flagged.append(not p["identifiable"])
-    page.table(["name", "what", "value", "95 % half-width", "95 % interval", "start", "regression warm start",
+    page.table(["name", "what", "unit", "value", "95 % half-width", "95 % interval", "start", "regression warm start",
                 "bounds", "identifiable"], rows, flagged)
 
 

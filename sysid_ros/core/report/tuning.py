@@ -22,6 +22,19 @@ from .page import Page, back_to_back, figure, line, mark_windows
 
 PLAY_FIELDS = ("time_s", "position", "velocity", "torque", "reference")
 PLAY_NAME = re.compile(r"play_(\d+)_(.+)\.yaml$")
+GAIN_UNITS = {"p": "N m/rad", "i": "N m/(rad s)", "d": "N m s/rad", "i_clamp": "N m", "ff_velocity_scale": "N m s/rad"}
+"""Units of a joint's gains (`gains.<joint>.<gain>`, a revolute joint's effort output)."""
+FEEDFORWARD = ("The host feed-forward is part of the proposal: the torque the host adds to the controller's output "
+               "from the joint model and the reference, tau_ff = J qdd_ref + b qd_ref + tc tanh(qd_ref / band) + "
+               "gs sin q_ref + gc cos q_ref + offset (the terms below, units in their names). The proposal's costs "
+               "and the canary were measured with it: gains deployed without it are not what was proven.")
+COST = ("Cost, on the same tapes: stop error (90th percentile of |error| while the reference is still) over as "
+        "found's, plus tracking error (RMS of the error while the reference moves) over as found's (each as-found "
+        "figure floored at 0.05 mrad; the stop error also at 10 % of the joint's stop allocation). As found scores "
+        "about 2; lower is better. A cost ratio is a cost over as found's cost on the same tapes: 1 is no change, "
+        "0.5 half the error.")
+CANARY_RULE = ("Keep rule: the change is kept only if the live cost ratio <= 1 - (1 - predicted ratio) / 2, i.e. at "
+               "least half of the predicted improvement shows on the robot; an aborted or non-finite run rolls back.")
 STAGES = (("identify", "1. identify: excitation tapes, the model fitted to them"),
           ("sweep", "2. sweep: steps at rising stiffness until it rings (the deploy ceiling)"),
           ("refine", "3. refine: evaluation tapes under candidate gains"),
@@ -190,10 +203,22 @@ def canary_section(page: Page, canary: dict, plays: Sequence[tuple[str, dict]], 
     """The verdict, the predicted and live cost ratios against the threshold, and the canary's plays."""
     kept = canary.get("kept")
     canary_verdict(page, canary)
-    fig = figure("canary: cost ratio to as found", "", "cost / as-found cost", height=240)
-    fig.add_bar(x=["predicted", "live", "keep threshold"],
-                y=[canary.get("predicted_cost_ratio"), canary.get("live_cost_ratio"), canary.get("threshold")],
-                marker_color=["#1f77b4", "#2ca02c" if kept else "#d62728", "#999"])
+    page.text(CANARY_RULE)
+    ratios = {"predicted": canary.get("predicted_cost_ratio"), "live": canary.get("live_cost_ratio")}
+    # a log axis: a live ratio of 0.004 beside a threshold of 0.5 is two decades apart, not a bar too small to see
+    fig = figure("canary: cost ratio to as found (log scale; kept at or below the keep threshold)", "",
+                 "cost / as-found cost", height=260, log_y=True)
+    shown = {k: v for k, v in ratios.items() if isinstance(v, (int, float)) and math.isfinite(v) and v > 0}
+    fig.add_scatter(x=list(shown), y=list(shown.values()), text=[f"{v:.3g}" for v in shown.values()],
+                    mode="markers+text", textposition="middle right", name="cost ratio", showlegend=False,
+                    marker=dict(size=14, color=["#1f77b4" if k == "predicted" else
+                                                ("#2ca02c" if kept else "#d62728") for k in shown]))
+    threshold = canary.get("threshold")
+    if isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold > 0:
+        fig.add_hline(y=threshold, line_color="#555", line_dash="dash", annotation_text=f"keep threshold {threshold:.3g}",
+                      annotation_position="top right")
+    fig.add_hline(y=1.0, line_color="#bbb", line_dash="dot", annotation_text="as found (1)",
+                  annotation_position="top left")
     page.plot(fig)
     runs = [p for p in plays if p[0] != "move_to_start"]
     for joint in joints:
@@ -233,9 +258,17 @@ def tuning_page(folder: Path) -> Page:
     if canary is not None:
         canary_verdict(page, canary[1])
     page.text(f"{doc.get('seconds_of_motion', 0):.0f} s of motion in {len(doc.get('bags') or [])} plays.")
+    page.text(COST)
     page.heading("Gains")
     found, proposed = doc.get("as_found") or {}, doc.get("parameters") or {}
-    page.table(["parameter", "as found", "proposed"], [[k, found.get(k), proposed.get(k)] for k in proposed])
+    page.table(["parameter", "unit", "as found", "proposed"],
+               [[k, GAIN_UNITS.get(k.rsplit(".", 1)[-1], ""), found.get(k), proposed.get(k)] for k in proposed])
+    feedforward = {j: f for j, f in (doc.get("host_feedforward") or {}).items() if f}
+    if feedforward:
+        page.heading("Host feed-forward (part of the proposal)", 3)
+        page.text(FEEDFORWARD)
+        terms = list(next(iter(feedforward.values())))
+        page.table(["joint", *terms], [[j, *(_num(f.get(t)) for t in terms)] for j, f in feedforward.items()])
     plays = load_plays(folder, doc.get("bags") or [], joints)
     held_out = {t.get("name") for t in (doc.get("canary") or {}).get("tapes") or []}
     for joint in joints:
