@@ -24,6 +24,17 @@ def _colcon(*args: str, base: Path) -> subprocess.CompletedProcess:
                           cwd=base, env=env, capture_output=True, text=True, timeout=600)
 
 
+def test_colcon_finds_the_interface_packages_as_a_workspace_would(tmp_path: Path):
+    """`colcon build --base-paths src src/sysid_ros/interfaces` (README) builds sysid_ros_interfaces as the
+    ament_cmake package `make setup` builds (same CMakeLists), and never our controller_manager_msgs (COLCON_IGNORE:
+    a ROS 2 install has the real one). Building it here again would only repeat `make setup`'s minute of CPU."""
+    listed = subprocess.run([str(COLCON), "--log-base", str(tmp_path / "log"), "list", "--base-paths", str(ROOT),
+                             str(ROOT / "interfaces")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    packages = {line.split("\t")[0]: line.split("\t")[2] for line in listed.stdout.splitlines()}
+    assert packages == {"sysid_ros": "(ros.ament_python)", "sysid_ros_interfaces": "(ros.ament_cmake)"}, listed.stdout
+
+
 def test_colcon_build_install_and_test(tmp_path: Path):
     built = _colcon("build", base=tmp_path)
     assert built.returncode == 0, built.stdout + built.stderr
