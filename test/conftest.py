@@ -29,14 +29,14 @@ def client():
 
 @pytest.fixture
 def nodes(tmp_path):
-    """Start sysid_ros nodes as processes: `nodes(node, name, params[, namespace=])`; every one is stopped by pid
-    afterwards."""
+    """Start sysid_ros nodes as processes: `nodes(node, name, params[, namespace=, composed=])`; every one is
+    stopped by pid afterwards."""
     from sysid_ros.nodes.processes import NodeProcess
 
     started: list[NodeProcess] = []
 
-    def start(node: str, name: str, params: dict, namespace: str = "") -> NodeProcess:
-        process = NodeProcess(node, name, params, tmp_path / "logs", namespace=namespace)
+    def start(node: str, name: str, params: dict, namespace: str = "", composed: bool = False) -> NodeProcess:
+        process = NodeProcess(node, name, params, tmp_path / "logs", namespace=namespace, composed=composed)
         started.append(process)
         return process
 

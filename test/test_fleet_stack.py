@@ -7,7 +7,8 @@ identified from its own bag (measured applied torque as the control) lands withi
 of its own truth (3.9 sigma; with four robots and exact 95 % intervals, all four inside one half-width would
 hold in only 81 % of runs: a flaky test, seen once at 1.006 half-widths), while the truths lie more than 10
 intervals apart: a bag with another robot's joints in it could not pass. A subscriber per namespace sees commands only from that robot's recorder, none at the root. On r1 a
-servo_tuner is cancelled in the middle of its tune's first play, while r2..r4 record: the recorder holds at
+servo_tuner (composed with r1's recorder and manager in one `robot_stack` process) is cancelled in the
+middle of its tune's first play, while r2..r4 record: the recorder holds at
 once (the hold is the bag's last command, stamped when the cancel arrived), the bag stays readable with the
 reason, r1's gains are its as-found gains bit for bit, and r1 records normally afterwards.
 """
@@ -65,16 +66,20 @@ def test_four_robots_identify_their_own_physics_and_one_cancels_mid_tune(nodes, 
     for k, (ns, mass) in enumerate(MASSES.items()):
         nodes("sim_robot", "sim_robot", {**TUNED_PENDULUM, "real_time_factor": RTF, "seed": k,
                                          "noise.position_rad": NOISE_RAD, "physics.pole.mass": mass}, namespace=ns)
-        nodes("tape_recorder", "tape_recorder", {**TUNE_RECORDER, "tape.kind": "multisine", "tape.seed": k,
-                                                 "output_dir": str(tmp_path / ns / "bags")}, namespace=ns)
-        managed = ["sim_robot", "tape_recorder"]
-        if ns == "r1":
-            nodes("servo_tuner", "servo_tuner", {**TUNER, "output_dir": str(tmp_path / ns / "tuner")}, namespace=ns)
-            managed.append("servo_tuner")
-        nodes("lifecycle_manager", "lifecycle_manager", {"node_names": managed, "plain_nodes": ["sim_robot"],
-                                                         "autostart": True}, namespace=ns)
+        recorder = {**TUNE_RECORDER, "tape.kind": "multisine", "tape.seed": k,
+                    "output_dir": str(tmp_path / ns / "bags")}
+        if ns == "r1":  # recorder, tuner and manager composed in one robot_stack process
+            nodes("robot_stack", "robot_stack", {
+                "tape_recorder": recorder, "servo_tuner": {**TUNER, "output_dir": str(tmp_path / ns / "tuner")},
+                "lifecycle_manager": {"node_names": ["sim_robot", "tape_recorder", "servo_tuner"],
+                                      "plain_nodes": ["sim_robot"], "autostart": True}}, namespace=ns, composed=True)
+            continue
+        nodes("tape_recorder", "tape_recorder", recorder, namespace=ns)
+        nodes("lifecycle_manager", "lifecycle_manager", {"node_names": ["sim_robot", "tape_recorder"],
+                                                         "plain_nodes": ["sim_robot"], "autostart": True}, namespace=ns)
     for ns in MASSES:
-        wait_for(lambda: client.call(Trigger, f"{ns}/lifecycle_manager/is_active", Trigger.Request()).success,
+        wait_for(lambda: client.call(Trigger, f"{ns}/lifecycle_manager/is_active", Trigger.Request(),
+                                             180.0).success,
                  180.0, f"{ns}'s stack to come up")
     print(f"4 stacks up in {time.monotonic() - started:.1f} s")
 

@@ -171,7 +171,7 @@ class RosClient:
     def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        rclpy.try_shutdown(context=self.context)  # a SIGINT may have shut it down already
         self._thread.join(5.0)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
@@ -49,24 +50,41 @@ LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": Dia
           "stale": DiagnosticStatus.STALE}
 
 
-def run(make_node: Callable[[], Node], args: list[str] | None = None) -> None:
-    """Spin one node on a single-threaded executor (it keeps up with 1 kHz topics; the multi-threaded one does not)."""
+def run(make_node: Callable[[], Node] | Sequence[Callable[[], Node]], args: list[str] | None = None) -> None:
+    """Spin one node, or several composed in one process, each on a single-threaded executor of its own (it
+    keeps up with 1 kHz topics; the multi-threaded one does not); the first node spins on this thread, the
+    others on threads of their own, so a node's blocking callback (a manager asking another's state) never
+    stalls the rest."""
     rclpy.init(args=args if args is not None else sys.argv)
-    node = None
+    nodes: list[Node] = []
+    executors: list[SingleThreadedExecutor] = []
     try:
-        node = make_node()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
+        for make in ([make_node] if callable(make_node) else make_node):
+            nodes.append(make())
+            executors.append(SingleThreadedExecutor())
+            executors[-1].add_node(nodes[-1])
+        for executor in executors[1:]:
+            threading.Thread(target=_spin_quietly, args=(executor,), daemon=True).start()
+        executors[0].spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
         if rclpy.ok():  # a real failure; a callback cut short by shutdown (SIGINT/SIGTERM) is not one
             raise
     finally:
-        if node is not None:
+        for executor in executors[1:]:
+            executor.shutdown(timeout_sec=1.0)
+        for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
+
+
+def _spin_quietly(executor: SingleThreadedExecutor) -> None:
+    try:
+        executor.spin()
+    except Exception:  # shut down under it; a real failure in the process shows on the main thread's node
+        if rclpy.ok():
+            raise
 
 
 def declare(node: Node, name: str, default: Any, description: str = "", *, read_only: bool = False) -> Any:

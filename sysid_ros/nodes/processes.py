@@ -54,20 +54,26 @@ def namespace_args(namespace: str) -> list[str]:
 
 
 class NodeProcess:
-    """A sysid_ros node in its own process, started with a parameter dict (in `namespace`); stopped by its pid."""
+    """A sysid_ros node in its own process, started with a parameter dict (in `namespace`); stopped by its pid.
+
+    `composed=True` starts a process of several nodes (`robot_stack`): `params` then maps each node's name
+    to its parameters, and no `__node:=` rule renames them; `name` only names the process's files.
+    """
 
     def __init__(self, node: str, name: str, params: dict[str, Any], folder: Path,
-                 extra_args: list[str] | None = None, namespace: str = "") -> None:
+                 extra_args: list[str] | None = None, namespace: str = "", composed: bool = False) -> None:
         self.name, self.namespace = name, namespace.strip("/")
         self.full_name = f"/{self.namespace}/{name}" if self.namespace else f"/{name}"
         folder.mkdir(parents=True, exist_ok=True)
         tag = self.full_name.strip("/").replace("/", "_")
         params_file = folder / f"{tag}_params.yaml"
-        params_file.write_text(yaml.safe_dump({f"/**/{name}": {"ros__parameters": params}}))
+        sections = params if composed else {name: params}
+        params_file.write_text(yaml.safe_dump({f"/**/{n}": {"ros__parameters": p} for n, p in sections.items()}))
         self.log_path = folder / f"{tag}.log"
         self._log = open(self.log_path, "w")
+        rename = [] if composed else ["-r", f"__node:={name}"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", f"sysid_ros.nodes.{node}", "--ros-args", "-r", f"__node:={name}",
+            [sys.executable, "-m", f"sysid_ros.nodes.{node}", "--ros-args", *rename,
              *namespace_args(namespace), "--params-file", str(params_file), *(extra_args or [])],
             stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy())
 

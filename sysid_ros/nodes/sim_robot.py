@@ -14,6 +14,7 @@ ignored: the node stays up.
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 from rcl_interfaces.msg import SetParametersResult
@@ -34,7 +35,7 @@ from ..core.trajectory import Trajectory
 from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run,
                      sensor_qos)
 
-TICK_S = 0.002          # wall period of the stepping loop
+TICK_S = 0.002          # shortest wall period of the stepping loop (it ticks once per publish period, >= this)
 MAX_CHUNK_S = 0.05      # most wall time one tick may catch up; a starved loop slows down instead
 
 
@@ -43,6 +44,8 @@ class SimRobotNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("sim_robot", **kwargs)
+        self._lock = threading.Lock()  # held by the stepping thread and by every callback that touches the robot
+        self._halt = threading.Event()
         p = lambda name, default, text="": declare(self, name, default, text, read_only=True)  # noqa: E731
         model = p("model", "pendulum", "embedded model name (pendulum, arm3) or an MJCF/URDF path")
         joints = p("joints", Parameter.Type.STRING_ARRAY,
@@ -111,9 +114,14 @@ class SimRobotNode(Node):
         self._epoch_offset_ns = 0 if self.sim_time else time.time_ns() - self.robot.time_ns
         self._last_error = ""
         self._physics_change = ""
-        self.create_timer(TICK_S, self._tick, clock=steady)
         self.create_timer(1.0, self._report, clock=steady)
         self._publish(self.robot.advance(self.robot.time_ns))
+        # The physics steps on a thread of its own, paced by the steady clock: an executor timer at the
+        # publish rate cost more in rclpy's wait-set bookkeeping than the stepping and publishing itself.
+        # Callbacks that touch the robot (commands, gains, physics, pause) hold `_lock`.
+        period_s = max(TICK_S, self.robot.publish_steps * self.robot.dt_ns * 1e-9)
+        self._stepping = threading.Thread(target=self._step_loop, args=(period_s,), name="steps", daemon=True)
+        self._stepping.start()
         self.get_logger().info(
             f"sim_robot: model {model}, joints {list(self.robot.joint_names)}, "
             f"{'sim time x' + str(self.real_time_factor) if self.sim_time else 'wall time'}, "
@@ -121,10 +129,36 @@ class SimRobotNode(Node):
             f"{self.resolve_topic_name(trajectory + '/joint_trajectory')}")
 
     # --- stepping -----------------------------------------------------------------------------------
-    def _tick(self) -> None:
+    def _step_loop(self, period_s: float) -> None:
+        """Tick every `period_s` of wall time until the node is destroyed (a late tick is not made up in a burst)."""
+        due = time.monotonic()
+        while not self._halt.is_set():
+            due += period_s
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            else:
+                due = time.monotonic()
+            with self._lock:
+                samples = self._tick()
+            try:
+                self._publish(samples)
+            except Exception:  # the context shut down under us (SIGINT, destroy): the node is going away
+                if self._halt.is_set() or not self.context.ok():
+                    return
+                raise
+
+    def destroy_node(self) -> None:
+        if hasattr(self, "_stepping"):
+            self._halt.set()
+            self._stepping.join(1.0)
+        super().destroy_node()
+
+    def _tick(self) -> list[Feedback]:
+        """Step the physics to the steady clock's time (scaled in simulated time); the samples that fell due."""
         if self.paused:
             self._anchor = None
-            return
+            return []
         now = time.monotonic_ns()
         if self._anchor is None:
             self._anchor = (now, self.robot.time_ns)
@@ -134,7 +168,7 @@ class SimRobotNode(Node):
         if target > limit:  # fell behind: run slower rather than in bursts
             target = limit
             self._anchor = (now, target)
-        self._publish(self.robot.advance(target))
+        return self.robot.advance(target)
 
     def _stamp_ns(self, sim_ns: int) -> int:
         return sim_ns + self._epoch_offset_ns
@@ -161,7 +195,8 @@ class SimRobotNode(Node):
 
     def _on_forward(self, msg: Float64MultiArray) -> None:
         try:
-            self.robot.command(self.forward_interface, msg.data)
+            with self._lock:
+                self.robot.command(self.forward_interface, msg.data)
         except SysidRosError as exc:
             self._reject("forward command", exc)
 
@@ -181,24 +216,26 @@ class SimRobotNode(Node):
             with_vel = all(len(pt.velocities) == n for pt in points)
             with_eff = all(len(pt.effort) == n for pt in points)
             stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            start = self.robot.time_ns if stamp == 0 else stamp - self._epoch_offset_ns
-            if start < self.robot.time_ns:  # a real controller starts it late too: say so
-                self.get_logger().warning(f"trajectory stamped to start {(self.robot.time_ns - start) * 1e-9:.3f} s "
-                                          "ago: started now, late")
-            self.robot.follow(Trajectory(
-                tuple(msg.joint_names), start,
-                [pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9 for pt in points],
-                [list(pt.positions) for pt in points],
-                [list(pt.velocities) for pt in points] if with_vel else None,
-                [list(pt.effort) for pt in points] if with_eff else None))
+            times = [pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9 for pt in points]
+            positions = [list(pt.positions) for pt in points]
+            velocities = [list(pt.velocities) for pt in points] if with_vel else None
+            efforts = [list(pt.effort) for pt in points] if with_eff else None
+            with self._lock:
+                now = self.robot.time_ns
+                start = now if stamp == 0 else stamp - self._epoch_offset_ns
+                self.robot.follow(Trajectory(tuple(msg.joint_names), start, times, positions, velocities, efforts))
+            if start < now:  # a real controller starts it late too: say so
+                self.get_logger().warning(f"trajectory stamped to start {(now - start) * 1e-9:.3f} s ago: started "
+                                          "now, late")
         except (SysidRosError, ValueError) as exc:
             self._reject("trajectory", exc)
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         """Pause or resume; the message names the simulated time (ns) of the last sample published."""
-        self.paused = bool(request.data)
+        with self._lock:
+            self.paused = bool(request.data)
+            response.message = f"{'paused' if self.paused else 'running'} at {self.robot.time_ns} ns"
         response.success = True
-        response.message = f"{'paused' if self.paused else 'running'} at {self.robot.time_ns} ns"
         self.get_logger().info(f"simulation {response.message}")
         return response
 
@@ -227,17 +264,18 @@ class SimRobotNode(Node):
                 if not isinstance(value, float) or not math.isfinite(value) or value <= 0:
                     return SetParametersResult(successful=False, reason="real_time_factor must be > 0")
                 factor = value
-        for joint, joint_gains in gains.items():
-            if joint_gains != self.robot.gains[joint]:
-                self.robot.set_gains(joint, joint_gains)
-        for name, value in physics.items():
-            self.robot.set_physical(name, value)
-            # when exactly the hidden physics changed (simulated time): what an online estimator's delay is
-            # measured from
-            self._physics_change = f"{name}={value} at {self.robot.time_ns} ns"
-            self.get_logger().info(f"physics {self._physics_change}")
-        if factor is not None:
-            self.real_time_factor, self._anchor = factor, None
+        with self._lock:
+            for joint, joint_gains in gains.items():
+                if joint_gains != self.robot.gains[joint]:
+                    self.robot.set_gains(joint, joint_gains)
+            for name, value in physics.items():
+                self.robot.set_physical(name, value)
+                # when exactly the hidden physics changed (simulated time): what an online estimator's delay is
+                # measured from
+                self._physics_change = f"{name}={value} at {self.robot.time_ns} ns"
+                self.get_logger().info(f"physics {self._physics_change}")
+            if factor is not None:
+                self.real_time_factor, self._anchor = factor, None
         return SetParametersResult(successful=True)
 
     def _report(self) -> None:
