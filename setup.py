@@ -33,6 +33,7 @@ setup(
             "online_estimator = sysid_ros.nodes.online_estimator:main",
             "servo_tuner = sysid_ros.nodes.servo_tuner:main",
             "lifecycle_manager = sysid_ros.nodes.lifecycle_manager:main",
+            "robot_stack = sysid_ros.nodes.robot_stack:main",
             "sysid-ros = sysid_ros.cli:main",
         ],
     },
