@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sysid_ros.core.bags.arrays_io import load_npz, save_npz  # noqa: E402
 from sysid_ros.core.identify import identify, problem_from_dict, quiet_output  # noqa: E402
 from sysid_ros.core.identify.synthetic import ARM3_GAINS, multisine, record_effort, record_position  # noqa: E402
-from sysid_ros.core.sim import FeedbackNoise, SimRobot, load_spec  # noqa: E402
+from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot, load_spec  # noqa: E402
 
 PENDULUM_TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
 ARM_TRUTH = {"link1_mass": 2.2, "link2_mass": 1.1, "link3_mass": 0.6,

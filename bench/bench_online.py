@@ -50,11 +50,11 @@ from scipy.special import log_ndtr  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.derivatives import savgol_derivatives  # noqa: E402
-from sysid_ros.core.joint_model import pendulum_columns  # noqa: E402
+from sysid_ros.core.signals.derivatives import savgol_derivatives  # noqa: E402
+from sysid_ros.core.linear.joint_model import pendulum_columns  # noqa: E402
 from sysid_ros.core.online import ChangeDetected, OnlineEstimator, fit_window  # noqa: E402
-from sysid_ros.core.regression import select_rows  # noqa: E402
-from sysid_ros.core.signals import JointSamples  # noqa: E402
+from sysid_ros.core.linear.regression import select_rows  # noqa: E402
+from sysid_ros.core.signals.arrays import JointSamples  # noqa: E402
 from test_online import CHANGES, LENGTH_M, ROTOR_KG_M2, S, config, settle_time_s, two_changes  # noqa: E402
 from test_online_steady import steady_record  # noqa: E402
 

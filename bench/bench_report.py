@@ -103,7 +103,7 @@ def reports(demo: Path):
     from sysid_ros.core import tapes
     from sysid_ros.core.report import identification, tuning
     from sysid_ros.core.report.tape import tape_page
-    from sysid_ros.core.envelope import Envelope
+    from sysid_ros.core.tapes.envelope import Envelope
 
     out = []
     if (demo / "identified" / "identified.yaml").is_file():

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sysid_ros.core.envelope import Envelope
-from sysid_ros.core.joint_model import JointModel
+from sysid_ros.core.linear.joint_model import JointModel
+from sysid_ros.core.tapes.envelope import Envelope
 from sysid_ros.core.tuner.joints import DemoJoint, direct_drive, shoulder, with_gains
-from sysid_ros.core.tuner.model import Gains, Goal, Servo
 from sysid_ros.core.tuner.pipeline import tune
 from sysid_ros.core.tuner.plant import SimPlant
+from sysid_ros.core.tuner.servo import DriveGains, Goal, Servo
 
 
 def pendulum() -> DemoJoint:
@@ -29,7 +29,7 @@ def pendulum() -> DemoJoint:
     env = Envelope(origin_rad=0.0, travel_rad=0.4, max_speed_rad_s=2.0, max_torque_nm=3.0)
     plant = SimPlant("pendulum", "hinge", env, 500.0, 3.0, {}, 5e-4, 0.002, 0)
     truth = JointModel(1.3 * 0.25 + 1e-4, 0.08, 0.05, 1.3 * 9.81 * 0.5)
-    return DemoJoint(Servo("hinge", Gains(4.0, 0.05), 3.0, env), plant, truth)
+    return DemoJoint(Servo("hinge", DriveGains(4.0, 0.05), 3.0, env), plant, truth)
 
 
 def joints(quick: bool) -> dict[str, Callable[[], DemoJoint]]:
@@ -41,7 +41,7 @@ def joints(quick: bool) -> dict[str, Callable[[], DemoJoint]]:
     if not quick:
         out["shoulder, 0.1 mrad encoder noise"] = lambda: shoulder(noise_rad=1e-4)
         out["direct drive, soft factory gains, 250 Hz"] = lambda: with_gains(direct_drive(command_rate_hz=250.0),
-                                                                              Gains(0.1, 0.002))
+                                                                              DriveGains(0.1, 0.002))
     return out
 
 

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .core.errors import ConfigError, SysidRosError
+from .core.files.paths import config_dir
+from .core.gains.controller_styles import ALIASES, STYLES
 from .fleet_cli import add_commands as add_fleet_commands
 from .nodes.tuner_cli import add_commands as add_tuner_commands
-from .core.controller_styles import ALIASES, STYLES
-from .core.errors import ConfigError, SysidRosError
-from .core.paths import config_dir
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -32,7 +32,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     from .core.bags import export_csv, read_recording, save_npz
     from .core.errors import DataError
-    from .core.outputs import check_writable, write_file
+    from .core.files.outputs import check_writable, write_file
 
     out = Path(args.out).expanduser()
     if out.suffix not in (".npz", ".csv"):
@@ -82,7 +82,7 @@ def _identify(args: argparse.Namespace) -> int:
     from .core.identify.overrides import with_data
     from .core.identify.pipeline import result_names
     from .core.identify.problem import COMPONENTS
-    from .core.outputs import check_writable
+    from .core.files.outputs import check_writable
 
     problem = with_data(load_problem(args.problem), args.train or (), args.validate or (), args.control)
     check_writable(args.out, list(result_names(problem).values()), args.force)  # before the optimisation
@@ -129,7 +129,7 @@ def _report(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import yaml
 
-    from .core.controller_file import parameter_block
+    from .core.gains.controller_file import parameter_block
     from .core.tuner.proposal import proposal_target
 
     proposal, controller, style = proposal_target(args.proposal, args.controller, args.style)
@@ -137,7 +137,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.out is None:
         print(text, end="")
         return 0
-    from .core.outputs import write_file
+    from .core.files.outputs import write_file
 
     if args.out.exists():
         raise SysidRosError(f"{args.out} exists: not overwritten (use apply --persist to update a controllers file)")
@@ -151,8 +151,8 @@ def _tapes_plot(args: argparse.Namespace) -> int:
 
     from .core import tapes
     from .core.errors import ConfigError
-    from .core.params import load_ros_parameters
-    from .core.playback import envelopes_from_parameters
+    from .core.files.ros_params import load_ros_parameters
+    from .core.tapes.playback import envelopes_from_parameters
     from .core.report.tape import write_tape_page
 
     params = load_ros_parameters(args.params_file, "tape_recorder")
@@ -169,7 +169,7 @@ def _tapes_plot(args: argparse.Namespace) -> int:
         if kind not in tapes.KINDS:
             raise ConfigError(f"tape kind {kind!r} is not one of {tapes.KINDS}")
         options = {}
-        if kind in tapes.model.EFFORT_KINDS:
+        if kind in tapes.tape.EFFORT_KINDS:
             stream = params.get("command_mode", "stream") == "stream"
             options["interface"] = params.get("forward_interface", "position") if stream else "position"
         seed = args.seed if args.seed is not None else int(params.get("tape.seed", 0))

@@ -21,7 +21,7 @@ from sysid_ros.core.identify import inertia
 from sysid_ros.core.identify.parameters import build_parameters
 from sysid_ros.core.identify.problem import ParameterSpec
 from sysid_ros.core.identify.synthetic import EPOCH_NS, multisine, record_effort
-from sysid_ros.core.sim import FeedbackNoise, SimRobot
+from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
 
 NOMINAL_TIP = (0.5, (0.0, 0.01, -0.1), "0.004 0.005 0.002 -0.0005 0.0003 0.0004")
 TRUE_TIP = (0.65, (0.02, -0.01, -0.13), "0.0055 0.0062 0.0021 -0.0007 0.0002 0.0006")

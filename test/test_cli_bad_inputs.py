@@ -20,7 +20,7 @@ from test_identify_problem import pendulum_record
 
 from sysid_ros.cli import main
 from sysid_ros.core.bags.arrays_io import load_npz, save_npz
-from sysid_ros.core.signals import JointSamples
+from sysid_ros.core.signals.arrays import JointSamples
 
 REPO = Path(__file__).resolve().parents[1]
 YEAR_NS = 365 * 86400 * 10**9

@@ -46,7 +46,8 @@ def test_colcon_build_install_and_test(tmp_path: Path):
     # The installed package finds its models through the ament index, not the source tree.
     site = next(prefix.glob("lib/python3*/site-packages"))
     env = {**os.environ, "PYTHONPATH": str(site), "AMENT_PREFIX_PATH": f"{prefix}:{os.environ['AMENT_PREFIX_PATH']}"}
-    found = subprocess.run([sys.executable, "-c", "from sysid_ros.core.paths import model_path; print(model_path('arm3'))"],
+    code = "from sysid_ros.core.files.paths import model_path; print(model_path('arm3'))"
+    found = subprocess.run([sys.executable, "-c", code],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == str(prefix / "share/sysid_ros/config/models/arm3.xml")

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from sysid_ros.core.errors import GainsError
-from sysid_ros.core.gains import GainGuard
-from sysid_ros.core.journal import GainsJournal
+from sysid_ros.core.gains.journal import GainsJournal
+from sysid_ros.core.gains.pid import GainGuard
 from sysid_ros.nodes.client import wait_for
 from sysid_ros.nodes.controller_gains import ControllerGains
 

@@ -19,8 +19,8 @@ import yaml
 
 from sysid_ros.cli import main
 from sysid_ros.core.errors import GainsError
-from sysid_ros.core.journal import GainsJournal
-from sysid_ros.core.params import load_ros_parameters
+from sysid_ros.core.files.ros_params import load_ros_parameters
+from sysid_ros.core.gains.journal import GainsJournal
 from sysid_ros.core.tuner.proposal import GainProposal
 from sysid_ros.nodes.client import RosClient, wait_for
 from sysid_ros.nodes.controller_gains import ControllerGains, GainsOverridden
@@ -188,8 +188,8 @@ def test_a_reloaded_controller_is_noticed_not_rolled_back(ros, tmp_path):
 def test_the_tuner_reads_infinite_clamps_and_its_trials_restore_them(ros, tmp_path):
     """control_toolbox >= 5 defaults the integral clamp to +-inf (no clamp): the tuner models it at the
     joint's torque cap, and a trial session on the controller ends with +-inf exactly."""
-    from sysid_ros.core.envelope import Envelope
-    from sysid_ros.core.tuner.model import Controller, Gains
+    from sysid_ros.core.tapes.envelope import Envelope
+    from sysid_ros.core.tuner.servo import Controller, DriveGains
     from sysid_ros.nodes.ros_plant import RosArm
 
     client, _, _ = ros
@@ -197,10 +197,10 @@ def test_the_tuner_reads_infinite_clamps_and_its_trials_restore_them(ros, tmp_pa
     arm = RosArm("pendulum", ("hinge",), {"hinge": Envelope(0.0, 0.4, 2.0, 3.0)}, 250.0, client=client, gains=gains,
                  workdir=tmp_path / "tuner")
     [found] = arm.read_gains().values()
-    assert found == Gains(kp=0.0, kd=0.0, ki=0.0, i_clamp_nm=arm.caps["hinge"])
+    assert found == DriveGains(kp=0.0, kd=0.0, ki=0.0, i_clamp_nm=arm.caps["hinge"])
     before = all_gains(client, "standin_pendulum")
     with arm.trials("test"):
-        arm._ensure_gains({"hinge": Controller(Gains(kp=20.0, kd=1.0, ki=4.0, i_clamp_nm=0.5))})
+        arm._ensure_gains({"hinge": Controller(DriveGains(kp=20.0, kd=1.0, ki=4.0, i_clamp_nm=0.5))})
         raw = all_gains(client, "standin_pendulum")
         assert (raw["gains.hinge.i_clamp_max"], raw["gains.hinge.i_clamp_min"]) == (0.5, -0.5)
         assert raw["gains.hinge.antiwindup_strategy"] == "conditional_integration"  # integral action: on

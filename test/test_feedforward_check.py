@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 
-from sysid_ros.core.envelope import Envelope
-from sysid_ros.core.joint_model import JointModel
-from sysid_ros.core.journal import GainsJournal
+from sysid_ros.core.gains.journal import GainsJournal
+from sysid_ros.core.linear.joint_model import JointModel
 from sysid_ros.core.tapes import jog
-from sysid_ros.core.tuner.model import Controller, Gains
+from sysid_ros.core.tapes.envelope import Envelope
+from sysid_ros.core.tuner.servo import Controller, DriveGains
 from sysid_ros.demo import TUNE_ENVELOPE, TUNE_RATE_HZ, TUNE_RECORDER, TUNED_PENDULUM
 from sysid_ros.nodes.client import wait_for
 from sysid_ros.nodes.controller_gains import ControllerGains
@@ -39,7 +39,7 @@ def test_the_first_play_with_feedforward_tells(nodes, client, tmp_path, honoured
     gains = ControllerGains(client, "sim_robot", GainsJournal(tmp_path / "gains.jsonl"), timeout_s=20.0)
     arm = RosArm("pendulum", ("hinge",), {"hinge": ENVELOPE}, TUNE_RATE_HZ, arm_feedforward=False, client=client,
                  gains=gains, workdir=tmp_path / "tuner")
-    stiff = Controller(Gains(kp=40.0, kd=1.5), OFFSET)
+    stiff = Controller(DriveGains(kp=40.0, kd=1.5), OFFSET)
     tape = jog({"hinge": ENVELOPE}, TUNE_RATE_HZ, seed=1, jogs=4)
     with arm.trials("test"):
         for _ in range(2):  # two plays must agree

@@ -28,7 +28,7 @@ from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.fleet import load_manifest, run_fleet
 from sysid_ros.core.fleet.robot import identify_robot
 from sysid_ros.core.fleet.run import longest_first
-from sysid_ros.core.fleet.summary import drift, fleet_statistics
+from sysid_ros.core.fleet.statistics import drift, fleet_statistics
 from sysid_ros.core.identify.synthetic import record_pendulum, write_effort_bag
 
 PHYSICS = {  # pole.mass kg, hinge.damping N m s/rad, hinge.frictionloss N m

@@ -15,7 +15,7 @@ from sysid_ros.core.identify.export import identified_urdf
 from sysid_ros.core.identify.parameters import build_parameters, identified_xml, inertia_tensor
 from sysid_ros.core.identify.problem import ParameterSpec
 from sysid_ros.core.identify.synthetic import EPOCH_NS, multisine, record_effort
-from sysid_ros.core.sim import FeedbackNoise, SimRobot
+from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
 
 FULL = "0.05 0.04 0.03 0.004 -0.003 0.002"  # ixx iyy izz ixy ixz iyz: principal axes tilted off the body's
 MJCF = f"""<mujoco model="tilted">

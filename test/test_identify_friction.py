@@ -22,16 +22,16 @@ import yaml
 
 pytest.importorskip("pybullet_data")
 
-from sysid_ros.core.arm_friction import fit_arm_friction  # noqa: E402
-from sysid_ros.core.arm_regressor import JOINT_TERMS, ArmRegressor, effort_offsets  # noqa: E402
+from sysid_ros.core.linear.arm_friction import fit_arm_friction  # noqa: E402
+from sysid_ros.core.linear.arm_regressor import JOINT_TERMS, ArmRegressor, effort_offsets  # noqa: E402
 from sysid_ros.core.bags.logger_clock import repeated_rows  # noqa: E402
-from sysid_ros.core.derivatives import Derivatives  # noqa: E402
+from sysid_ros.core.signals.derivatives import Derivatives  # noqa: E402
 from sysid_ros.core.errors import ConfigError  # noqa: E402
 from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
 from sysid_ros.core.identify.synthetic import (IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag,  # noqa: E402
                                                true_torque_rms)
-from sysid_ros.core.regression import BootstrapSettings  # noqa: E402
-from sysid_ros.core.sim import SimRobot, SmoothFriction  # noqa: E402
+from sysid_ros.core.linear.regression import BootstrapSettings  # noqa: E402
+from sysid_ros.core.sim.robot import SimRobot, SmoothFriction  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +158,9 @@ def test_smooth_friction_and_sensor_offset_in_the_sim(tmp_path):
 def test_torque_rows_take_efforts_as_joint_torques_whatever_the_gear():
     """Efforts and effort commands are joint torques (the drive divides them by gear x gain): a geared motor
     must not scale the measured torque again."""
-    from sysid_ros.core import sysid_data as sd
+    from sysid_ros.core.identify import sysid_data as sd
     from sysid_ros.core.identify.torque_check import torque_rows
-    from sysid_ros.core.signals import JointSamples
+    from sysid_ros.core.signals.arrays import JointSamples
 
     xml = ('<mujoco><worldbody><body><joint name="j" axis="0 1 0"/><geom size="0.1" mass="1"/></body></worldbody>'
            '<actuator><motor name="m" joint="j" gear="50"/></actuator></mujoco>')

@@ -23,7 +23,7 @@ from sysid_ros.core.identify import identify, problem_from_dict, write_results
 from sysid_ros.core.identify.data import load_source
 from sysid_ros.core.identify.problem import DataSource
 from sysid_ros.core.identify.synthetic import multisine, record_effort
-from sysid_ros.core.sim import FeedbackNoise, SimRobot
+from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
 PHYSICS = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}

@@ -10,7 +10,7 @@ import pytest
 
 from sysid_ros.core.identify.start_states import choose_start_states
 from sysid_ros.core.identify.synthetic import multisine, record_effort
-from sysid_ros.core.sim import FeedbackNoise, SimRobot
+from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
 
 
 @pytest.fixture(scope="module")

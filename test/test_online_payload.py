@@ -20,13 +20,13 @@ import yaml  # noqa: E402
 
 from sysid_ros.cli import main  # noqa: E402
 from sysid_ros.core.errors import ConfigError, ModelError  # noqa: E402
-from sysid_ros.core.gains import PidGains  # noqa: E402
+from sysid_ros.core.gains.pid import PidGains  # noqa: E402
 from sysid_ros.core.identify.arm_models import IIWA_FLANGE, IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
 from sysid_ros.core.identify.synthetic import multisine, record_position  # noqa: E402
 from sysid_ros.core.online import (FIRST_MOMENTS, ChangeDetected, OnlineEstimator, ParameterChange,  # noqa: E402
                                    PayloadWindowModel, event_record, payload_config)
-from sysid_ros.core.signals import JointSamples  # noqa: E402
-from sysid_ros.core.sim import FeedbackNoise, SimRobot  # noqa: E402
+from sysid_ros.core.signals.arrays import JointSamples  # noqa: E402
+from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot  # noqa: E402
 
 S = 1_000_000_000
 DT_S = 0.002

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.online import ChangeDetected, ExcitationRequest, OnlineEstimator, ParameterChange
-from sysid_ros.core.signals import JointSamples
-from sysid_ros.core.sim import SimRobot
+from sysid_ros.core.signals.arrays import JointSamples
+from sysid_ros.core.sim.robot import SimRobot
 from test_online import NOISE, config, multisine_reference
 
 DURATION_S = 600.0

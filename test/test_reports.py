@@ -103,8 +103,8 @@ def test_the_foxglove_and_plotjuggler_layouts_watch_the_recorders_topics():
     import json
     import xml.etree.ElementTree as ET
 
-    from sysid_ros.core.paths import config_dir
-    from sysid_ros.core.params import load_ros_parameters
+    from sysid_ros.core.files.paths import config_dir
+    from sysid_ros.core.files.ros_params import load_ros_parameters
 
     params = load_ros_parameters(config_dir() / "tape_recorder.yaml", "tape_recorder")
     # the recorder's names are relative (a namespace moves them); the layouts watch a robot at the root

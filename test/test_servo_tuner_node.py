@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from headless_browser import check_offline_page
-from sysid_ros.core.journal import GainsJournal
-from sysid_ros.core.params import load_ros_parameters
+from sysid_ros.core.files.ros_params import load_ros_parameters
+from sysid_ros.core.gains.journal import GainsJournal
 from sysid_ros.core.tuner.proposal import load_proposal
 from sysid_ros.demo import AS_FOUND, TRUTH, TuningRig
 from sysid_ros.nodes.client import wait_for

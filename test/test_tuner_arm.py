@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from sysid_ros.core.envelope import Envelope
-from sysid_ros.core.joint_model import JointModel
+from sysid_ros.core.linear.joint_model import JointModel
+from sysid_ros.core.tapes.envelope import Envelope
 from sysid_ros.core.tuner.arm import MAX_ROUNDS, JointOutcome, tune_arm
 from sysid_ros.core.tuner.arm_plant import BOX_TERMS_WITH_ARM_MODEL, ArmPlant
-from sysid_ros.core.tuner.model import Controller, Gains, Goal, Servo, feedforward_from, gains_for, loop_of
 from sysid_ros.core.tuner.plant import Plant
-from sysid_ros.core.tuner.scoring import Limits
+from sysid_ros.core.tuner.scoring import SweepLimits
+from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal, Servo, feedforward_from, gains_for, loop_of
 
 ENVELOPES = {"shoulder": Envelope(0.3, 0.3, 1.0, 60.0), "elbow": Envelope(0.4, 0.3, 1.0, 30.0),
              "wrist": Envelope(0.2, 0.3, 1.5, 10.0)}
@@ -23,7 +23,7 @@ CEILING = 20.0
 
 def _arm() -> tuple[ArmPlant, list[Servo]]:
     arm = ArmPlant("arm3", ("shoulder", "elbow", "wrist"), ENVELOPES, 200.0, noise_rad=2e-5, delay_s=0.005)
-    servos = [Servo(j, Gains(*g), arm.caps[j], ENVELOPES[j], kp_max_nm_rad=1e4, kd_max_nm_s_rad=500.0)
+    servos = [Servo(j, DriveGains(*g), arm.caps[j], ENVELOPES[j], kp_max_nm_rad=1e4, kd_max_nm_s_rad=500.0)
               for j, g in zip(arm.joints, ((100.0, 10.0), (40.0, 4.0), (10.0, 0.5)))]
     return arm, servos
 
@@ -37,7 +37,7 @@ def _stand_in(wn: dict[str, float], order: list[str], box_offset_nm: float = 0.0
         ff = feedforward_from(model, 1.0, plant.feedforward_terms)
         if servo.name == "wrist" and box_offset_nm:
             ff = ff.replace_terms({"offset_nm": box_offset_nm})
-        limits = Limits(0.1, 0.02 * servo.torque_limit_nm, 1.0, servo.torque_limit_nm)
+        limits = SweepLimits(0.1, 0.02 * servo.torque_limit_nm, 1.0, servo.torque_limit_nm)
         return JointOutcome(servo, model, Controller(gains, ff, "stand-in"), CEILING, limits)
     return tune_joint
 
@@ -86,7 +86,7 @@ def test_when_an_offender_kept_its_own_controller_the_joints_that_changed_back_o
             return got
         # the shoulder keeps its as-found controller, and its chatter limit sits below the noise its own kd
         # carries (kd 10 x sqrt 3 x 0.02 mrad x 200 Hz ~ 0.07 N m): it offends in every round, whatever it plays
-        limits = Limits(got.limits.ringing_mrad, 1e-6, 1.0, servo.torque_limit_nm)
+        limits = SweepLimits(got.limits.ringing_mrad, 1e-6, 1.0, servo.torque_limit_nm)
         return JointOutcome(servo, got.model, servo.as_found, CEILING, limits)
 
     result = tune_arm(servos, arm, Goal(), tune_joint=tune_joint)

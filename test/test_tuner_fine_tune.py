@@ -10,7 +10,7 @@ import pytest
 from sysid_ros.core import tapes
 from sysid_ros.core.tuner.fine_tune import Log, fine_tune
 from sysid_ros.core.tuner.joints import shoulder
-from sysid_ros.core.tuner.model import Controller, Gains, feedforward_from
+from sysid_ros.core.tuner.servo import Controller, DriveGains, feedforward_from
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 def test_drift_is_reported_the_twin_checked_and_the_canary_keeps_only_a_real_gain() -> None:
     joint = shoulder(physics={"upper_arm.mass": 10.0})
     servo = replace(joint.servo, priors=joint.truth, delay_s=0.005)  # commissioned on the 8 kg arm
-    deployed = Controller(Gains(5136.0, 216.0), feedforward_from(joint.truth), "commissioned")
+    deployed = Controller(DriveGains(5136.0, 216.0), feedforward_from(joint.truth), "commissioned")
     logged = tapes.evaluation(servo.envelopes(), 200.0, 3)[:1]  # one pick-and-place tape
     logs = [Log(t, joint.plant.play(t, deployed)) for t in logged]
     motion_before = joint.plant.motion_s

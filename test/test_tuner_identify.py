@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core.errors import DataError
-from sysid_ros.core.joint_model import JointModel
-from sysid_ros.core.tuner.identify import identify, sag_floor_kp
+from sysid_ros.core.linear.joint_model import JointModel
+from sysid_ros.core.tuner.identify import identify_servo, sag_floor_kp
 from sysid_ros.core.tuner.joints import direct_drive, shoulder, with_gains
-from sysid_ros.core.tuner.model import Controller, Gains
+from sysid_ros.core.tuner.servo import Controller, DriveGains
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 
@@ -30,7 +30,7 @@ CASES = {
 def test_identified_inertia_viscous_and_coulomb_within_tolerance(name: str) -> None:
     make, tol = CASES[name]
     joint = make()
-    got = identify(joint.servo, joint.plant)
+    got = identify_servo(joint.servo, joint.plant)
     truth: JointModel = joint.truth
     assert got.source == "fit"
     assert got.rows >= 1000
@@ -51,7 +51,7 @@ def test_identified_inertia_viscous_and_coulomb_within_tolerance(name: str) -> N
 def test_a_longer_hidden_encoder_delay_is_recovered_by_the_bisection() -> None:
     hidden_s = 0.010
     joint = shoulder(delay_s=hidden_s)  # 200 Hz: the delay is whole 5 ms command intervals
-    got = identify(joint.servo, joint.plant)
+    got = identify_servo(joint.servo, joint.plant)
     # within 1 ms: a fifth of the command interval; measured 9.52 ms
     assert got.delay_s == pytest.approx(hidden_s, abs=1e-3)
     assert any("chirp inertia" in note for note in got.notes)
@@ -59,8 +59,8 @@ def test_a_longer_hidden_encoder_delay_is_recovered_by_the_bisection() -> None:
 
 def test_a_loop_too_fast_for_the_command_rate_is_identified_again_softer() -> None:
     # 100 Hz and wn = 60 rad/s: wn dt = 0.6 > 0.5, so Stage 1 runs again at (0.5 / 0.6)^2 ~ 0.7 of the gains
-    joint = shoulder(command_rate_hz=100.0, delay_s=0.0, gains=Gains(13000.0, 345.0))
-    got = identify(joint.servo, joint.plant)
+    joint = shoulder(command_rate_hz=100.0, delay_s=0.0, gains=DriveGains(13000.0, 345.0))
+    got = identify_servo(joint.servo, joint.plant)
     assert any("identified again at" in note for note in got.notes)
     assert got.gains_used.kp == pytest.approx(13000.0 * (0.5 / 0.6) ** 2, rel=0.05)
     assert got.gains_used.kp >= sag_floor_kp(joint.servo, got.model)
@@ -69,15 +69,15 @@ def test_a_loop_too_fast_for_the_command_rate_is_identified_again_softer() -> No
 
 def test_a_joint_that_never_leaves_the_friction_band_takes_the_refusal_path() -> None:
     # kp e stays under the 1.5e-3 N m friction over the whole travel: the joint never moves
-    joint = with_gains(direct_drive(command_rate_hz=250.0), Gains(0.001, 1e-5))
+    joint = with_gains(direct_drive(command_rate_hz=250.0), DriveGains(0.001, 1e-5))
     with pytest.raises(DataError, match="no priors"):
-        identify(joint.servo, joint.plant)
+        identify_servo(joint.servo, joint.plant)
     priors = JointModel(6e-5, 0.0, 1e-3)
-    got = identify(with_gains(joint, joint.servo.gains, priors=priors).servo, joint.plant)
+    got = identify_servo(with_gains(joint, joint.servo.gains, priors=priors).servo, joint.plant)
     assert got.source == "priors" and got.model == priors
     assert any("only 0 usable rows" in note for note in got.notes)
     # with a seed, its gains are tried first, and they move the joint
-    retry = identify(joint.servo, joint.plant, seed=Controller(Gains(0.3, 0.005)))
+    retry = identify_servo(joint.servo, joint.plant, seed=Controller(DriveGains(0.3, 0.005)))
     assert retry.source == "fit at the seed's gains"
-    assert retry.gains_used == Gains(0.3, 0.005)
+    assert retry.gains_used == DriveGains(0.3, 0.005)
     assert retry.model.inertia_kg_m2 == pytest.approx(6.6e-5, rel=0.10)

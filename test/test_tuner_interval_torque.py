@@ -9,8 +9,8 @@ import pytest
 from sysid_ros.core import tapes
 from sysid_ros.core.tuner.identify import fit_model
 from sysid_ros.core.tuner.joints import shoulder
-from sysid_ros.core.tuner.model import Controller, Gains
 from sysid_ros.core.tuner.plant import SimPlant
+from sysid_ros.core.tuner.servo import Controller, DriveGains
 
 pytestmark = pytest.mark.slow  # 55 s of tape at a 1 kHz drive update: about 15 s of CPU
 
@@ -19,7 +19,7 @@ def test_the_interval_mean_correction_removes_the_inertia_bias_of_an_advancing_d
     joint = shoulder()
     plant = SimPlant("servo_shoulder", "shoulder", joint.servo.envelope, 100.0, 150.0, advance_rate_hz=1000.0)
     assert plant.torque_sample_phase == 0.0
-    gains = Gains(3000.0, 400.0)  # a stiff, heavily damped geared joint: kd dt / 2 = 2 kg m^2 against J = 3.6
+    gains = DriveGains(3000.0, 400.0)  # a stiff, heavily damped geared joint: kd dt / 2 = 2 kg m^2 against J = 3.6
     plays = [plant.play(t, Controller(gains)) for t in tapes.identification(joint.servo.envelopes(), 100.0)]
     as_if_held = fit_model(plays, 0.5, 0.0, 150.0, "shoulder").model
     corrected = fit_model(plays, plant.torque_sample_phase, 0.0, 150.0, "shoulder").model

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core.tuner.joints import shoulder, with_gains
-from sysid_ros.core.tuner.model import Gains
 from sysid_ros.core.tuner.pipeline import tune
 from sysid_ros.core.tuner.proposal import proposal
+from sysid_ros.core.tuner.servo import DriveGains
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 def test_good_as_found_gains_are_left_alone() -> None:
     joint = shoulder()
     # what a previous session deployed on this joint: wn 37.8 rad/s, zeta 0.8, the joint's own feed-forward
-    joint = with_gains(joint, Gains(5136.0, 216.0), as_found_feedforward=joint.truth)
+    joint = with_gains(joint, DriveGains(5136.0, 216.0), as_found_feedforward=joint.truth)
     result = tune(joint.servo, joint.plant)
     assert not result.improved
     assert result.deployed == joint.servo.as_found

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from sysid_ros.core.envelope import Envelope
-from sysid_ros.core.tuner.model import Gains, Goal, Servo, loop_of
+from sysid_ros.core.tapes.envelope import Envelope
 from sysid_ros.core.tuner.pipeline import TuneResult, tune
 from sysid_ros.core.tuner.plant import SimPlant
+from sysid_ros.core.tuner.servo import DriveGains, Goal, Servo, loop_of
 
 pytestmark = pytest.mark.slow  # a whole tune with twin screening: about three minutes of CPU
 
@@ -28,7 +28,7 @@ TRUE_GRAVITY_NM = 1.3 * 9.81 * 0.5
 @pytest.fixture(scope="module")
 def tuned() -> TuneResult:
     plant = SimPlant("pendulum", "hinge", ENVELOPE, RATE_HZ, 3.0, {}, 5e-4, 1.0 / RATE_HZ, 0)
-    servo = Servo("hinge", Gains(4.0, 0.05), 3.0, ENVELOPE)
+    servo = Servo("hinge", DriveGains(4.0, 0.05), 3.0, ENVELOPE)
     return tune(servo, plant, Goal(twin_screening=True), twin=True)
 
 

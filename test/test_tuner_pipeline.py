@@ -8,12 +8,12 @@ import math
 import pytest
 import yaml
 
-from sysid_ros.core.joint_model import JointModel
+from sysid_ros.core.linear.joint_model import JointModel
 from sysid_ros.core.tuner.analytic import analytic_start
 from sysid_ros.core.tuner.joints import shoulder, with_gains
-from sysid_ros.core.tuner.model import Goal, loop_of
-from sysid_ros.core.tuner.pipeline import TuneResult, plan_seconds, tune
+from sysid_ros.core.tuner.pipeline import TuneResult, tune, tuning_plan_seconds
 from sysid_ros.core.tuner.proposal import gains_from_proposal, proposal, to_yaml
+from sysid_ros.core.tuner.servo import Goal, loop_of
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 
@@ -92,7 +92,7 @@ def test_the_proposal_is_yaml_a_person_can_read_and_the_gains_read_back(tuned: T
 
 
 def test_the_plan_bounds_the_motion_each_stage_played(tuned: TuneResult) -> None:
-    plan = plan_seconds(tuned.servo, 200.0, Goal(), tuned.verify.entries[2].controller)
+    plan = tuning_plan_seconds(tuned.servo, 200.0, Goal(), tuned.verify.entries[2].controller)
     assert tuned.seconds["identify"] == pytest.approx(plan["identify"], abs=0.05)
     assert all(math.isfinite(v) and v > 0 for v in plan.values())
     assert tuned.seconds["verify"] <= plan["verify"] * 1.5  # verify tapes are eased (stretched) to the model

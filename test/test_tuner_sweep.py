@@ -10,14 +10,14 @@ from dataclasses import replace
 import pytest
 
 from sysid_ros.core import tapes
-from sysid_ros.core.joint_model import JointModel
+from sysid_ros.core.linear.joint_model import JointModel
 from sysid_ros.core.tuner.joints import DemoJoint, shoulder, with_gains
-from sysid_ros.core.tuner.model import Controller, Gains, Goal, gains_for
-from sysid_ros.core.tuner.scoring import Limits, Score, gate_failures, score
+from sysid_ros.core.tuner.scoring import Score, SweepLimits, gate_failures, score
+from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal, gains_for
 from sysid_ros.core.tuner.sweep import eased, limits_from, run_sweep
 
 
-def _setup(joint: DemoJoint, goal: Goal = Goal()) -> tuple[tapes.Tape, Limits, Score]:
+def _setup(joint: DemoJoint, goal: Goal = Goal()) -> tuple[tapes.Tape, SweepLimits, Score]:
     step_tape = eased(tapes.steps(joint.servo.envelopes(), joint.plant.command_rate_hz), joint.truth, 150.0)
     as_found = score([joint.plant.play(step_tape, joint.servo.as_found)])
     limits, _ = limits_from([as_found], goal, joint.plant.torque_limit_nm)
@@ -56,7 +56,7 @@ def test_when_the_first_rung_rings_the_sweep_walks_down_until_quiet() -> None:
 
 
 def test_when_nothing_rings_the_ceiling_is_the_guard() -> None:
-    joint = with_gains(shoulder(), Gains(800.0, 80.0), kp_max_nm_rad=3.6 * 25.0**2)  # guard wn = 25 rad/s
+    joint = with_gains(shoulder(), DriveGains(800.0, 80.0), kp_max_nm_rad=3.6 * 25.0**2)  # guard wn = 25 rad/s
     step_tape, limits, _ = _setup(joint)
     got = run_sweep(joint.servo, joint.plant, joint.truth, limits, Goal(), 14.9, step_tape)
     assert all(r.stop is None for r in got.rungs)
@@ -99,7 +99,7 @@ def test_each_gate_rejects_a_candidate_built_to_fail_it() -> None:
     # real plays built to fail: a 100 N m feed-forward offset on a 50 N m/rad loop pushes the joint 2 rad,
     # out of its travel (the plant's guard stops it); zeta 0.1 rings
     ringing_gains, _ = gains_for(40.0, 0.1, joint.truth, joint.servo)
-    pushed = Controller(Gains(50.0, 20.0), JointModel(offset_nm=100.0))
+    pushed = Controller(DriveGains(50.0, 20.0), JointModel(offset_nm=100.0))
     cases = {
         "aborted": score([joint.plant.play(step_tape, pushed)]),
         "ringing": play(ringing_gains),

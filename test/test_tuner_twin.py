@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core import tapes
-from sysid_ros.core.joint_model import JointModel
+from sysid_ros.core.linear.joint_model import JointModel
 from sysid_ros.core.tuner.identify import fit_model
 from sysid_ros.core.tuner.joints import shoulder
-from sysid_ros.core.tuner.model import Controller, Gains, Goal
 from sysid_ros.core.tuner.pipeline import tune
 from sysid_ros.core.tuner.plant import twin_plant
+from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 
@@ -21,7 +21,7 @@ def test_a_twin_obeys_the_model_it_was_built_from() -> None:
     joint = shoulder()
     twin = twin_plant("shoulder", model, joint.servo.envelope, command_rate_hz=200.0, torque_limit_nm=150.0)
     envelopes = joint.servo.envelopes()
-    tels = [twin.play(t, Controller(Gains(2000.0, 100.0))) for t in tapes.identification(envelopes, 200.0)]
+    tels = [twin.play(t, Controller(DriveGains(2000.0, 100.0))) for t in tapes.identification(envelopes, 200.0)]
     got = fit_model(tels, 0.5, 0.0, 150.0, "shoulder").model
     # noise-free twin: J, gravity within 1 %; Coulomb and viscous within 5 % (MuJoCo's friction loss is soft)
     assert got.inertia_kg_m2 == pytest.approx(2.5, rel=0.01)

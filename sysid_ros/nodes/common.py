@@ -120,7 +120,7 @@ def declare_envelopes(node: Node, joints: list[str]) -> None:
 
 def read_envelopes(node: Node, joints: list[str]) -> dict:
     """Each joint's Envelope from its parameters; ValueError naming any that are not set."""
-    from ..core.playback import envelopes_from_parameters
+    from ..core.tapes.playback import envelopes_from_parameters
 
     declare_envelopes(node, joints)
     flat = {name: node.get_parameter(name).value for joint in joints for name in

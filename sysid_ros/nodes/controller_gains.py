@@ -1,7 +1,7 @@
 """A controller's PID gains over its ROS 2 parameter services: read, change all-or-nothing, undo exactly.
 
 Names are ours (`gains.<joint>.p|i|d|i_clamp|ff_velocity_scale`) in the journal and the API; the style
-(`auto`: detected from the controller's own parameter list, see `core.controller_styles`) translates them
+(`auto`: detected from the controller's own parameter list, see `core.gains.controller_styles`) translates them
 to the controller's own. Every change is written to the gains journal (synced) before anything is sent,
 trial gains too; values outside the guard or not finite are never sent; a controller that is missing,
 times out or refuses a value is left with its previous gains (checked by reading them back) and the caller
@@ -16,11 +16,11 @@ import uuid
 
 from typing import Any
 
-from ..core.controller_styles import (ControllerStyle, detect_style, from_controller, get_style, integral_switches,
-                                      is_switch, switch_refusal, switched_on, to_controller)
 from ..core.errors import GainsError
-from ..core.gains import GainGuard, split_parameter_name
-from ..core.journal import GainChange, GainsJournal
+from ..core.gains.controller_styles import (ControllerStyle, detect_style, from_controller, get_style,
+                                            integral_switches, is_switch, switch_refusal, switched_on, to_controller)
+from ..core.gains.journal import GainChange, GainsJournal
+from ..core.gains.pid import GainGuard, split_parameter_name
 from .client import RosClient
 
 

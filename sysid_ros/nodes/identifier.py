@@ -23,10 +23,10 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ..core.errors import Cancelled, ConfigError, SysidRosError
+from ..core.files.outputs import check_writable
 from ..core.identify import identify, load_problem, write_results
 from ..core.identify.overrides import with_data
 from ..core.identify.pipeline import result_names, results_document
-from ..core.outputs import check_writable
 from .common import DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run
 
 

@@ -43,7 +43,7 @@ from ..core.online.config import pendulum_config
 from ..core.online.payload import load_model, payload_inertia
 from ..core.online.replay import last_link
 from ..core.online.reports import ChangeDetected, ExcitationRequest, ParameterChange, event_record
-from ..core.signals import JointSamples
+from ..core.signals.arrays import JointSamples
 from .common import SENSOR_QOS, declare, declare_robot, diagnostic, run
 
 

@@ -29,18 +29,18 @@ from sensor_msgs.msg import JointState
 from ..core.bags import read_joint_states
 from ..core.bags.write import read_metadata
 from ..core.errors import Cancelled, ConfigError, DataError, EnvelopeError
-from ..core.gains import clamp_for_tuning, parameter_name
-from ..core.journal import GainChange
+from ..core.gains.journal import GainChange
+from ..core.gains.pid import clamp_for_tuning, parameter_name
+from ..core.linear.joint_model import JointModel
 from ..core.report.tuning import save_play
 from ..core.tapes import KnotCurve, Tape, duration_s
-from ..core.tapes.moves import Path as MovePath
+from ..core.tapes.moves import KnotPath
 from ..core.tapes.moves import room
-from ..core.joint_model import JointModel
 from ..core.tuner.arm_plant import Arm
 from ..core.tuner.feedforward_check import honours_feedforward
-from ..core.tuner.model import Controller, Gains
-from ..core.tuner.proposal import TUNED_GAINS, gain_parameters
 from ..core.tuner.plant import Telemetry
+from ..core.tuner.proposal import TUNED_GAINS, gain_parameters
+from ..core.tuner.servo import Controller, DriveGains
 from .client import RosClient, play_tape, status_value, wait_for
 from .controller_gains import ControllerGains
 
@@ -82,13 +82,13 @@ class RosArm(Arm):
     def gain_names(self) -> list[str]:
         return [parameter_name(j, g) for j in self.joints for g in TUNED_GAINS]
 
-    def read_gains(self) -> dict[str, Gains]:
+    def read_gains(self) -> dict[str, DriveGains]:
         """The controller's gains of every arm joint now (an infinite integral clamp taken at the torque cap)."""
         values = self.gains.read(self.gain_names())
         self._on_controller.update(values)
-        return {j: Gains(kp=values[parameter_name(j, "p")], kd=values[parameter_name(j, "d")],
-                         ki=values[parameter_name(j, "i")],
-                         i_clamp_nm=clamp_for_tuning(values[parameter_name(j, "i_clamp")], self.caps[j]))
+        return {j: DriveGains(kp=values[parameter_name(j, "p")], kd=values[parameter_name(j, "d")],
+                              ki=values[parameter_name(j, "i")],
+                              i_clamp_nm=clamp_for_tuning(values[parameter_name(j, "i_clamp")], self.caps[j]))
                 for j in self.joints}
 
     def assume_gains(self, values: dict[str, float]) -> None:
@@ -149,7 +149,7 @@ class RosArm(Arm):
         except EnvelopeError as exc:
             raise EnvelopeError(f"the arm is not where a tape may start ({exc.args[0]}): bring every joint inside "
                                 f"90 % of its envelope's travel before tuning", joint=exc.where.get("joint")) from exc
-        path = MovePath(rooms_)
+        path = KnotPath(rooms_)
         path.hold(0.1)
         path.move([target[j] for j in self.joints], [MOVE_SPEED_FRAC * r.speed for r in rooms_])
         path.hold(SETTLE_S)

@@ -34,12 +34,12 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ..core.errors import Cancelled, SysidRosError
-from ..core.gains import GainGuard
-from ..core.journal import GainChange, GainsJournal
-from ..core.outputs import write_file
+from ..core.files.outputs import write_file
+from ..core.gains.journal import GainChange, GainsJournal
+from ..core.gains.pid import GainGuard
+from ..core.report.tuning import write_canary_report, write_tuning_report
 from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
 from ..core.tuner.arm import arm_check_tapes
-from ..core.report.tuning import write_canary_report, write_tuning_report
 from ..core.tuner.proposal import GainProposal, from_arm, from_tune, load_proposal
 from .client import RosClient
 from .common import (DIAGNOSTICS, declare, declare_envelopes, declare_robot, diagnostic, publish_diagnostics,

@@ -29,9 +29,9 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
 from ..core.errors import SysidRosError
-from ..core.gains import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
-from ..core.sim import Feedback, FeedbackNoise, SimRobot
-from ..core.trajectory import Trajectory
+from ..core.gains.pid import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
+from ..core.signals.joint_trajectory import Trajectory
+from ..core.sim.robot import Feedback, FeedbackNoise, SimRobot
 from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run,
                      sensor_qos)
 

@@ -42,12 +42,12 @@ from ..core.bags import BagWriter
 from ..core.bags.write import METADATA_TOPIC, offered_qos
 from ..core.bags.fastcdr import decode_cdr, names_from_key
 from ..core.errors import SysidRosError
-from ..core.params import flatten
-from ..core.playback import Playback, SafetyMargins
-from .serialization import float64_array_cdr, msgtype_of, to_cdr
+from ..core.files.ros_params import flatten
+from ..core.tapes.playback import Playback, SafetyMargins
 from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_envelopes, declare_robot, diagnostic,
                      offered_profiles, publish_diagnostics, publishers_reliability, read_envelopes, run,
                      sensor_qos)
+from .serialization import float64_array_cdr, msgtype_of, to_cdr
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
@@ -222,7 +222,7 @@ class TapeRecorderNode(LifecycleNode):
         else:
             kind = self.get_parameter("tape.kind").value
             options = {"start": start}
-            if kind in tapes.model.EFFORT_KINDS:
+            if kind in tapes.tape.EFFORT_KINDS:
                 options["interface"] = c["forward_interface"] if c["command_mode"] == "stream" else "position"
             tape = tapes.build(kind, c["envelopes"], c["command_rate_hz"], int(self.get_parameter("tape.seed").value),
                                **options)

@@ -70,7 +70,7 @@ def tuner_command(args: argparse.Namespace) -> int:
 
 def _persist_target(args: argparse.Namespace):
     """(proposal, controller, style) for --persist, checked before anything is sent to the robot."""
-    from ..core.controller_file import check_target
+    from ..core.gains.controller_file import check_target
     from ..core.errors import ConfigError
     from ..core.tuner.proposal import proposal_target
 
@@ -82,7 +82,7 @@ def _persist_target(args: argparse.Namespace):
 
 
 def _persist(path: Path, result: dict, proposal, controller: str, style) -> None:
-    from ..core.controller_file import persist
+    from ..core.gains.controller_file import persist
 
     if not result.get("kept"):
         print(f"not persisted to {path}: the change was not kept")
@@ -97,7 +97,7 @@ def add_commands(commands: argparse._SubParsersAction, ros_options: argparse.Arg
                        ("rollback", "restore the gains from before the last applied change")):
         sub = commands.add_parser(name, help=text, parents=[ros_options])
         if name == "apply":
-            from ..core.controller_styles import ALIASES, STYLES
+            from ..core.gains.controller_styles import ALIASES, STYLES
 
             sub.add_argument("proposal", nargs="?", type=Path, default=None, help="a proposal YAML")
             sub.add_argument("--persist", type=Path, default=None, metavar="FILE",

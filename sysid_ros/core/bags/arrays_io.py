@@ -14,7 +14,7 @@ import numpy as np
 import yaml
 
 from ..errors import DataError
-from ..signals import JointCommands, JointSamples
+from ..signals.arrays import JointCommands, JointSamples
 
 FIELDS = ("position", "velocity", "effort")
 

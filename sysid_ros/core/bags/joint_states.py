@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BagError, DataError
-from ..signals import JointSamples
+from ..signals.arrays import JointSamples
 from . import timing
 from .fastcdr import JointStateDecoder, decode_error, names_from_key
 from .read import BagSource

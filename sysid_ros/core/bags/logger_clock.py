@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..signals import JointSamples
+from ..signals.arrays import JointSamples
 
 UNIFORM_TOLERANCE = 0.01
 """Steps within this fraction of the median step count as already uniform (nothing is done)."""

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..files.paths import model_path
 from ..identify.problem import Problem
-from ..paths import model_path
 
 
 def sha256_file(path: Path) -> str:

@@ -20,7 +20,7 @@ from .engines import Startup, check_engine, map_jobs
 from .manifest import RobotJob, load_manifest
 from .provenance import data_files, software, utc_now
 from .robot import PARTIAL, identify_robot, warm_worker
-from .summary import MIN_ROBOTS, Z_THRESHOLD, drift, fleet_statistics, parameter_table
+from .statistics import MIN_ROBOTS, Z_THRESHOLD, drift, fleet_statistics, parameter_table
 
 FLEET_YAML, FLEET_HTML = "fleet.yaml", "fleet.html"
 OUTLIER_RULE = (f"robust z = (x - fleet median) / max(1.4826 MAD, median standard error of the estimates); "

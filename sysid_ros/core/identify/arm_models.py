@@ -206,7 +206,7 @@ def mass_sum_groups(model: mujoco.MjModel, bodies: Sequence[str], samples: int =
     their centres on its axis) enter the dynamics only as their sum. A mass-only fit still "splits" them,
     but only through the centres of mass the model assumes. Groups of one are identifiable apart.
     """
-    from ..arm_regressor import ArmRegressor, structural_base_parameters
+    from ..linear.arm_regressor import ArmRegressor, structural_base_parameters
 
     arm = ArmRegressor(model, joint_terms=())
     base = structural_base_parameters(arm, samples=samples, seed=seed)

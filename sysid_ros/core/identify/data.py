@@ -7,10 +7,10 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from .. import sysid_data as sd
 from ..bags.logger_clock import regularize
 from ..errors import BagError, ConfigError, DataError
-from ..signals import JointCommands, JointSamples
+from ..signals.arrays import JointCommands, JointSamples
+from . import sysid_data as sd
 from .problem import DataSource, Problem
 
 def _trim(samples: JointSamples, src: DataSource) -> JointSamples:

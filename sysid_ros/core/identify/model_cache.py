@@ -14,7 +14,7 @@ from collections import OrderedDict
 import mujoco
 
 from ..errors import ConfigError
-from ..paths import model_path
+from ..files.paths import model_path
 from .problem import Problem, load_spec
 
 _CACHE: OrderedDict[tuple, tuple[mujoco.MjSpec, mujoco.MjModel]] = OrderedDict()

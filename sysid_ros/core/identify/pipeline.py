@@ -15,12 +15,12 @@ import numpy as np
 import yaml
 from mujoco import sysid
 
-from .. import sysid_data as sd
 from ..errors import SysidRosError
 from ..report.identification import Trace
+from . import sysid_data as sd
 from .data import build_segments, load_source, segment_sources
-from .parameters import CachedBuild, build_parameters, identified_xml, signal_transform
 from .model_cache import compiled_model
+from .parameters import CachedBuild, build_parameters, identified_xml, signal_transform
 from .plausibility import Prior, make_prior, physical_bounds, with_prior
 from .problem import Problem, check_problem
 from .quiet import quiet_output
@@ -608,7 +608,7 @@ def results_document(result: IdentificationResult) -> dict[str, Any]:
 
 def result_names(problem: Problem) -> dict[str, str]:
     """The names `write_results` writes inside its folder (the problem's `name` is a plain file name)."""
-    from ..paths import model_path
+    from ..files.paths import model_path
     from ..report.identification import DATA_FILE
 
     names = {"yaml": "identified.yaml", "mjcf": f"{problem.name}.xml", "values": "identified_values.yaml",
@@ -624,10 +624,10 @@ def write_results(result: IdentificationResult, out_dir: str | Path, force: bool
     `mujoco_sysid/`) and an offline report.html (with its report_data.npz). Returns the paths written.
 
     Earlier results in `out_dir` are refused unless `force`; all outputs appear together or not at all
-    (see `core.outputs`). Check the folder before a long run with `check_writable(out, result_names(..))`.
+    (see `core.files.outputs`). Check the folder before a long run with `check_writable(out, result_names(..))`.
     """
-    from ..outputs import staged
-    from ..paths import model_path
+    from ..files.outputs import staged
+    from ..files.paths import model_path
     from .export import identified_urdf, identified_values
     from .report import write_report
 

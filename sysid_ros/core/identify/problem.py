@@ -16,8 +16,9 @@ import numpy as np
 import yaml
 
 from ..errors import ConfigError
-from ..paths import model_path
-from ..schema import REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text, check
+from ..files.paths import model_path
+from ..files.schema import (REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text,
+                            check)
 
 PARAMETER_KINDS = ("body_mass", "body_mass_com", "body_inertia", "joint_damping", "joint_frictionloss",
                    "joint_armature", "joint_effort_offset", "actuator_gain", "signal_delay", "signal_gain",
@@ -251,7 +252,7 @@ def load_spec(problem: Problem) -> mujoco.MjSpec:
     (a body whose mass comes from its geoms then scales like any other), so defaults and starts are the
     compiled model's values.
     """
-    from ..sim import load_spec as _load
+    from ..sim.robot import load_spec as _load
     from .arm_models import explicit_inertials, prepare_urdf_spec
 
     path = model_path(problem.model)

@@ -10,7 +10,7 @@ import numpy as np
 from mujoco import sysid
 from mujoco.sysid._src.residual import construct_ts_from_defaults
 
-from .. import sysid_data as sd
+from . import sysid_data as sd
 
 class ScaledResidual:
     """`modify_residual`: predicted joint-state signals matched to the measured ones by name, the

@@ -31,10 +31,10 @@ import mujoco
 import numpy as np
 from mujoco import sysid
 
-from .. import sysid_data as sd
-from ..derivatives import estimate_position_noise
 from ..errors import DataError
-from ..signals import JointSamples
+from ..signals.arrays import JointSamples
+from ..signals.derivatives import estimate_position_noise
+from . import sysid_data as sd
 
 
 @dataclass(frozen=True, eq=False)

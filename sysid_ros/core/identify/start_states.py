@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.signal import savgol_coeffs, savgol_filter
 
-from ..derivatives import estimate_position_noise
 from ..errors import DataError
-from ..signals import JointSamples
+from ..signals.arrays import JointSamples
+from ..signals.derivatives import estimate_position_noise
 
 WINDOW = 7  # samples of the local quadratic fit when positions are smoothed
 QUIET_RAD = 1e-6  # position noise below this (a microradian) is not smoothed

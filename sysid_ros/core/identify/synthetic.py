@@ -7,9 +7,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..gains import PidGains
-from ..signals import JointCommands, JointSamples
-from ..sim import FeedbackNoise, SimRobot, SmoothFriction
+from ..gains.pid import PidGains
+from ..signals.arrays import JointCommands, JointSamples
+from ..sim.robot import FeedbackNoise, SimRobot, SmoothFriction
 
 EPOCH_NS = 1_700_000_000_123_456_789
 EFFORT_TOPIC = "/effort_controller/commands"
@@ -219,11 +219,11 @@ def true_torque_rms(model_path: str | Path, robot: SimRobot, bag: str | Path) ->
     velocity, smoothed like the torque)."""
     import mujoco
 
-    from .. import sysid_data as sd
-    from ..arm_regressor import ArmRegressor
+    from . import sysid_data as sd
+    from ..linear.arm_regressor import ArmRegressor
     from .data import load_source
     from .problem import DataSource
-    from ..derivatives import smooth_like_acceleration
+    from ..signals.derivatives import smooth_like_acceleration
     from .torque_check import measured_velocity, rms_per_joint, torque_rows
 
     model = mujoco.MjModel.from_xml_path(str(model_path))

@@ -20,9 +20,9 @@ import mujoco
 import numpy as np
 from mujoco import sysid
 
-from .. import sysid_data as sd
 from ..errors import SysidRosError
-from ..signals import JointCommands, JointSamples
+from ..signals.arrays import JointCommands, JointSamples
+from . import sysid_data as sd
 
 COARSE_MS = (2, 5, 10, 20, 40, 80, 150, 300, 500)
 MIN_COST_DROP = 0.05

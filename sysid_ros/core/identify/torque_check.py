@@ -20,11 +20,11 @@ from typing import Any, Sequence
 import mujoco
 import numpy as np
 
-from .. import sysid_data as sd
-from ..arm_friction import ArmFrictionFit, concatenate, coulomb_columns, fit_arm_friction
-from ..arm_regressor import JOINT_TERMS, ArmRegressor
-from ..derivatives import Derivatives
-from ..signals import JointCommands, JointSamples
+from ..linear.arm_friction import ArmFrictionFit, concatenate, coulomb_columns, fit_arm_friction
+from ..linear.arm_regressor import JOINT_TERMS, ArmRegressor
+from ..signals.arrays import JointCommands, JointSamples
+from ..signals.derivatives import Derivatives
+from . import sysid_data as sd
 
 FRICTIONLOSS_BAND_RAD_S = 0.01
 """v_s standing in for MuJoCo's friction loss, a soft sign (the same band as the warm start's regressor)."""
@@ -35,7 +35,7 @@ def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: Joi
                 commands: JointCommands | None, every: int = 1) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
     """Derivatives of the positions, the torque filtered the same way (in model DOF order), valid rows
     (every `every`-th); None for a record under 200 samples."""
-    from ..derivatives import savgol_derivatives, smooth_like_acceleration
+    from ..signals.derivatives import savgol_derivatives, smooth_like_acceleration
 
     if len(samples) < 200:
         return None

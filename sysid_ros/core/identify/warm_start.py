@@ -10,16 +10,16 @@ import mujoco
 import numpy as np
 from mujoco import sysid
 
-from .. import sysid_data as sd
-from ..signals import JointCommands, JointSamples
+from ..signals.arrays import JointCommands, JointSamples
+from . import sysid_data as sd
 from .problem import Problem
 
 def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
                          data: Sequence[tuple[str, list]]) -> dict[str, tuple[float, float]]:
     """The regression estimate (fit_pendulum) of mass, damping and friction loss of a one-joint pendulum,
     each as (value, 95 % half-width of its block bootstrap)."""
-    from ..derivatives import savgol_derivatives
-    from ..joint_model import fit_pendulum
+    from ..signals.derivatives import savgol_derivatives
+    from ..linear.joint_model import fit_pendulum
 
     if len(maps) != 1:
         return {}
@@ -109,7 +109,7 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
     The check: held-out RMS torque error per joint with the start values and with the estimate (the
     validation data, else the last quarter of the training record, which the fit then leaves out).
     """
-    from ..arm_regressor import ArmRegressor
+    from ..linear.arm_regressor import ArmRegressor
     from ..errors import ModelError
     from .torque_check import held_out_split, joint_order, torque_rows
 

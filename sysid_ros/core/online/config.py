@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
-from ..joint_model import PENDULUM_TERMS, REVOLUTE_TERMS, joint_columns, pendulum_columns
-from ..regression import RowSelection
+from ..linear.joint_model import PENDULUM_TERMS, REVOLUTE_TERMS, joint_columns, pendulum_columns
+from ..linear.regression import RowSelection
 
 NS = 1_000_000_000
 PerParameter = float | Mapping[str, float]

@@ -10,11 +10,11 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import DataError
-from ..signals import JointSamples
+from ..signals.arrays import JointSamples
 from .config import NS, OnlineConfig
+from .detector import Step, scan, stepped
 from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
                       ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit)
-from .detector import Step, scan, stepped
 from .window import discarded, fit_window, prepare
 
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from ..arm_regressor import ArmRegressor, base_parameters
 from ..errors import ConfigError, ModelError
-from ..regression import RowSelection
+from ..linear.arm_regressor import ArmRegressor, base_parameters
+from ..linear.regression import RowSelection
 from .config import OnlineConfig
 
 NS = 1_000_000_000
@@ -40,8 +40,8 @@ def load_model(path: str | Path) -> mujoco.MjModel:
     """An embedded model name or an MJCF/URDF file as a compiled model (a URDF made ready as `identify` makes
     it: no fusing, contacts off); ModelError naming the file if it does not load."""
     from ..identify.arm_models import prepare_urdf_spec
-    from ..paths import model_path
-    from ..sim import load_spec
+    from ..files.paths import model_path
+    from ..sim.robot import load_spec
 
     try:
         spec = load_spec(path)

@@ -19,9 +19,9 @@ import numpy as np
 from scipy.ndimage import convolve1d
 from scipy.signal import savgol_coeffs
 
-from ..derivatives import estimate_position_noise, window_samples
 from ..errors import DataError
-from ..regression import BootstrapSettings, Limits, fit_linear, select_rows
+from ..linear.regression import BootstrapSettings, FitThresholds, fit_linear, select_rows
+from ..signals.derivatives import estimate_position_noise, window_samples
 from .config import OnlineConfig, WindowModel
 from .reports import ACCEPTED, DISCARDED, WindowFit
 
@@ -239,7 +239,7 @@ def fit_window(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np
     try:
         fit = fit_linear(y.ravel(), phi.reshape(-1, p), names, rows=rows.ravel(), time_index=time_index,
                          noise_covariance=cov, compensate_noise=cov is not None, bootstrap=_CHEAP_BOOTSTRAP,
-                         limits=Limits(min_rows=config.min_rows), joint=config.joint)
+                         limits=FitThresholds(min_rows=config.min_rows), joint=config.joint)
     except DataError as exc:
         return discarded(end, p, str(exc), used)
     x = phi[rows]

@@ -9,8 +9,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ..envelope import Envelope
 from ..tapes import Tape, probe_times, sample
+from ..tapes.envelope import Envelope
 from .page import Page, figure, line
 
 LIMIT = dict(line_color="#d62728", line_dash="dash", line_width=1)

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from ..errors import ConfigError
-from .model import ChirpCurve, Curve, KnotCurve, SineCurve, Tape
+from .tape import ChirpCurve, Curve, KnotCurve, SineCurve, Tape
 
 
 def _stretch_curve(curve: Curve, k: float) -> Curve:

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..envelope import Envelope, check_tape
 from ..errors import ConfigError
-from .model import ChirpCurve, Curve, SineCurve, Tape
-from .moves import TORQUE_USE, Path, Room, rooms
+from .envelope import Envelope, check_tape
+from .moves import TORQUE_USE, KnotPath, Room, rooms
+from .tape import ChirpCurve, Curve, SineCurve, Tape
 
 LEAD_S = 0.25  # rest before the first move
 SCALE_MARGIN = 0.98  # sine tapes peak at 98 % of the room their grid peaks were measured against
@@ -52,7 +52,7 @@ def _finish(name: str, kind: str, interface: str, joints: tuple[str, ...], curve
     return tape
 
 
-def _knot_tape(name: str, kind: str, path: Path, joints: tuple[str, ...], rate: float, seed: int,
+def _knot_tape(name: str, kind: str, path: KnotPath, joints: tuple[str, ...], rate: float, seed: int,
                envelopes: Mapping[str, Envelope]) -> Tape:
     path.move([r.start for r in path.rooms])  # end where it started
     return _finish(name, kind, "position", joints, path.curves(), rate, seed, envelopes)
@@ -76,7 +76,7 @@ def plateaus(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start
     joints, rooms_ = rooms(envelopes, start)
     curves = []
     for r in rooms_:  # each joint on its own clock, so every joint cruises exactly at its levels
-        path = Path([r])
+        path = KnotPath([r])
         path.hold(LEAD_S)
         for speed in plateau_speeds_rad_s(r, min_cruise_s):
             distance = min(r.high - r.low, speed * max_cruise_s + 1.5 * speed**2 / r.accel)
@@ -97,7 +97,7 @@ def fast_moves(envelopes: Mapping[str, Envelope], command_rate_hz: float, *,
     """Shortest moves out, across and back at shrinking `amplitudes` of the room (inertia)."""
     rate = _rate(command_rate_hz)
     joints, rooms_ = rooms(envelopes, start)
-    path = Path(rooms_)
+    path = KnotPath(rooms_)
     path.hold(LEAD_S)
     for amplitude in amplitudes:
         for sign in (1.0, -1.0, 0.0):
@@ -212,7 +212,7 @@ def steps(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start: M
     friction band."""
     rate = _rate(command_rate_hz)
     joints, rooms_ = rooms(envelopes, start, sharp=True)
-    path = Path(rooms_)
+    path = KnotPath(rooms_)
     path.hold(lead_s)
     small, large, back = [], [], []
     for joint, r in zip(joints, rooms_):
@@ -233,12 +233,12 @@ def steps(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start: M
 
 def _eval_start(kind: str, envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int,
                 start: Mapping[str, float] | None
-                ) -> tuple[float, np.random.Generator, tuple[str, ...], list[Room], Path]:
+                ) -> tuple[float, np.random.Generator, tuple[str, ...], list[Room], KnotPath]:
     """Rate, seeded generator, joints, rooms and a path that has rested LEAD_S: what every evaluation tape needs."""
     rate = _rate(command_rate_hz)
     rng = _rng(seed, kind)
     joints, rooms_ = rooms(envelopes, start)
-    path = Path(rooms_)
+    path = KnotPath(rooms_)
     path.hold(LEAD_S)
     return rate, rng, joints, rooms_, path
 

@@ -13,9 +13,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..envelope import Envelope
 from ..errors import ConfigError, EnvelopeError
-from .model import KnotCurve
+from .envelope import Envelope
+from .tape import KnotCurve
 
 TRAVEL_USE = 0.9  # tapes stay within 90 % of travel, so a servo's overshoot does not trip the live guard
 SPEED_USE = 0.8  # and within 80 % of top speed (the seed's "80 % of top speed" for plateaus)
@@ -81,7 +81,7 @@ def min_move_time_s(distance: float, speed: float, accel: float) -> float:
     return math.sqrt(6.0 * distance / accel)
 
 
-class Path:
+class KnotPath:
     """Builds synchronised knot curves for several joints: every move and hold starts together."""
 
     def __init__(self, rooms_: Sequence[Room]) -> None:

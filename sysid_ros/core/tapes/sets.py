@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..envelope import Envelope
 from ..errors import ConfigError
+from .envelope import Envelope
 from .kinds import chirp, cycle, fast_moves, jog, pickplace, plateaus, sweep
-from .model import Tape, duration_s
+from .tape import Tape, duration_s
 
 
 def identification(envelopes: Mapping[str, Envelope], command_rate_hz: float, *,

@@ -12,23 +12,22 @@ from .arm import ArmResult, ArmRound, JointOutcome, outcome_of, tune_arm
 from .arm_plant import Arm, ArmPlant, JointInArm
 from .canary import CanaryVerdict, canary_threshold, judge_canary
 from .fine_tune import FineTuneResult, Log, fine_tune, learn_feedforward
-from .identify import Identification, identify
-from .model import Controller, Gains, Goal, Loop, Servo, feedforward_from, gains_for, loop_of, to_pid_gains
-from .pipeline import TuneResult, plan_seconds, stage_tapes, tune
+from .identify import Identification, identify_servo
+from .pipeline import TuneResult, stage_tapes, tune, tuning_plan_seconds
 from .plant import Plant, SimPlant, Telemetry, twin_plant, twin_xml
 from .proposal import gains_from_proposal, proposal, to_yaml
 from .refine import Candidate, RefineResult
-from .scoring import Limits, Score, cost, gate_failures, score
+from .scoring import Score, SweepLimits, cost, gate_failures, score
+from .servo import Controller, DriveGains, Goal, Loop, Servo, feedforward_from, gains_for, loop_of, to_pid_gains
 from .sweep import Rung, SweepResult, eased, limits_from, run_sweep
 from .verify import Verified, VerifyResult, verify
 
 __all__ = [
     "AnalyticStart", "Arm", "ArmPlant", "ArmResult", "ArmRound", "CanaryVerdict", "Candidate", "Controller",
-    "canary_threshold", "judge_canary",
-    "FineTuneResult", "Gains", "Goal", "Identification", "JointInArm", "JointOutcome", "Limits", "Log", "Loop",
-    "Plant", "RefineResult", "Rung", "Score", "Servo", "SimPlant", "SweepResult", "Telemetry", "TuneResult",
-    "Verified", "VerifyResult", "analytic_start", "cost", "eased", "feedforward_from", "fine_tune",
-    "gains_for", "gains_from_proposal", "gate_failures", "identify", "learn_feedforward", "limits_from",
-    "loop_of", "outcome_of", "plan_seconds", "proposal", "run_sweep", "score", "stage_tapes", "to_pid_gains",
-    "to_yaml", "tune", "tune_arm", "twin_plant", "twin_xml", "verify",
+    "DriveGains", "FineTuneResult", "Goal", "Identification", "JointInArm", "JointOutcome", "Log", "Loop", "Plant",
+    "RefineResult", "Rung", "Score", "Servo", "SimPlant", "SweepLimits", "SweepResult", "Telemetry", "TuneResult",
+    "Verified", "VerifyResult", "analytic_start", "canary_threshold", "cost", "eased", "feedforward_from",
+    "fine_tune", "gains_for", "gains_from_proposal", "gate_failures", "identify_servo", "judge_canary",
+    "learn_feedforward", "limits_from", "loop_of", "outcome_of", "proposal", "run_sweep", "score", "stage_tapes",
+    "to_pid_gains", "to_yaml", "tune", "tune_arm", "tuning_plan_seconds", "twin_plant", "twin_xml", "verify",
 ]

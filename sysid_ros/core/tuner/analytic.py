@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..joint_model import JointModel
-from .model import Controller, Servo, feedforward_from, gains_for
+from ..linear.joint_model import JointModel
+from .servo import Controller, Servo, feedforward_from, gains_for
 
 
 @dataclass(frozen=True)

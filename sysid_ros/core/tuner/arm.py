@@ -17,14 +17,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError
-from ..joint_model import JointModel
+from ..linear.joint_model import JointModel
 from ..tapes import Tape, duration_s, pickplace, sample, stretched
 from .arm_plant import Arm
-from .model import Controller, Goal, Servo, gains_for, loop_of
 from .pipeline import TuneResult, tune
 from .plant import Plant, Telemetry
 from .refine import ceiling_gate_wn
-from .scoring import Limits, Score, detrended_std, cost, gate_failures, score
+from .scoring import Score, SweepLimits, cost, detrended_std, gate_failures, score
+from .servo import Controller, Goal, Servo, gains_for, loop_of
 
 ARM_CHECK_SEEDS = (101, 102, 103, 104)
 BACK_OFF = 0.8
@@ -39,7 +39,7 @@ class JointOutcome:
     model: JointModel
     deployed: Controller
     wn_max_rad_s: float
-    limits: Limits
+    limits: SweepLimits
     result: TuneResult | None = None
 
 

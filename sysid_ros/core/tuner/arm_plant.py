@@ -16,15 +16,15 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from ..envelope import Envelope
 from ..errors import ConfigError
-from ..joint_model import JointModel
-from ..sim import DriveEncoder, SimRobot, load_spec
+from ..linear.joint_model import JointModel
+from ..signals.joint_trajectory import Trajectory
+from ..sim.robot import DriveEncoder, SimRobot, load_spec
 from ..tapes import Tape, duration_s, sample
-from ..trajectory import Trajectory
+from ..tapes.envelope import Envelope
 from .base_feedforward import joint_base_feedforward
-from .model import Controller, to_pid_gains
 from .plant import Telemetry, play_checked
+from .servo import Controller, to_pid_gains
 
 BOX_TERMS_WITH_ARM_MODEL = ("viscous_nm_s_rad", "coulomb_nm")
 ALL_BOX_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm", "gravity_cos_nm", "offset_nm")

@@ -14,10 +14,10 @@ import mujoco
 import numpy as np
 
 from ..errors import ModelError
-from ..joint_model import JointModel
+from ..linear.joint_model import JointModel
 from ..tapes import Tape
-from .model import Controller
 from .plant import Plant, Telemetry
+from .servo import Controller
 
 
 def joint_base_feedforward(nominal: mujoco.MjModel, joints: tuple[str, ...], joint: str,

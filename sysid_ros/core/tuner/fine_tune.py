@@ -17,16 +17,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..derivatives import quartic_derivatives
 from ..errors import DataError
-from ..joint_model import ALL_TERMS, REVOLUTE_TERMS, JointModel, joint_columns
+from ..linear.joint_model import ALL_TERMS, REVOLUTE_TERMS, JointModel, joint_columns
+from ..signals.derivatives import quartic_derivatives
 from ..tapes import Tape
 from .canary import CanaryVerdict, judge_canary
 from .identify import fit_model
-from .model import Controller, Goal, Servo, gains_for, loop_of
 from .plant import Plant, Telemetry, twin_plant
 from .refine import evaluate
 from .scoring import cost, gate_failures, score
+from .servo import Controller, Goal, Servo, gains_for, loop_of
 from .sweep import limits_from
 
 TWIN_TOLERANCE = 0.30

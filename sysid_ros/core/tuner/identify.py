@@ -19,18 +19,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.signal import savgol_filter
 
-from ..derivatives import Derivatives, quartic_derivatives
 from ..errors import DataError
-from ..joint_model import REVOLUTE_TERMS, JointModel, fit_joint_model, joint_columns
-from ..regression import BootstrapSettings, Limits, RowSelection, select_rows
+from ..linear.joint_model import REVOLUTE_TERMS, JointModel, fit_joint_model, joint_columns
+from ..linear.regression import BootstrapSettings, FitThresholds, RowSelection, select_rows
+from ..signals.derivatives import Derivatives, quartic_derivatives
 from ..tapes import Tape, chirp, identification
-from .model import Controller, Gains, Servo, loop_of
 from .plant import Plant, Telemetry
+from .servo import Controller, DriveGains, Servo, loop_of
 
 WINDOW_S = 0.11
 SELECTION = RowSelection(moving_speed_rad_s=0.02, slow_speed_rad_s=0.0, torque_cap_fraction=0.98)
 BOOTSTRAP = BootstrapSettings(blocks=20, resamples=60, seed=0)
-LIMITS = Limits(min_rows=50, max_condition=100.0)
+LIMITS = FitThresholds(min_rows=50, max_condition=100.0)
 DELAY_MAX_S = 0.02
 KD_FACTORS = (0.6, 1.6)
 NO_GRAVITY = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm")
@@ -46,7 +46,7 @@ class Identification:
     source: str  # "fit", "fit at the seed's gains" or "priors"
     rows: int
     condition_number: float
-    gains_used: Gains
+    gains_used: DriveGains
     notes: tuple[str, ...]
     seconds: float
 
@@ -177,7 +177,7 @@ def fit_model(tels: Sequence[Telemetry], phase: float, delay_s: float, cap_nm: f
                     "gravity", joint=joint)
 
 
-def _run(servo: Servo, plant: Plant, gains: Gains, ident_tapes: Sequence[Tape],
+def _run(servo: Servo, plant: Plant, gains: DriveGains, ident_tapes: Sequence[Tape],
          chirp_tape: Tape) -> tuple[_Fit, float, list[str]]:
     """Play the identification tapes and the delay chirps at `gains`; fit with the bisected delay."""
     phase, cap = plant.torque_sample_phase, plant.torque_limit_nm
@@ -186,8 +186,8 @@ def _run(servo: Servo, plant: Plant, gains: Gains, ident_tapes: Sequence[Tape],
     kd_base = gains.kd if gains.kd > 0 else 0.0
     delay = 0.0
     if kd_base > 0:
-        soft = servo.clip_gains(Gains(gains.kp, KD_FACTORS[0] * kd_base, gains.ki, gains.i_clamp_nm))
-        hard = servo.clip_gains(Gains(gains.kp, KD_FACTORS[1] * kd_base, gains.ki, gains.i_clamp_nm))
+        soft = servo.clip_gains(DriveGains(gains.kp, KD_FACTORS[0] * kd_base, gains.ki, gains.i_clamp_nm))
+        hard = servo.clip_gains(DriveGains(gains.kp, KD_FACTORS[1] * kd_base, gains.ki, gains.i_clamp_nm))
         slow = plant.play(chirp_tape, Controller(soft, None, "delay kd x0.6"))
         fast = plant.play(chirp_tape, Controller(hard, None, "delay kd x1.6"))
         try:
@@ -210,7 +210,7 @@ def sag_floor_kp(servo: Servo, model: JointModel) -> float:
     return static / (0.25 * servo.envelope.travel_rad)
 
 
-def identify(servo: Servo, plant: Plant, *, seed: Controller | None = None) -> Identification:
+def identify_servo(servo: Servo, plant: Plant, *, seed: Controller | None = None) -> Identification:
     """Stage 1 as the seed writes it: fit, delay bisection, softer re-identification, refusal to priors."""
     envelopes = servo.envelopes()
     rate = plant.command_rate_hz
@@ -241,7 +241,7 @@ def identify(servo: Servo, plant: Plant, *, seed: Controller | None = None) -> I
             if kp >= gains.kp * 0.999:
                 notes.append(f"wn dt = {wn * dt:.2f} > 0.5 but softer gains would sag or leave the guard")
                 break
-            softer = Gains(kp, gains.kd * kp / gains.kp, gains.ki, gains.i_clamp_nm)
+            softer = DriveGains(kp, gains.kd * kp / gains.kp, gains.ki, gains.i_clamp_nm)
             notes.append(f"wn dt = {wn * dt:.2f} > 0.5: identified again at {kp / gains.kp:.2f} of the gains")
             try:
                 fit, delay, more = _run(servo, plant, softer, ident_tapes, chirp_tape)

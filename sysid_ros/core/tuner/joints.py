@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..envelope import Envelope
-from ..joint_model import JointModel
-from .model import Gains, Servo
+from ..linear.joint_model import JointModel
+from ..tapes.envelope import Envelope
 from .plant import SimPlant
+from .servo import DriveGains, Servo
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class DemoJoint:
     truth: JointModel
 
 
-def direct_drive(*, command_rate_hz: float = 500.0, gains: Gains = Gains(0.3, 0.005), noise_rad: float = 1e-5,
+def direct_drive(*, command_rate_hz: float = 500.0, gains: DriveGains = DriveGains(0.3, 0.005), noise_rad: float = 1e-5,
                  delay_s: float | None = None, seed: int = 0) -> DemoJoint:
     """A 6.6e-5 kg m^2 direct drive about a vertical axis; 0.1 N m cap, 1.5e-3 N m friction; the encoder
     one command interval late unless `delay_s` says otherwise."""
@@ -34,7 +34,7 @@ def direct_drive(*, command_rate_hz: float = 500.0, gains: Gains = Gains(0.3, 0.
     return DemoJoint(servo, plant, JointModel(6.6e-5, 2e-5, 1.5e-3))
 
 
-def shoulder(*, command_rate_hz: float = 200.0, gains: Gains = Gains(800.0, 80.0), noise_rad: float = 2e-5,
+def shoulder(*, command_rate_hz: float = 200.0, gains: DriveGains = DriveGains(800.0, 80.0), noise_rad: float = 2e-5,
              delay_s: float = 0.005, seed: int = 0, physics: dict[str, float] | None = None) -> DemoJoint:
     """A 3.6 kg m^2 arm shoulder against gravity (47 N m); 150 N m cap, 3 N m friction."""
     env = Envelope(origin_rad=0.5, travel_rad=0.6, max_speed_rad_s=1.5, max_torque_nm=150.0)
@@ -44,6 +44,6 @@ def shoulder(*, command_rate_hz: float = 200.0, gains: Gains = Gains(800.0, 80.0
     return DemoJoint(servo, plant, JointModel(3.6, 2.0, 3.0, 8 * 9.81 * 0.6))
 
 
-def with_gains(joint: DemoJoint, gains: Gains, **servo_changes: object) -> DemoJoint:
+def with_gains(joint: DemoJoint, gains: DriveGains, **servo_changes: object) -> DemoJoint:
     """The same joint with other as-found gains (and other servo fields)."""
     return replace(joint, servo=replace(joint.servo, gains=gains, **servo_changes))

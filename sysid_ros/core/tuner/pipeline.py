@@ -8,15 +8,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..joint_model import JointModel
+from ..linear.joint_model import JointModel
 from ..tapes import Tape, chirp, evaluation, identification, steps
 from ..tapes import plan_seconds as tape_seconds
 from .base_feedforward import WithBase
-from .identify import Identification, identify
-from .model import Controller, Goal, Servo, loop_of
+from .identify import Identification, identify_servo
 from .plant import Plant, twin_plant
 from .refine import COULOMB_SCALES, WN_FRACTIONS, ZETAS, Judge, RefineResult, evaluate, refine
-from .scoring import Limits, Score, score
+from .scoring import Score, SweepLimits, score
+from .servo import Controller, Goal, Servo, loop_of
 from .sweep import SweepResult, eased, limits_from, run_sweep
 from .verify import VerifyResult, verify
 
@@ -27,7 +27,7 @@ class TuneResult:
 
     servo: Servo
     identification: Identification
-    limits: Limits
+    limits: SweepLimits
     as_found_score: Score
     sweep: SweepResult
     refine: RefineResult
@@ -59,8 +59,8 @@ def stage_tapes(servo: Servo, command_rate_hz: float, goal: Goal,
     }
 
 
-def plan_seconds(servo: Servo, command_rate_hz: float, goal: Goal = Goal(),
-                 seed: Controller | None = None) -> dict[str, float]:
+def tuning_plan_seconds(servo: Servo, command_rate_hz: float, goal: Goal = Goal(),
+                        seed: Controller | None = None) -> dict[str, float]:
     """Seconds of motion per stage at worst-case rung and candidate counts; tapes eased to the servo's priors
     when it has them (the identified model eases them again, so the real plan can differ a little)."""
     tapes_ = stage_tapes(servo, command_rate_hz, goal, servo.priors)
@@ -84,7 +84,7 @@ def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | 
     twin = goal.twin_screening if twin is None else twin
     seconds: dict[str, float] = {}
     mark = plant.motion_s
-    ident = identify(servo, plant, seed=seed)
+    ident = identify_servo(servo, plant, seed=seed)
     seconds["identify"] = plant.motion_s - mark
     model = ident.model
     tapes_ = stage_tapes(servo, plant.command_rate_hz, goal, model)

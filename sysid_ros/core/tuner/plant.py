@@ -18,13 +18,13 @@ from typing import Protocol
 
 import numpy as np
 
-from ..envelope import Envelope, check_sample
 from ..errors import ConfigError
-from ..joint_model import JointModel
-from ..sim import DriveEncoder, Feedback, SimRobot
+from ..linear.joint_model import JointModel
+from ..signals.joint_trajectory import Trajectory
+from ..sim.robot import DriveEncoder, Feedback, SimRobot
 from ..tapes import Tape, duration_s, sample
-from ..trajectory import Trajectory
-from .model import Controller, to_pid_gains
+from ..tapes.envelope import Envelope, check_sample
+from .servo import Controller, to_pid_gains
 
 TRAVEL_MARGIN_FRAC = 0.1  # a play aborts past travel + 10 % of travel, or 1.5x top speed
 SPEED_MARGIN_FRAC = 0.5

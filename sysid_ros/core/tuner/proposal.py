@@ -15,15 +15,15 @@ from typing import Any
 
 import yaml
 
-from ..controller_styles import ControllerStyle, get_style
 from ..errors import ConfigError
-from ..gains import parameter_name, split_parameter_name
-from ..joint_model import REVOLUTE_TERMS, JointModel
+from ..gains.controller_styles import ControllerStyle, get_style
+from ..gains.pid import parameter_name, split_parameter_name
+from ..linear.joint_model import REVOLUTE_TERMS, JointModel
 from ..tapes import Tape
 from .arm import ArmResult
-from .model import Controller, Gains, loop_of, to_pid_gains
 from .pipeline import TuneResult
 from .scoring import Score, cost
+from .servo import Controller, DriveGains, loop_of, to_pid_gains
 
 TUNED_GAINS = ("p", "i", "d", "i_clamp")  # what the tuner sets; ff_velocity_scale stays as the drive has it
 
@@ -96,14 +96,14 @@ def to_yaml(result_or_dict: TuneResult | dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False, width=110)
 
 
-def gains_from_proposal(data: dict[str, Any]) -> tuple[str, Gains, dict[str, float] | None]:
+def gains_from_proposal(data: dict[str, Any]) -> tuple[str, DriveGains, dict[str, float] | None]:
     """(joint, proposed drive gains, host feed-forward terms) read back from a proposal dict."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigError(f"not a servo proposal (format {data.get('format') if isinstance(data, dict) else None})")
     joint = data["joint"]
     params = data["proposed"]["drive_parameters"]
-    gains = Gains(kp=params[parameter_name(joint, "p")], kd=params[parameter_name(joint, "d")],
-                  ki=params[parameter_name(joint, "i")], i_clamp_nm=params[parameter_name(joint, "i_clamp")])
+    gains = DriveGains(kp=params[parameter_name(joint, "p")], kd=params[parameter_name(joint, "d")],
+                       ki=params[parameter_name(joint, "i")], i_clamp_nm=params[parameter_name(joint, "i_clamp")])
     return joint, gains, data["proposed"]["host_feedforward"]
 
 
@@ -145,7 +145,7 @@ class GainProposal:
         out = {}
         for joint in self.joints:
             p = lambda g: self.parameters.get(parameter_name(joint, g), 0.0)  # noqa: E731
-            out[joint] = Controller(Gains(kp=p("p"), kd=p("d"), ki=p("i"), i_clamp_nm=p("i_clamp")),
+            out[joint] = Controller(DriveGains(kp=p("p"), kd=p("d"), ki=p("i"), i_clamp_nm=p("i_clamp")),
                                     self.feedforward.get(joint), "proposed")
         return out
 

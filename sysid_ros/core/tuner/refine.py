@@ -15,11 +15,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..joint_model import JointModel
+from ..linear.joint_model import JointModel
 from ..tapes import Tape
-from .model import Controller, Gains, Goal, Servo, feedforward_from, gains_for, loop_of
 from .plant import Plant
-from .scoring import Limits, Score, cost, gate_failures, score
+from .scoring import Score, SweepLimits, cost, gate_failures, score
+from .servo import Controller, DriveGains, Goal, Servo, feedforward_from, gains_for, loop_of
 
 COULOMB_SCALES = (0.0, 0.25, 0.5, 0.75, 1.0)
 WN_FRACTIONS = (0.6, 0.8, 1.0)
@@ -57,7 +57,7 @@ class Candidate:
                 "twin_cost": self.twin_cost, "played_on_plant": self.played_on_plant}
 
 
-def ceiling_gate_wn(gains: Gains, as_found: Gains | None, model: JointModel) -> float | None:
+def ceiling_gate_wn(gains: DriveGains, as_found: DriveGains | None, model: JointModel) -> float | None:
     """The wn the deploy-ceiling gate checks, or None for the as-found gains: their loop is the one already
     running (a host feed-forward does not change it), and as found is what stays when nothing passes, so
     the ceiling, which bounds the gains the tuner sets, cannot make them worse than keeping as found."""
@@ -76,16 +76,16 @@ class Judge:
     plant: Plant
     tapes: Sequence[Tape]
     model: JointModel
-    limits: Limits
+    limits: SweepLimits
     as_found: Score
     wn_max_rad_s: float
     goal: Goal
     twin: Plant | None = None
     twin_as_found: Score | None = None
-    as_found_gains: Gains | None = None  # exempt from the ceiling gate (see `ceiling_gate_wn`)
+    as_found_gains: DriveGains | None = None  # exempt from the ceiling gate (see `ceiling_gate_wn`)
 
     def __post_init__(self) -> None:
-        self._seen: dict[tuple[str, Gains, JointModel | None], Candidate] = {}
+        self._seen: dict[tuple[str, DriveGains, JointModel | None], Candidate] = {}
 
     def judge(self, controller: Controller, stage: str, on: str = "plant") -> Candidate:
         """One controller's candidate; a controller already judged on the same plant is not played again."""
@@ -171,7 +171,7 @@ def refine(judge: Judge, servo: Servo, seed: Controller | None, terms: tuple[str
     notes: list[str] = []
     all_cands: list[Candidate] = []
 
-    def ff_pass(gains: Gains, stage: str, extra: Sequence[Controller] = ()) -> Candidate | None:
+    def ff_pass(gains: DriveGains, stage: str, extra: Sequence[Controller] = ()) -> Candidate | None:
         controllers = [Controller(gains, ff, f"{stage}: {label}") for label, ff in feedforwards(model, terms)]
         controllers += list(extra)
         cands = judge.judge_all(controllers, stage)

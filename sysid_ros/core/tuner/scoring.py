@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..derivatives import estimate_position_noise
 from ..errors import DataError
+from ..signals.derivatives import estimate_position_noise
 from .plant import Telemetry
 
 MIN_STOP_S = 0.2
@@ -46,7 +46,7 @@ class Score:
 
 
 @dataclass(frozen=True)
-class Limits:
+class SweepLimits:
     """The limits set from the as-found run before the sweep."""
 
     ringing_mrad: float
@@ -147,7 +147,7 @@ def cost(candidate: Score, as_found: Score, allocation_mrad: float) -> float:
     return value if math.isfinite(value) else math.inf
 
 
-def gate_failures(candidate: Score, as_found: Score, limits: Limits, wn_rad_s: float | None = None,
+def gate_failures(candidate: Score, as_found: Score, limits: SweepLimits, wn_rad_s: float | None = None,
                   wn_max_rad_s: float | None = None) -> tuple[str, ...]:
     """Every gate a candidate fails against the as-found run (empty when it passes them all)."""
     out = []

@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..joint_model import JointModel
+from ..linear.joint_model import JointModel
 from ..tapes import KnotCurve, Tape, probe_times, sample, shrunk, stretched
-from .model import Controller, Gains, Goal, Servo, gains_for
 from .plant import Plant
-from .scoring import Limits, Score, score
+from .scoring import Score, SweepLimits, score
+from .servo import Controller, DriveGains, Goal, Servo, gains_for
 
 EASE_TORQUE_USE = 0.8
 
@@ -76,7 +76,7 @@ class Rung:
 
     wn_rad_s: float
     zeta: float
-    gains: Gains
+    gains: DriveGains
     score: Score
     stop: str | None
     notes: tuple[str, ...] = ()
@@ -98,7 +98,7 @@ class SweepResult:
     notes: tuple[str, ...]
 
 
-def stop_reason(s: Score, limits: Limits) -> tuple[str | None, bool]:
+def stop_reason(s: Score, limits: SweepLimits) -> tuple[str | None, bool]:
     """Why a rung stops the sweep, and whether that is chatter alone."""
     reasons = []
     if s.aborted or not s.finite:
@@ -113,7 +113,7 @@ def stop_reason(s: Score, limits: Limits) -> tuple[str | None, bool]:
     return ("; ".join(reasons) or None), (chatter and len(reasons) == 1)
 
 
-def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: Limits, goal: Goal, start_wn_rad_s: float,
+def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: SweepLimits, goal: Goal, start_wn_rad_s: float,
               step_tape: Tape) -> SweepResult:
     """Stage 2 on `step_tape` from `start_wn_rad_s` (clipped to the guard)."""
     ceiling = servo.wn_ceiling_rad_s(model.inertia_kg_m2)
@@ -171,7 +171,7 @@ def _ceiling(rungs: tuple[Rung, ...], quiet: Rung, stopper: Rung | None, goal: G
     return SweepResult(rungs, quiet.wn_rad_s, wn_max, "gain margin", tuple(notes))
 
 
-def limits_from(as_found: list[Score], goal: Goal, torque_limit_nm: float) -> tuple[Limits, tuple[str, ...]]:
+def limits_from(as_found: list[Score], goal: Goal, torque_limit_nm: float) -> tuple[SweepLimits, tuple[str, ...]]:
     """Ringing threshold and chatter limit from the as-found run(s), as the seed sets them."""
     noise = max(s.noise_mrad for s in as_found)
     ringing_af = max(s.ringing_mrad for s in as_found)
@@ -186,5 +186,5 @@ def limits_from(as_found: list[Score], goal: Goal, torque_limit_nm: float) -> tu
     if ringing > goal.ringing_cap_mrad:
         notes.append(f"ringing threshold capped at {goal.ringing_cap_mrad} mrad")
     chatter = max(0.02 * torque_limit_nm, 1.5 * chatter_af)
-    limits = Limits(min(ringing, goal.ringing_cap_mrad), chatter, goal.stop_allocation_mrad, torque_limit_nm)
+    limits = SweepLimits(min(ringing, goal.ringing_cap_mrad), chatter, goal.stop_allocation_mrad, torque_limit_nm)
     return limits, tuple(notes)

@@ -11,12 +11,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..joint_model import JointModel
+from ..linear.joint_model import JointModel
 from ..tapes import Tape
-from .model import Controller
 from .plant import Plant
 from .refine import ceiling_gate_wn, evaluate
-from .scoring import Limits, Score, cost, gate_failures
+from .scoring import Score, SweepLimits, cost, gate_failures
+from .servo import Controller
 
 MARGIN = 0.9
 
@@ -48,7 +48,7 @@ class VerifyResult:
     notes: tuple[str, ...]
 
 
-def verify(plant: Plant, tapes_: Sequence[Tape], model: JointModel, limits: Limits, wn_max_rad_s: float,
+def verify(plant: Plant, tapes_: Sequence[Tape], model: JointModel, limits: SweepLimits, wn_max_rad_s: float,
            as_found: Controller, pick: Controller | None, start: Controller | None,
            repeats: int = 1) -> VerifyResult:
     """Stage 4 on held-out `tapes_`."""

@@ -23,9 +23,9 @@ import numpy as np
 from mujoco import sysid
 from scipy.signal import savgol_filter
 
-from .errors import ConfigError, DataError
-from .limits import grid_points
-from .signals import JointCommands, JointSamples
+from ..errors import ConfigError, DataError
+from ..signals.arrays import JointCommands, JointSamples
+from ..signals.size_bounds import grid_points
 
 STATE_FIELDS = {"position": "qpos", "velocity": "qvel"}
 

@@ -19,9 +19,9 @@ import mujoco
 import numpy as np
 import scipy.linalg
 
-from .derivatives import Derivatives, same_filter
-from .errors import DataError, ModelError
-from .regression import (BootstrapSettings, LinearFit, Limits, RowSelection, column_noise_covariance, excitation,
+from ..errors import DataError, ModelError
+from ..signals.derivatives import Derivatives, same_filter
+from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance, excitation,
                          fit_linear, select_rows)
 
 INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
@@ -299,7 +299,7 @@ def with_coulomb(arm: ArmRegressor, base: BaseParameters, w: np.ndarray, coulomb
 def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BaseParameters | None = None, *,
             selection: RowSelection = RowSelection(), torque_cap_nm: float | np.ndarray | None = None,
             compensate_noise: bool = True, bootstrap: BootstrapSettings = BootstrapSettings(),
-            limits: Limits = Limits(), noise_seed: int = 1, coulomb: np.ndarray | None = None,
+            limits: FitThresholds = FitThresholds(), noise_seed: int = 1, coulomb: np.ndarray | None = None,
             joint_weights: np.ndarray | None = None, regressor: np.ndarray | None = None) -> ArmFit:
     """Least squares of every joint's torque on the base regressor, equation by equation.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 
-from .errors import GainsError
+from ..errors import GainsError
 
 GAIN_FIELDS = ("p", "i", "d", "i_clamp", "ff_velocity_scale")
 

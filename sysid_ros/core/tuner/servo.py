@@ -9,16 +9,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ..envelope import Envelope
 from ..errors import ConfigError, GainsError
-from ..gains import GainGuard, PidGains
-from ..joint_model import ALL_TERMS, JointModel
+from ..gains.pid import GainGuard, PidGains
+from ..linear.joint_model import ALL_TERMS, JointModel
+from ..tapes.envelope import Envelope
 
 FEEDFORWARD_TERMS = ALL_TERMS  # a host feed-forward is a JointModel evaluated on the reference
 
 
 @dataclass(frozen=True)
-class Gains:
+class DriveGains:
     """Drive gains in the drive's units: torque = kp e + kd de + clamp(ki integral e, i_clamp_nm)."""
 
     kp: float
@@ -34,14 +34,14 @@ class Gains:
             object.__setattr__(self, name, float(value))
 
     def scaled(self, factor: float) -> "Gains":
-        return Gains(self.kp * factor, self.kd * factor, self.ki * factor, self.i_clamp_nm)
+        return DriveGains(self.kp * factor, self.kd * factor, self.ki * factor, self.i_clamp_nm)
 
 
 @dataclass(frozen=True)
 class Controller:
     """Drive gains plus an optional host feed-forward (a joint model evaluated on the reference)."""
 
-    gains: Gains
+    gains: DriveGains
     feedforward: JointModel | None = None
     label: str = ""
 
@@ -59,7 +59,7 @@ class Servo:
     """
 
     name: str
-    gains: Gains
+    gains: DriveGains
     torque_limit_nm: float
     envelope: Envelope
     priors: JointModel | None = None
@@ -88,10 +88,10 @@ class Servo:
     def envelopes(self) -> dict[str, Envelope]:
         return {self.name: self.envelope}
 
-    def clip_gains(self, gains: Gains) -> Gains:
+    def clip_gains(self, gains: DriveGains) -> DriveGains:
         """The gains pulled inside the guard."""
-        return Gains(min(max(gains.kp, self.kp_min_nm_rad), self.kp_max_nm_rad),
-                     min(gains.kd, self.kd_max_nm_s_rad), gains.ki, gains.i_clamp_nm)
+        return DriveGains(min(max(gains.kp, self.kp_min_nm_rad), self.kp_max_nm_rad),
+                          min(gains.kd, self.kd_max_nm_s_rad), gains.ki, gains.i_clamp_nm)
 
     def wn_ceiling_rad_s(self, inertia_kg_m2: float) -> float:
         """The guard's bandwidth ceiling sqrt(kp_max / J)."""
@@ -138,7 +138,7 @@ class Loop:
     notes: tuple[str, ...] = field(default=())
 
 
-def loop_of(gains: Gains, model: JointModel) -> Loop:
+def loop_of(gains: DriveGains, model: JointModel) -> Loop:
     """(wn, zeta) of `gains` on `model`."""
     inertia = max(model.inertia_kg_m2, 1e-12)
     wn = math.sqrt(max(gains.kp, 0.0) / inertia)
@@ -147,14 +147,14 @@ def loop_of(gains: Gains, model: JointModel) -> Loop:
 
 
 def gains_for(wn_rad_s: float, zeta: float, model: JointModel, servo: Servo,
-              base: Gains | None = None) -> tuple[Gains, tuple[str, ...]]:
+              base: DriveGains | None = None) -> tuple[DriveGains, tuple[str, ...]]:
     """kp = J wn^2, kd = max(0, 2 zeta wn J - b), clipped into the guard; a note when clipping lowers zeta."""
     inertia = model.inertia_kg_m2
     kp = inertia * wn_rad_s**2
     kd = max(0.0, 2.0 * zeta * wn_rad_s * inertia - model.viscous_nm_s_rad)
     ki = base.ki if base else 0.0
     clamp = base.i_clamp_nm if base else 0.0
-    gains = servo.clip_gains(Gains(kp, kd, ki, clamp))
+    gains = servo.clip_gains(DriveGains(kp, kd, ki, clamp))
     notes = []
     if gains.kd < kd:
         eff = (gains.kd + model.viscous_nm_s_rad) / (2.0 * wn_rad_s * inertia)
@@ -164,7 +164,7 @@ def gains_for(wn_rad_s: float, zeta: float, model: JointModel, servo: Servo,
     return gains, tuple(notes)
 
 
-def to_pid_gains(gains: Gains, ff_velocity_scale: float = 0.0) -> PidGains:
+def to_pid_gains(gains: DriveGains, ff_velocity_scale: float = 0.0) -> PidGains:
     """Drive gains as ros2_control's PID parameters (p, i, d, i_clamp, ff_velocity_scale): the one mapping."""
     return PidGains(p=gains.kp, i=gains.ki, d=gains.kd, i_clamp=gains.i_clamp_nm,
                     ff_velocity_scale=ff_velocity_scale)

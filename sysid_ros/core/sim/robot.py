@@ -17,10 +17,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from .errors import ConfigError, DataError, ModelError
-from .gains import GainGuard, PidGains
-from .paths import model_path
-from .trajectory import Trajectory
+from ..errors import ConfigError, DataError, ModelError
+from ..files.paths import model_path
+from ..gains.pid import GainGuard, PidGains
+from ..signals.joint_trajectory import Trajectory
 
 PHYSICAL_FIELDS = ("damping", "frictionloss", "armature")  # per joint; bodies have `mass`
 INTERFACES = ("effort", "position", "velocity")

@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 from scipy.ndimage import minimum_filter1d
 
-from .errors import DataError, ModelError
+from ..errors import DataError, ModelError
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class BootstrapSettings:
 
 
 @dataclass(frozen=True)
-class Limits:
+class FitThresholds:
     """When to refuse or warn.
 
     `min_rows`: fewer usable rows raise DataError (seed 004 falls back to priors under 50).
@@ -133,7 +133,7 @@ def select_rows(qd: np.ndarray, valid: np.ndarray, window_samples: int, selectio
 
 
 def excitation(qd: np.ndarray, qdd: np.ndarray, valid: np.ndarray, speed_noise_rad_s: float | np.ndarray,
-               accel_noise_rad_s2: float | np.ndarray, limits: Limits = Limits(),
+               accel_noise_rad_s2: float | np.ndarray, limits: FitThresholds = FitThresholds(),
                names: Sequence[str] | None = None) -> Excitation:
     """Peak speed and acceleration against their noise, and the share of samples in the friction band."""
     qd2, qdd2, ok = (np.atleast_2d(np.asarray(a).T).T for a in (qd, qdd, valid))
@@ -206,7 +206,7 @@ def _block_bootstrap(y: np.ndarray, x: np.ndarray, time_index: np.ndarray, noise
 def fit_linear(y: np.ndarray, phi: np.ndarray, names: Sequence[str], *, rows: np.ndarray | None = None,
                time_index: np.ndarray | None = None, noise_covariance: np.ndarray | None = None,
                compensate_noise: bool = False, excitation_: Excitation | None = None,
-               bootstrap: BootstrapSettings = BootstrapSettings(), limits: Limits = Limits(),
+               bootstrap: BootstrapSettings = BootstrapSettings(), limits: FitThresholds = FitThresholds(),
                joint: str | None = None) -> LinearFit:
     """Ordinary least squares of y on phi over `rows`, with block-bootstrap 95 % intervals and warnings.
 

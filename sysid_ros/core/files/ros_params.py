@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -15,8 +15,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.signal import savgol_coeffs, savgol_filter
 
-from .errors import DataError
-from .signals import JointSamples
+from ..errors import DataError
+from .arrays import JointSamples
 
 SAVGOL = "savgol"
 FINITE_DIFFERENCES = "finite_differences"

@@ -23,9 +23,9 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .derivatives import Derivatives, hold_differences, same_filter, smooth_like_acceleration
-from .errors import ConfigError, DataError
-from .regression import (BootstrapSettings, LinearFit, Limits, RowSelection, column_noise_covariance, excitation,
+from ..errors import ConfigError, DataError
+from ..signals.derivatives import Derivatives, hold_differences, same_filter, smooth_like_acceleration
+from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance, excitation,
                          fit_linear, select_rows)
 
 REVOLUTE_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm", "gravity_cos_nm")
@@ -124,7 +124,7 @@ def _one_joint(deriv: Derivatives, tau: np.ndarray, joint: str | None) -> tuple[
 def fit_columns(deriv: Derivatives, tau: np.ndarray, regressor: Regressor, names: Sequence[str], *,
                 known_torque_nm: np.ndarray | None = None, selection: RowSelection = RowSelection(),
                 torque_cap_nm: float | None = None, compensate_noise: bool = True, filter_torque: bool = False,
-                bootstrap: BootstrapSettings = BootstrapSettings(), limits: Limits = Limits(),
+                bootstrap: BootstrapSettings = BootstrapSettings(), limits: FitThresholds = FitThresholds(),
                 joint: str | None = None, noise_draws: int = 4, noise_seed: int = 1) -> tuple[LinearFit, np.ndarray]:
     """Fit tau - known = regressor(q, qd, qdd, friction_qd) theta on the selected rows of one joint's record.
 
@@ -174,7 +174,7 @@ def fit_joint_model(deriv: Derivatives, tau: np.ndarray, *, terms: Sequence[str]
                     fixed: Mapping[str, float] | None = None, known_torque_nm: np.ndarray | None = None,
                     coulomb_band_rad_s: float = 0.01, selection: RowSelection = RowSelection(),
                     torque_cap_nm: float | None = None, compensate_noise: bool = True, filter_torque: bool = False,
-                    bootstrap: BootstrapSettings = BootstrapSettings(), limits: Limits = Limits(),
+                    bootstrap: BootstrapSettings = BootstrapSettings(), limits: FitThresholds = FitThresholds(),
                     joint: str | None = None) -> JointFit:
     """Seed 004's Stage 1 fit of one joint: `terms` are estimated, `fixed` terms (e.g. a known rotor
     inertia) and `known_torque_nm` (e.g. a model feed-forward) move to the left-hand side.
@@ -206,7 +206,7 @@ def fit_joint_model(deriv: Derivatives, tau: np.ndarray, *, terms: Sequence[str]
 def fit_pendulum(deriv: Derivatives, tau: np.ndarray, *, length_m: float, rotor_inertia_kg_m2: float = 0.0,
                  gravity_m_s2: float = 9.81, selection: RowSelection = RowSelection(),
                  torque_cap_nm: float | None = None, compensate_noise: bool = True, filter_torque: bool = True,
-                 bootstrap: BootstrapSettings = BootstrapSettings(), limits: Limits = Limits(),
+                 bootstrap: BootstrapSettings = BootstrapSettings(), limits: FitThresholds = FitThresholds(),
                  joint: str | None = None) -> JointFit:
     """Lesson 18.1's fit of (m, b, f) with the rotor inertia term moved to the left-hand side.
 

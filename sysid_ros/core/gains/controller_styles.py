@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import GainsError
-from .gains import parameter_name
+from ..errors import GainsError
+from .pid import parameter_name
 
 PAIR = ("i_clamp_max", "-i_clamp_min")  # "-": the controller holds the negated value
 

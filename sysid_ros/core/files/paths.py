@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import ModelError
+from ..errors import ModelError
 
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]
 

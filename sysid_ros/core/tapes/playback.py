@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ConfigError, EnvelopeError
 from .envelope import Envelope, check_sample, check_tape
-from .errors import ConfigError, EnvelopeError
-from .tapes import Tape, duration_s, sample, to_commands
+from .tape import Tape, duration_s, sample, to_commands
 
 
 @dataclass(frozen=True)

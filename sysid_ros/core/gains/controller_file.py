@@ -1,7 +1,7 @@
 """Gains into a controller manager's parameter file: the block to paste, or the user's file updated in place.
 
 `parameter_block` gives `NAME: {ros__parameters: {gains: {<joint>: {p: .., d: .., ...}}}}` in a style's own
-names (see `core.controller_styles`); `persist` writes the same values into an existing controllers YAML,
+names (see `core.gains.controller_styles`); `persist` writes the same values into an existing controllers YAML,
 keeping its comments, key order and flow style (ruamel.yaml round trip) and a backup of the file as it was.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
+from ..files.ros_params import applies_to, parameter_blocks
 from .controller_styles import ControllerStyle, integral_switches, split_name, switched_on, to_controller
-from .errors import ConfigError
-from .params import applies_to, parameter_blocks
 
 
 def with_switches(parameters: Mapping[str, Any], style: ControllerStyle,

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError, GainsError
+from ..errors import ConfigError, GainsError
 
 STATES = ("pending", "applied", "canary", "kept", "rolled_back", "failed", "overridden")
 FINAL = ("kept", "rolled_back", "failed", "overridden")

@@ -25,11 +25,11 @@ import numpy as np
 import scipy.linalg
 from scipy.optimize import minimize_scalar
 
+from ..errors import DataError
+from ..signals.derivatives import Derivatives, smooth_like_acceleration
 from .arm_regressor import (JOINT_TERMS, ArmFit, ArmRegressor, BaseParameters, fit_arm, structural_base_parameters,
                             with_coulomb)
-from .derivatives import Derivatives, smooth_like_acceleration
-from .errors import DataError
-from .regression import BootstrapSettings, Limits, RowSelection
+from .regression import BootstrapSettings, FitThresholds, RowSelection
 
 VELOCITY_SCALE_BOUNDS_RAD_S = (0.002, 1.0)
 """Where v_s is searched: from nearly a sign (2 mrad/s) to a friction that is still rising at 1 rad/s."""
@@ -194,7 +194,8 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
 def fit_arm_friction(model: mujoco.MjModel, deriv: Derivatives, tau: np.ndarray, *,
                      bounds: tuple[float, float] = VELOCITY_SCALE_BOUNDS_RAD_S, start_rad_s: float = 0.05,
                      sweeps: int = 2, bootstrap: BootstrapSettings = BootstrapSettings(),
-                     limits: Limits = Limits(), friction_velocity: np.ndarray | None = None) -> ArmFrictionFit:
+                     limits: FitThresholds = FitThresholds(), friction_velocity: np.ndarray | None = None
+                     ) -> ArmFrictionFit:
     """Rigid-body base parameters plus per joint offset, viscous, smooth Coulomb (v_s searched) and armature;
     with `friction_velocity` (N, nv), the measured velocity, the Coulomb term is filtered like the torque."""
     torque = np.asarray(tau, dtype=float)

@@ -6,7 +6,7 @@ for gigabytes to terabytes; these give a one-line error naming what is at fault 
 
 from __future__ import annotations
 
-from .errors import DataError
+from ..errors import DataError
 
 MAX_GRID_POINTS = 20_000_000  # 5.5 h at 1 kHz; 160 MB per float64 column
 

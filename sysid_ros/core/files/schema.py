@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 REQUIRED = object()  # a Key default meaning "must be given"
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import DataError
+from ..errors import DataError
 
 
 def _as_times(time_ns: np.ndarray) -> np.ndarray:

@@ -9,14 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import ConfigError, EnvelopeError
+from ..errors import ConfigError, EnvelopeError
+from .tape import Tape, probe_times, sample
 
-if TYPE_CHECKING:  # tapes import this module; the import in check_tape is deferred for the same reason
-    from .tapes import Tape
 
 # With no acceleration limit, smooth tapes are designed to reach top speed in 0.15 s along a smoothstep
 # (peak acceleration 1.5 v / 0.15 s = 10 v per second); an operator who knows better sets max_accel_rad_s2.
@@ -88,7 +86,7 @@ def _exceeds(values: np.ndarray, limit: float) -> np.ndarray:
     return np.abs(values) > limit * (1.0 + 1e-9) + 1e-12
 
 
-def _raise_first(tape: "Tape", joint: str, limit: str, unit: str, values: np.ndarray, t_s: np.ndarray,
+def _raise_first(tape: Tape, joint: str, limit: str, unit: str, values: np.ndarray, t_s: np.ndarray,
                  bound: float) -> None:
     over = np.flatnonzero(_exceeds(values, bound))
     if len(over) == 0:
@@ -100,7 +98,7 @@ def _raise_first(tape: "Tape", joint: str, limit: str, unit: str, values: np.nda
         tape=tape.name, joint=joint, limit=limit, value=float(abs(values[first])), time_s=float(t_s[first]))
 
 
-def check_tape(tape: "Tape", envelopes: Mapping[str, Envelope], *, step_s: float = 1e-3) -> None:
+def check_tape(tape: Tape, envelopes: Mapping[str, Envelope], *, step_s: float = 1e-3) -> None:
     """Raise EnvelopeError unless `tape` stays inside every joint's envelope.
 
     The tape is sampled every `step_s` and inside every knot segment (`tapes.probe_times`), so sharp
@@ -110,8 +108,6 @@ def check_tape(tape: "Tape", envelopes: Mapping[str, Envelope], *, step_s: float
     tapes for torque (where an effort tape takes the joint depends on the plant, so its travel is
     guarded live by `check_sample`). Either must start and end at rest.
     """
-    from .tapes import probe_times, sample  # deferred: the tapes package imports this module
-
     if not (math.isfinite(step_s) and step_s > 0.0):
         raise ConfigError(f"step_s must be positive and finite, got {step_s}")
     t_s = probe_times(tape, step_s)

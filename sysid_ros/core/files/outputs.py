@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 def inside(folder: Path, name: str) -> Path:
