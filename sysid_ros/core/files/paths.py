@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 
-_SOURCE_ROOT = Path(__file__).resolve().parents[2]
+_SOURCE_ROOT = Path(__file__).resolve().parents[3]
 
 
 def share_dir() -> Path:
