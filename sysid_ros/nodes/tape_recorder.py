@@ -39,8 +39,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core import tapes
 from ..core.bags import BagWriter
-from ..core.bags.write import METADATA_TOPIC, offered_qos
 from ..core.bags.fastcdr import decode_cdr, names_from_key
+from ..core.bags.write import METADATA_TOPIC, offered_qos
 from ..core.errors import SysidRosError
 from ..core.files.ros_params import flatten
 from ..core.tapes.playback import Playback, SafetyMargins

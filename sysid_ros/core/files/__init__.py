@@ -4,6 +4,8 @@
 - `schema`: check a parsed YAML document against a declarative table of keys (`Table`, `Key`, `check`).
 - `paths`: where the package's shared files live (`config_dir`, `model_path`).
 - `outputs`: results written atomically into a checked folder (`check_writable`, `staged`, `write_file`).
+- `reading`: the one door for the files sysid_ros reads (regular files only, bounded sizes).
+- `writing`: the one door for the files sysid_ros writes (exclusive temporaries beside their targets).
 """
 
 from .outputs import check_writable as check_writable

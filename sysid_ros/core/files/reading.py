@@ -25,7 +25,7 @@ MAX_YAML_BYTES = 16 << 20
 MAX_YAML_NODES = 1_000_000
 """Scalars, lists and mappings of a YAML document counted with every alias expanded."""
 MAX_NPZ_ROWS = 20_000_000
-"""Rows of one array in an `.npz` (5.5 h at 1 kHz), the grid bound of `core.limits`."""
+"""Rows of one array in an `.npz` (5.5 h at 1 kHz), the grid bound of `core.signals.size_bounds`."""
 MAX_NPZ_BYTES = 4 << 30
 """Declared bytes of all arrays of one `.npz`."""
 

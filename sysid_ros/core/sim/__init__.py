@@ -6,4 +6,5 @@
 from .robot import Feedback as Feedback
 from .robot import FeedbackNoise as FeedbackNoise
 from .robot import SimRobot as SimRobot
+from .robot import SmoothFriction as SmoothFriction
 from .robot import load_spec as load_spec
