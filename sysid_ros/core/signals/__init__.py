@@ -2,15 +2,13 @@
 
 - `arrays`: `JointSamples` (feedback) and `JointCommands`, the arrays that flow between stages.
 - `joint_trajectory`: `Trajectory`, a joint trajectory as ros2_control's trajectory controller interpolates it.
-- `derivatives`: velocity and acceleration from sampled positions (Savitzky-Golay, quartic, held differences).
+- `derivatives`: velocity and acceleration from sampled positions (Savitzky-Golay, quartic, held differences);
+  not re-exported here, so that importing the arrays does not import scipy.signal.
 - `size_bounds`: bounds on sizes derived from input (grid points of a time span), checked before allocating.
 """
 
 from .arrays import JointCommands as JointCommands
 from .arrays import JointSamples as JointSamples
-from .derivatives import Derivatives as Derivatives
-from .derivatives import samples_derivatives as samples_derivatives
-from .derivatives import savgol_derivatives as savgol_derivatives
 from .joint_trajectory import Trajectory as Trajectory
 from .size_bounds import MAX_GRID_POINTS as MAX_GRID_POINTS
 from .size_bounds import grid_points as grid_points
