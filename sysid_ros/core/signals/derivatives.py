@@ -66,9 +66,8 @@ def window_samples(window_s: float, dt_s: float, polyorder: int) -> int:
     """The odd number of samples closest to `window_s`, at least polyorder + 2."""
     if not (np.isfinite(dt_s) and dt_s > 0):
         raise DataError("sample period must be positive and finite", dt_s=dt_s)
-    n = int(round(window_s / dt_s))
-    n = max(n + (n % 2 == 0), polyorder + 2 + (polyorder % 2))
-    return n
+    n = max(int(round(window_s / dt_s)), polyorder + 2)
+    return n + (n % 2 == 0)
 
 
 def _checked_positions(q: np.ndarray) -> np.ndarray:
@@ -178,10 +177,11 @@ def smooth_like_acceleration(derivatives: Derivatives, x: np.ndarray) -> np.ndar
     """`x` (N,) or (N, P) through `hold_kernel`, centred; NaN where the window leaves the record or meets a NaN."""
     g = hold_kernel(derivatives)
     array = np.asarray(x, dtype=np.float64)
-    half = len(g) // 2
     out = np.full(array.shape, np.nan)
-    if array.shape[0] >= len(g):
-        out[half:array.shape[0] - half] = np.lib.stride_tricks.sliding_window_view(array, len(g), axis=0) @ g
+    if array.shape[0] >= len(g):  # centred: an even kernel has one more sample behind than ahead
+        before = len(g) // 2
+        out[before:before + array.shape[0] - len(g) + 1] = \
+            np.lib.stride_tricks.sliding_window_view(array, len(g), axis=0) @ g
     return out
 
 
