@@ -157,16 +157,41 @@ def test_no_motion(tmp_path, storage):
 
 
 @pytest.mark.parametrize("storage", STORAGES)
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_nan_position_rejected_naming_topic_joint_time(tmp_path, storage, bad):
-    msgs, _ = sine_states(seconds=0.2)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 1e98, -3e160, 1e254])
+def test_a_garbage_row_is_dropped_counted_and_named(tmp_path, storage, bad):
+    """A real controller's log holds garbage rows (non-finite, or 1e98-1e254 rad): dropped with a count and a
+    warning naming when the first came, in the reader and in `inspect` (it passed as "usable: yes")."""
+    msgs, truth = sine_states(seconds=0.2)
     t = T0_NS + 7 * 5 * MS
     msgs[7] = ("/joint_states", JS, t, joint_state(t, ["j1", "j2", "j3"], [0.0, bad, 0.0], [0, 0, 0], [0, 0, 0]))
     bag = write_bag(tmp_path / "bag", msgs, storage)
-    with pytest.raises(DataError, match=f"non-finite joint position.*topic=/joint_states, joint=j2, record_ns={t}"):
+    read = read_joint_states(bag)
+    assert read.dropped_rows == 1 and len(read.samples) == 39 and t not in read.samples.time_ns
+    assert np.all(np.abs(read.samples.position) < 1.0)
+    assert any(f"1 of 40 joint states dropped as garbage" in w and f"record time {t} ns" in w for w in read.warnings)
+    summary = inspect_bag(bag, min_motion_rad=0.0)
+    assert any("dropped as garbage" in note for note in summary.notes)
+    # a huge velocity or effort is garbage too; a NaN there only means "not measured"
+    msgs[9] = ("/joint_states", JS, msgs[9][2], joint_state(msgs[9][2], ["j1", "j2", "j3"], [0.0, 0.1, 0.0],
+                                                            [0, np.inf, 0], [np.nan, 0, 0]))
+    msgs[11] = ("/joint_states", JS, msgs[11][2], joint_state(msgs[11][2], ["j1", "j2", "j3"], [0.0, 0.1, 0.0],
+                                                              [0, 0, 0], [np.nan, np.nan, np.nan]))
+    assert read_joint_states(write_bag(tmp_path / "bag2", msgs, storage)).dropped_rows == 2
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_record_that_is_mostly_garbage_is_refused_in_one_line(tmp_path, storage):
+    msgs, _ = sine_states(seconds=0.2)
+    for i in range(0, 40, 2):  # half of the rows, and one more
+        t = msgs[i][2]
+        msgs[i] = ("/joint_states", JS, t, joint_state(t, ["j1", "j2", "j3"], [1e98, 0.0, 0.0], [0, 0, 0], [0, 0, 0]))
+    t = msgs[1][2]
+    msgs[1] = ("/joint_states", JS, t, joint_state(t, ["j1", "j2", "j3"], [np.nan, 0.0, 0.0], [0, 0, 0], [0, 0, 0]))
+    bag = write_bag(tmp_path / "bag", msgs, storage)
+    with pytest.raises(DataError, match=r"^mostly garbage: 21 of 40 joint states .*\(bag="):
         read_joint_states(bag)
-    # A NaN in a joint that was not asked for does not matter.
-    assert len(read_joint_states(bag, joints=["j1", "j3"]).samples) == 40
+    summary = inspect_bag(bag)
+    assert not summary.usable and "mostly garbage" in summary.reasons[0]
 
 
 @pytest.mark.parametrize("storage", STORAGES)

@@ -6,7 +6,6 @@ Messages are decoded one at a time straight into preallocated numpy buffers (no 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ class JointStateRead:
     segments: tuple[JointSamples, ...]
     timing: timing.TimingReport
     warnings: tuple[str, ...] = field(default=())
+    dropped_rows: int = 0  # garbage rows (non-finite or physically impossible values) left out
 
     @property
     def samples(self) -> JointSamples:
@@ -50,6 +50,21 @@ class JointStateRead:
 
 
 INITIAL_ROWS = 1 << 16
+POSITION_LIMIT_RAD = 1e3
+"""Beyond any physical joint position (159 turns; a metre-scale slide): a row holding one is garbage."""
+RATE_LIMIT = 1e6
+"""Beyond any physical joint velocity (rad/s, m/s) or effort (N m, N): a row holding one is garbage."""
+MOSTLY_GARBAGE = 0.5
+"""A record whose garbage rows exceed this fraction of its rows is refused."""
+
+
+def _garbage(picked: list) -> bool:
+    """Whether one message's values are not a measurement: a position that is not finite or beyond
+    `POSITION_LIMIT_RAD`, a velocity or effort beyond `RATE_LIMIT` (+-inf included; NaN there means missing)."""
+    q = picked[0]
+    if q is not None and not (-POSITION_LIMIT_RAD <= q.min() and q.max() <= POSITION_LIMIT_RAD):
+        return True
+    return any(v is not None and len(v) and (v.max() > RATE_LIMIT or v.min() < -RATE_LIMIT) for v in picked[1:])
 
 
 class _Buffers:
@@ -63,6 +78,8 @@ class _Buffers:
         self.topic = np.zeros(rows, dtype=np.int16)
         self.values = {f: np.full((rows, cols), np.nan) for f in FIELDS}
         self.seen = dict.fromkeys(FIELDS, False)
+        self.garbage = 0  # rows dropped by `_garbage`
+        self.first_garbage_ns = 0
 
     def grow_rows(self) -> None:
         size = 2 * len(self.header)
@@ -197,31 +214,35 @@ def _fill(src: BagSource, conns: list, topic_names: tuple[str, ...], joints: Nam
             buffers.grow_rows()
             values = [buffers.values[f] for f in FIELDS]
             header, record, topic_col = buffers.header, buffers.record, buffers.topic
-        header[i] = stamp_ns
-        record[i] = record_ns
-        topic_col[i] = topic_of[topic]
-        filled = False
+        picked = []
         for k in range(3):
             arr = arrays[k]
             size = len(arr)
             if size == n_names:
-                picked = arr if src_idx is None else arr[src_idx]
-                if k == 0 and not math.isfinite(float(picked.sum())):
-                    bad = int(np.flatnonzero(~np.isfinite(picked))[0])
-                    raise DataError("non-finite joint position", bag=bag, topic=topic,
-                                    joint=_name_at(key, joint_order, bad if src_idx is None else int(src_idx[bad])),
-                                    record_ns=record_ns, header_ns=stamp_ns)
-                if dst_slice is not None:
-                    values[k][i, dst_slice] = picked
-                else:
-                    values[k][i, dst_idx] = picked
-                buffers.seen[FIELDS[k]] = True
-                filled = True
+                picked.append(arr if src_idx is None else arr[src_idx])
             elif size:
                 raise DataError(f"JointState {FIELDS[k]} has {size} values for {n_names} names", bag=bag,
                                 topic=topic, record_ns=record_ns)
-        if filled:  # a message with names but no values is not a sample
-            buffers.n = i + 1
+            else:
+                picked.append(None)
+        if not any(p is not None for p in picked):  # a message with names but no values is not a sample
+            continue
+        if _garbage(picked):
+            buffers.garbage += 1
+            buffers.first_garbage_ns = buffers.first_garbage_ns or record_ns
+            continue
+        header[i] = stamp_ns
+        record[i] = record_ns
+        topic_col[i] = topic_of[topic]
+        for k, values_k in enumerate(picked):
+            if values_k is None:
+                continue
+            if dst_slice is not None:
+                values[k][i, dst_slice] = values_k
+            else:
+                values[k][i, dst_idx] = values_k
+            buffers.seen[FIELDS[k]] = True
+        buffers.n = i + 1
     return buffers, columns, warnings
 
 
@@ -235,11 +256,6 @@ def _claim(owner: dict[int, str], mapping: tuple, topic: str, columns: dict[str,
             raise DataError(f"joint is published on both {other} and {topic}: choose one (feedback_topic in a "
                             "problem file, --feedback-topic, topics= in Python)", bag=bag,
                             joint=joint)
-
-
-def _name_at(key: object, joint_order: Names | None, k: int) -> str:
-    names = names_from_key(key) or list(joint_order or [])
-    return names[k]
 
 
 def _mapping_for(key: object, joint_order: Names | None, columns: dict[str, int], fixed: bool, buffers: _Buffers,
@@ -266,9 +282,19 @@ def _assemble(bag: str, topic_names: tuple[str, ...], buffers: _Buffers, columns
               warnings: list[str], time_source: str, max_gap_s: float | None, on_gap: str,
               trim_to_common: bool, min_motion_rad: float | None) -> JointStateRead:
     n = buffers.n
+    if buffers.garbage > MOSTLY_GARBAGE * (n + buffers.garbage):
+        raise DataError(f"mostly garbage: {buffers.garbage} of {n + buffers.garbage} joint states hold non-finite or "
+                        f"impossible values (|position| > {POSITION_LIMIT_RAD:g} rad, |velocity| or |effort| > "
+                        f"{RATE_LIMIT:g})", bag=bag, topic=",".join(topic_names))
     if n == 0:
         raise DataError("no JointState message with data for the requested joints", bag=bag,
                         topic=",".join(topic_names))
+    if buffers.garbage:
+        text = (f"{buffers.garbage} of {n + buffers.garbage} joint states dropped as garbage (non-finite or "
+                f"|position| > {POSITION_LIMIT_RAD:g} rad, |velocity| or |effort| > {RATE_LIMIT:g}; the first at "
+                f"record time {buffers.first_garbage_ns} ns)")
+        log.warning("%s: %s", bag, text)
+        warnings = warnings + [text]
     names = sorted(columns, key=columns.get)
     if joints is not None:
         missing = [j for j in joints
@@ -308,7 +334,7 @@ def _assemble(bag: str, topic_names: tuple[str, ...], buffers: _Buffers, columns
     for text in tw:
         log.warning("%s: %s", bag, text)
     used = tuple(topic_names[k] for k in np.unique(topic_idx))
-    result = JointStateRead(bag, used, segments, report, tuple(warnings))
+    result = JointStateRead(bag, used, segments, report, tuple(warnings), buffers.garbage)
     if min_motion_rad is not None:
         check_motion(result.segments, min_motion_rad, bag=bag)
     return result
