@@ -9,6 +9,7 @@ import numpy as np
 from industrial_arm import (CURRENT_RESOLUTION_A, DRIVE_GAIN_NM_PER_A, FRICTION, JOINTS, PAYLOAD_KG,
                             loaded_and_unloaded)
 
+from sysid_ros.core.bags import read_joint_states
 from sysid_ros.core.files.paths import model_path
 
 
@@ -28,6 +29,8 @@ def test_loaded_and_unloaded_runs_are_logged_like_a_controller(tmp_path):
         assert tuple(np.flatnonzero(bad)) == run.garbage_rows and len(run.garbage_rows) == 3
         current = run.samples.effort / np.asarray(DRIVE_GAIN_NM_PER_A)  # whole milliamperes
         assert np.allclose(current / CURRENT_RESOLUTION_A, np.rint(current / CURRENT_RESOLUTION_A), atol=1e-6)
+        read = read_joint_states(run.path)  # the garbage rows dropped, counted
+        assert read.dropped_rows == 3 and len(read.samples) == len(run.samples) - 3
     # same trajectory: the setpoints are the same, the loaded arm's shoulder works harder
     assert np.abs(loaded.truth.effort[:, 1]).mean() > np.abs(unloaded.truth.effort[:, 1]).mean() + 5
     assert max(FRICTION.coulomb_nm[:3]) >= 10  # tens of N m on the big joints
