@@ -78,14 +78,27 @@ def _replay_safe(args: argparse.Namespace) -> int:
 
 
 def _identify(args: argparse.Namespace) -> int:
-    from .core.identify import identify, load_problem, write_results
+    from .core.identify import load_problem
     from .core.identify.overrides import with_data
     from .core.identify.pipeline import result_names
-    from .core.identify.problem import COMPONENTS
     from .core.files.outputs import check_writable
+    from .core.files.paths import model_path
+    from .core.files.writing import folder_lock, refuse_inputs_inside, remove_stale
 
     problem = with_data(load_problem(args.problem), args.train or (), args.validate or (), args.control)
-    check_writable(args.out, list(result_names(problem).values()), args.force)  # before the optimisation
+    refuse_inputs_inside(args.out, [args.problem, model_path(problem.model),
+                                    *(s.path for s in (*problem.training, *problem.validation))])
+    with folder_lock(args.out):  # a second run into this --out is refused until this one ends
+        remove_stale(args.out)  # staging left by a killed run
+        check_writable(args.out, list(result_names(problem).values()), args.force)  # before the optimisation
+        return _identified(args, problem)
+
+
+def _identified(args: argparse.Namespace, problem) -> int:
+    """Identify `problem` into --out (locked by the caller) and print the values, verdict and warnings."""
+    from .core.identify import identify, write_results
+    from .core.identify.problem import COMPONENTS
+
     last = [-1]
 
     def progress(stage: str, fraction: float, message: str) -> None:
@@ -147,10 +160,9 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _tapes_plot(args: argparse.Namespace) -> int:
-    import yaml
-
     from .core import tapes
     from .core.errors import ConfigError
+    from .core.files.reading import load_yaml
     from .core.files.ros_params import load_ros_parameters
     from .core.tapes.playback import envelopes_from_parameters
     from .core.report.tape import write_tape_page
@@ -159,10 +171,7 @@ def _tapes_plot(args: argparse.Namespace) -> int:
     joints = list(params.get("joints") or [])
     envelopes = envelopes_from_parameters(joints, params)
     if args.file is not None:
-        try:
-            data = yaml.safe_load(args.file.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read the tape {args.file}: {exc}") from exc
+        data = load_yaml(args.file, "tape file")
         tape = tapes.Tape.from_dict(data["tape"] if isinstance(data, dict) and "tape" in data else data)
     else:
         kind = args.tape or params.get("tape.kind", "multisine")
@@ -184,7 +193,11 @@ def _tapes_plot(args: argparse.Namespace) -> int:
 
 
 def _online(args: argparse.Namespace) -> int:
+    from .core.files.writing import resolve_target
     from .core.online.replay import replay_bag
+
+    if args.out is not None:
+        resolve_target(args.out)  # a link (dangling or not) is refused before the replay
 
     replay = replay_bag(args.bag, args.model, joints=args.joints, body=args.body, inertia=not args.no_inertia,
                         topic=args.topic, distro=args.distro, out=args.out)

@@ -20,7 +20,11 @@ def _line(outcome: dict) -> None:
 
 def fleet_identify(args: argparse.Namespace) -> int:
     from .core.fleet import run_fleet
+    from .core.fleet.engines import local_workers
 
+    capped = local_workers(args.workers)[1] if args.engine == "local" else ""
+    if capped:
+        print(capped, flush=True)
     try:
         doc = run_fleet(args.manifest, args.out, engine=args.engine, workers=args.workers, address=args.address,
                         baseline=args.baseline, force=args.force, progress=_line)

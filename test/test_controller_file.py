@@ -59,7 +59,7 @@ def test_persist_refuses_without_touching_the_file(tmp_path):
         persist(path, "wrist_controller", NEW, get_style("jtc"))
     broken = tmp_path / "broken.yaml"
     broken.write_text("arm_controller: [unclosed\n")
-    with pytest.raises(ConfigError, match="cannot read the controllers file"):
+    with pytest.raises(ConfigError, match="the controllers file is not valid YAML"):
         persist(broken, "arm_controller", NEW, get_style("jtc"))
     assert path.read_text() == CONTROLLERS and broken.read_text() == "arm_controller: [unclosed\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.yaml", "controllers.yaml"]

@@ -73,10 +73,6 @@ def problem(d: Path, **changes) -> dict:
     return doc
 
 
-PROPOSAL = {"controller": "arm_controller", "controller_style": "pid_controller", "joints": ["elbow"],
-            "change": True, "parameters": {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5},
-            "as_found": {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}, "summary": "elbow: change"}
-
 CONTROLLERS = """\
 left_controller:
   ros__parameters:
@@ -95,8 +91,9 @@ arm_controller:
 def proposal_file(folder: Path, **changes) -> Path:
     from sysid_ros.core.tuner.proposal import GainProposal
 
-    doc = {**GainProposal(("elbow",), True, {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5},
-                          {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}).to_dict(),
+    gains = {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
+    found = {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}
+    doc = {**GainProposal(("elbow",), True, gains, found, {"elbow": None}, (), {}, {}, 0.8, "elbow").to_dict(),
            "controller": "arm_controller", "controller_style": "pid_controller", **changes}
     path = folder / "proposal.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -104,6 +101,78 @@ def proposal_file(folder: Path, **changes) -> Path:
 
 
 # ---- reading: /dev/zero, alias bombs, endless and huge files, forged npz headers ----------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["identify", "/dev/zero", "--out", "{tmp}/out"],
+    ["fleet", "identify", "/dev/zero", "--out", "{tmp}/out"],
+    ["export", "/dev/zero", "--controller", "arm_controller"],
+    ["tapes", "plot", "--params-file", "/dev/zero", "--out", "{tmp}/t.html"],
+    ["tapes", "plot", "--file", "/dev/zero", "--out", "{tmp}/t.html"],
+    ["identify", "{tmp}", "--out", "{tmp}/out"],
+], ids=["identify", "fleet", "export", "tapes-params", "tapes-file", "a-folder"])
+def test_a_device_or_folder_where_a_file_belongs_is_refused(capsys, tmp_path, argv):
+    refused(capsys, *[a.format(tmp=tmp_path) for a in argv], match="not a regular file|is a folder")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "t.html").exists()
+
+
+BOUNDED = textwrap.dedent("""\
+    import resource, sys, time
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # 2 GiB of address space, imports included
+    import sysid_ros.cli, sysid_ros.core.fleet.run, sysid_ros.core.identify, sysid_ros.core.gains.controller_file
+    import sysid_ros.core.report.tape, sysid_ros.nodes.tuner_cli, std_msgs.msg, std_srvs.srv  # not measured
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    code = sysid_ros.cli.main(sys.argv[1:])
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
+    print(f"{code} {time.perf_counter() - t0:.3f} {grown}")
+""")
+
+
+def bounded_cli(*argv) -> tuple[int, float, float, str]:
+    """The CLI in a child process under a 2 GiB address-space cap and a 120 s timeout, its modules imported
+    first: (exit, seconds in main, peak RSS growth in main MiB, stderr). The caps only catch the unbounded
+    case (2.6 GB, minutes); they are not a benchmark."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", BOUNDED, *map(str, argv)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    code, seconds, grown_kib = done.stdout.split()[-3:]
+    return int(code), float(seconds), int(grown_kib) / 1024, done.stderr
+
+
+@pytest.mark.parametrize("where", ["manifest-name", "manifest-tags", "proposal-summary", "controllers",
+                                   "problem", "params-file"])
+def test_an_alias_bomb_is_refused_fast_and_small(tmp_path, data, where):
+    bomb = alias_bomb()
+    if where == "manifest-name":
+        (tmp_path / "m.yaml").write_text(bomb + "\nrobots: [{name: *l29}]\n")
+        argv = ["fleet", "identify", tmp_path / "m.yaml", "--out", tmp_path / "out"]
+    elif where == "manifest-tags":
+        (tmp_path / "m.yaml").write_text(bomb + "\nrobots: [{name: r1, tags: {a: *l29}}]\n")
+        argv = ["fleet", "identify", tmp_path / "m.yaml", "--out", tmp_path / "out"]
+    elif where == "proposal-summary":
+        path = proposal_file(tmp_path)
+        path.write_text(path.read_text() + bomb + "\nsummary2: *l29\n")
+        argv = ["export", path]
+    elif where == "controllers":
+        (tmp_path / "c.yaml").write_text(bomb + "\narm_controller: {ros__parameters: {gains: {x: *l29}}}\n")
+        argv = ["apply", proposal_file(tmp_path), "--persist", tmp_path / "c.yaml"]
+    elif where == "problem":
+        (tmp_path / "p.yaml").write_text(bomb + "\n" + yaml.safe_dump(problem(data)) + "notes: *l29\n")
+        argv = ["identify", tmp_path / "p.yaml", "--out", tmp_path / "out"]
+    else:
+        (tmp_path / "t.yaml").write_text(bomb + "\ntape_recorder: {ros__parameters: {joints: *l29}}\n")
+        argv = ["tapes", "plot", "--params-file", tmp_path / "t.yaml", "--out", tmp_path / "t.html"]
+    before = digest(tmp_path)
+    code, seconds, rss_mib, err = bounded_cli(*argv)
+    assert code == 2 and "Traceback" not in err and "alias bomb" in err, err
+    assert seconds < 2.0 and rss_mib < 200, (seconds, rss_mib)  # generous: unbounded is 2.6 GB / minutes
+    assert digest(tmp_path) == before and not (tmp_path / "out").exists()
+
+
+def test_dev_zero_is_refused_fast_and_small(tmp_path):
+    code, seconds, rss_mib, err = bounded_cli("identify", "/dev/zero", "--out", tmp_path / "out")
+    assert code == 2 and "not a regular file" in err and seconds < 2.0 and rss_mib < 200, (err, seconds, rss_mib)
+
 
 def test_the_reading_door(tmp_path):
     big = tmp_path / "big.yaml"
@@ -245,3 +314,318 @@ def test_the_last_guard_turns_any_escaping_exception_into_one_line(capsys, monke
 
     monkeypatch.setattr(cli, "_models", memory)
     refused(capsys, "models", match=r"unexpected MemoryError: no message")
+
+
+# ---- persist: links, anchors, modes --------------------------------------------------------------------------
+
+def persist(path: Path, controller: str = "arm_controller") -> Path:
+    from sysid_ros.core.gains.controller_styles import get_style
+    from sysid_ros.core.gains.controller_file import persist as write
+
+    return write(path, controller, {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}, get_style("pid_controller"))
+
+
+def gains_of(path: Path, controller: str) -> dict:
+    from sysid_ros.core.files.ros_params import load_ros_parameters
+
+    return {k: v for k, v in load_ros_parameters(path, controller).items() if k.startswith("gains.")}
+
+
+def test_persist_never_writes_through_a_planted_tmp_or_bak_link(tmp_path):
+    path, victim = tmp_path / "controllers.yaml", tmp_path / "victim.txt"
+    path.write_text(CONTROLLERS)
+    victim.write_bytes(b"precious\n")
+    (tmp_path / "controllers.yaml.tmp").symlink_to(victim)
+    (tmp_path / "controllers.yaml.bak").symlink_to(victim)
+    backup = persist(path)
+    assert victim.read_bytes() == b"precious\n" and backup.name == "controllers.yaml.bak.1"
+    assert backup.read_text() == CONTROLLERS and not path.is_symlink()
+    assert gains_of(path, "arm_controller") == {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
+
+
+def test_persist_unshares_an_anchored_block(tmp_path):
+    path = tmp_path / "controllers.yaml"
+    path.write_text(CONTROLLERS)
+    persist(path, "right_controller")
+    assert gains_of(path, "right_controller") == {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
+    assert gains_of(path, "left_controller") == {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}  # unchanged
+    merged = tmp_path / "merged.yaml"
+    merged.write_text("base: &base\n  gains:\n    elbow: {p: 1.0, d: 0.1}\n"
+                      "arm_controller:\n  ros__parameters:\n    <<: *base\n    other: 1\n")
+    persist(merged)
+    assert gains_of(merged, "arm_controller") == {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
+    assert yaml.safe_load(merged.read_text())["base"] == {"gains": {"elbow": {"p": 1.0, "d": 0.1}}}
+
+
+def test_persist_keeps_the_mode_and_refuses_a_read_only_file(tmp_path):
+    path = tmp_path / "controllers.yaml"
+    path.write_text(CONTROLLERS)
+    path.chmod(0o600)
+    backup = persist(path)
+    assert path.stat().st_mode & 0o777 == 0o600 and backup.stat().st_mode & 0o777 == 0o600
+    path.chmod(0o444)
+    before = digest(tmp_path)
+    with pytest.raises(ConfigError, match=r"read-only \(mode 0444\)"):
+        persist(path)
+    assert digest(tmp_path) == before  # no second backup left either
+
+
+def test_persist_writes_through_a_link_to_the_file_it_names(tmp_path):
+    (tmp_path / "src").mkdir()
+    real = tmp_path / "src" / "controllers.yaml"
+    real.write_text(CONTROLLERS)
+    link = tmp_path / "controllers.yaml"
+    link.symlink_to(real)
+    backup = persist(link)
+    assert link.is_symlink() and backup.parent == real.parent
+    assert gains_of(real, "arm_controller") == {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"controller": ["a", "b"]}, "controller must be a ROS node name"),
+    ({"controller": 5}, "controller must be a ROS node name"),
+    ({"controller": "arm\ncontroller"}, "controller must be a ROS node name"),
+    ({"controller_style": ["x"]}, "controller_style must be a style name")])
+def test_export_and_persist_refuse_a_malformed_controller(capsys, tmp_path, changes, match):
+    path = proposal_file(tmp_path, **changes)
+    (tmp_path / "c.yaml").write_text(CONTROLLERS)
+    before = digest(tmp_path)
+    refused(capsys, "export", path, match=match)
+    refused(capsys, "apply", path, "--persist", tmp_path / "c.yaml", match=match)  # before any ROS call
+    assert digest(tmp_path) == before
+
+
+def test_a_huge_controllers_file_is_refused_at_once(tmp_path):
+    path = tmp_path / "controllers.yaml"
+    with path.open("w") as f:
+        f.write(CONTROLLERS)
+        f.truncate(8 << 20)
+    with pytest.raises(ConfigError, match=r"more than the 1 MiB"):
+        persist(path)
+
+
+# ---- identify and fleet: inputs inside --out, concurrent runs, stale staging, names, baselines, workers -------
+
+def test_identify_refuses_an_out_holding_its_inputs_or_held_by_another_run(capsys, tmp_path, data):
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(problem(data)))
+    refused(capsys, "identify", tmp_path / "p.yaml", "--out", tmp_path, match="holds this run's input")
+    refused(capsys, "identify", tmp_path / "p.yaml", "--out", data, match="holds this run's input")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "identified.yaml").write_text("first run's\n")
+    with folder_lock(out):  # a first run, still writing
+        refused(capsys, "identify", tmp_path / "p.yaml", "--out", out, "--force",
+                match=r"another sysid-ros run \(pid \d+\) is writing into this folder")
+    assert (out / "identified.yaml").read_text() == "first run's\n"
+
+
+def test_identify_removes_the_staging_of_a_killed_run(capsys, tmp_path, data):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    out = tmp_path / "out"
+    (out / f".staging-{dead}-x1y2").mkdir(parents=True)
+    (out / f".staging-{dead}-x1y2" / "report.html").write_text("half")
+    (out / "identified.yaml").write_text("earlier\n")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(problem(data)))
+    refused(capsys, "identify", tmp_path / "p.yaml", "--out", out, match="holds earlier results")
+    assert sorted(p.name for p in out.iterdir()) == ["identified.yaml"]
+
+
+def fleet_folder(root: Path, data: Path, names=("r1", "r2")) -> Path:
+    """A manifest beside a `bags/` folder of inputs, one robot named `bags`."""
+    (root / "bags").mkdir(parents=True)
+    (root / "bags" / "train.npz").write_bytes((data / "ok.npz").read_bytes())
+    (root / "p.yaml").write_text(yaml.safe_dump(problem(data, training=["bags/train.npz"])))
+    robots = [{"name": n} for n in names]
+    (root / "m.yaml").write_text(yaml.safe_dump({"problem": "p.yaml", "robots": robots}))
+    return root / "m.yaml"
+
+
+def test_fleet_refuses_an_out_that_would_delete_its_inputs(capsys, tmp_path, data):
+    manifest = fleet_folder(tmp_path, data, names=("bags", "r2"))
+    before = digest(tmp_path)
+    refused(capsys, "fleet", "identify", manifest, "--out", tmp_path, "--force", "--engine", "serial",
+            match="holds this run's input")
+    assert digest(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["bags", "m.yaml", "p.yaml"]
+
+
+def test_fleet_refuses_a_second_run_into_the_same_out(capsys, tmp_path, data):
+    manifest = fleet_folder(tmp_path / "in", data)
+    with folder_lock(tmp_path / "out"):
+        refused(capsys, "fleet", "identify", manifest, "--out", tmp_path / "out", "--engine", "serial",
+                match="another sysid-ros run")
+
+
+@pytest.mark.parametrize("name, match", [("r1\n", "needs a name"), ("fleet.yaml", "fleet's own files"),
+                                         ("FLEET.html", "fleet's own files"), (5, "needs a name"),
+                                         ("a" * 101, "needs a name")])
+def test_fleet_refuses_names_that_are_not_plain_folders(tmp_path, name, match):
+    from sysid_ros.core.fleet import load_manifest
+
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump({"problem": "p.yaml", "robots": [{"name": name}]}))
+    with pytest.raises(ConfigError, match=match):
+        load_manifest(tmp_path / "m.yaml")
+
+
+@pytest.mark.parametrize("robots, match", [
+    ({"r1": {"status": "ok", "parameters": {"pole_mass": {"value": float("nan"), "half_width_95": 0.1}}}},
+     "'pole_mass': value and half_width_95 must be finite"),
+    ({"r1": {"status": "ok", "parameters": {"pole_mass": {"value": "heavy", "half_width_95": 0.1}}}},
+     "must be finite numbers"),
+    ({"r1": {"status": "ok", "parameters": {"pole_mass": {"half_width_95": 0.1}}}}, "must be finite numbers"),
+    ({"r1": [1, 2]}, "robot 'r1' is not a mapping")])
+def test_fleet_judges_a_malformed_baseline_before_any_robot_runs(capsys, tmp_path, data, robots, match):
+    manifest = fleet_folder(tmp_path / "in", data)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "fleet.yaml").write_text(yaml.safe_dump({"robots": robots}))
+    refused(capsys, "fleet", "identify", manifest, "--out", tmp_path / "out", "--baseline", tmp_path / "old",
+            "--engine", "serial", match=match)
+    assert not (tmp_path / "out").exists()
+
+
+def test_local_workers_are_capped_by_cores_and_memory():
+    from sysid_ros.core.fleet.engines import local_workers
+
+    n, why = local_workers(64)
+    assert 1 <= n <= (os.cpu_count() or 1) and n < 64 and why.startswith(f"workers capped at {n} of the 64 asked")
+    assert local_workers(1) == (1, "")
+
+
+def test_provenance_hashes_only_the_bag_never_a_link_out_of_it(tmp_path):
+    from sysid_ros.core.fleet.provenance import data_files
+
+    (tmp_path / "etc_bag").symlink_to("/etc")
+    with pytest.raises(ConfigError, match="not a rosbag2 bag"):
+        data_files(tmp_path / "etc_bag")
+    bag = tmp_path / "bag"
+    bag.mkdir()
+    (bag / "metadata.yaml").write_text("x")
+    (bag / "bag_0.mcap").write_bytes(b"\x89MCAP")
+    (bag / "passwd.mcap").symlink_to("/etc/passwd")
+    with (bag / "stray.bin").open("wb") as f:
+        f.truncate(60 << 30)  # 60 GB, sparse: never read
+    assert [p.name for p in data_files(bag)] == ["bag_0.mcap", "metadata.yaml"]
+
+
+# ---- interrupted work, slow waits, trusted counts, report folders ------------------------------------------
+
+def test_a_killed_bag_repair_leaves_nothing_that_blocks_the_rerun(tmp_path):
+    from test_bags_make import sine_states, write_bag
+
+    from sysid_ros.core.bags import repair
+
+    msgs, _ = sine_states(seconds=1.0)
+    bag = write_bag(tmp_path / "bag", msgs, "mcap")
+    (bag / "metadata.yaml").unlink()  # as after SIGKILL of the recorder
+    mcap = next(bag.glob("*.mcap"))
+    mcap.write_bytes(mcap.read_bytes()[:-200])
+    os.utime(mcap, (0, 0))
+    code = textwrap.dedent(f"""\
+        import importlib, os
+        module = importlib.import_module("sysid_ros.core.bags.repair")
+        real = module._repair_mcap
+        def killed(*args):
+            real(*args)
+            os.kill(os.getpid(), 9)  # the output written aside, not yet renamed into place
+        module._repair_mcap = killed
+        module.repair({str(bag)!r})
+    """)
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert done.returncode == -9
+    assert not (tmp_path / "bag_repaired").exists()
+    report = repair(bag)  # the rerun: the killed run's leftovers removed, the bag repaired
+    assert report.repaired == str(tmp_path / "bag_repaired") and report.messages > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bag", "bag_repaired"]
+
+
+def test_apply_waits_no_longer_than_its_timeout(capsys, tmp_path):
+    import time
+
+    path = proposal_file(tmp_path)
+    main(["models"])  # the imports apply needs, out of the measured call
+    import sysid_ros.nodes.servo_tuner  # noqa: F401
+    t0 = time.monotonic()
+    refused(capsys, "apply", path, "--timeout", "2", match=r"no servo_tuner answered .* within 2 s")
+    assert time.monotonic() - t0 < 25  # generous: it waited 30 s for the parameter service before the fix
+
+
+def test_inspect_counts_messages_instead_of_trusting_metadata(capsys, tmp_path):
+    from test_bags_make import sine_states, write_bag
+
+    msgs, _ = sine_states(seconds=0.5)
+    bag = write_bag(tmp_path / "bag", msgs, "mcap")
+    meta = bag / "metadata.yaml"
+    meta.write_text(re.sub(r"message_count: \d+", "message_count: 1000000000000", meta.read_text()))
+    assert main(["inspect", str(bag)]) == 0
+    out = capsys.readouterr().out
+    assert " 100 msgs 200.0 Hz" in out and "metadata.yaml says 1000000000000 messages, the bag holds 100" in out
+
+
+def test_online_refuses_a_linked_out_before_the_replay(capsys, tmp_path):
+    (tmp_path / "events.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    refused(capsys, "online", tmp_path, "--model", "arm3", "--out", tmp_path / "events.yaml",
+            match="symbolic link: not written through it")
+    assert not (tmp_path / "elsewhere.yaml").exists()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory, data):
+    """One real identification's results folder (2 optimiser iterations)."""
+    root = tmp_path_factory.mktemp("results")
+    (root / "p.yaml").write_text(yaml.safe_dump(problem(data)))
+    assert main(["identify", str(root / "p.yaml"), "--out", str(root / "out"), "--quiet"]) == 0
+    return root / "out"
+
+
+def _npz(folder: Path, **arrays) -> None:
+    np.savez(folder / "report_data.npz", **arrays)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("not-zip", "not a readable .npz"),
+    ("pickled", "object arrays .* never loaded"),
+    ("forged", "declares 1e\\+08 rows"),
+    ("mismatched", "differ in length"),
+    ("no-parameters", "malformed"),
+    ("string-values", "malformed"),
+    ("constant-time", "malformed|report"),
+])
+def test_report_refuses_malformed_results(capsys, tmp_path, results, case, match):
+    import shutil
+
+    folder = tmp_path / "r"
+    shutil.copytree(results, folder)
+    data = dict(np.load(folder / "report_data.npz"))
+    doc = yaml.safe_load((folder / "identified.yaml").read_text())
+    if case == "not-zip":
+        (folder / "report_data.npz").write_text("plain text")
+    elif case == "pickled":
+        _npz(folder, **{**data, "objective": np.array([1, {}], dtype=object)})
+    elif case == "forged":
+        forged_npz(folder / "report_data.npz", rows=100_000_000)
+    elif case == "mismatched":
+        _npz(folder, **{**data, "trace0_measured": data["trace0_measured"][:3]})
+    elif case == "no-parameters":
+        (folder / "identified.yaml").write_text(yaml.safe_dump({k: v for k, v in doc.items() if k != "parameters"}))
+    elif case == "string-values":
+        doc["parameters"] = {k: {**v, "value": "heavy"} for k, v in doc["parameters"].items()}
+        (folder / "identified.yaml").write_text(yaml.safe_dump(doc))
+    else:
+        _npz(folder, **{**data, "trace0_time_s": np.zeros_like(data["trace0_time_s"])})
+    (folder / "report.html").unlink()
+    code = main(["report", str(folder)])
+    err = capsys.readouterr().err
+    if case == "constant-time" and code == 0:  # drawn: a flat time axis is not an error, only no traceback
+        return
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert re.search(match, err) and "unexpected" not in err, err
+    assert not (folder / "report.html").exists()
+
+
+def test_report_refuses_a_play_array_not_named_joint_slash_field(capsys, tmp_path):
+    folder = tmp_path / "tune_20261201T000000Z"
+    folder.mkdir()
+    proposal_file(folder)
+    (folder / "play_0000_steps.yaml").write_text("tape: {}\n")
+    np.savez(folder / "play_0000_steps.npz", position=np.zeros(3))
+    refused(capsys, "report", folder, match="not named <joint>/<field>")

@@ -100,9 +100,9 @@ class RosClient:
         """A node, topic or service name as this client resolves it (namespace and remaps applied)."""
         return self.node.resolve_topic_name(name)
 
-    def set_parameters(self, node_name: str, values: dict[str, Any]) -> list:
+    def set_parameters(self, node_name: str, values: dict[str, Any], timeout_s: float = TIMEOUT_S) -> list:
         request = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
-        return list(self.call(SetParameters, f"{node_name}/set_parameters", request).results)
+        return list(self.call(SetParameters, f"{node_name}/set_parameters", request, timeout_s).results)
 
     def set_parameters_atomically(self, node_name: str, values: dict[str, Any], timeout_s: float = TIMEOUT_S):
         """All or nothing: the node's `SetParametersResult` for the whole batch."""

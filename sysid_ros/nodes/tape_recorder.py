@@ -24,7 +24,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-import yaml
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
@@ -42,6 +41,7 @@ from ..core.bags import BagWriter
 from ..core.bags.fastcdr import decode_cdr, names_from_key
 from ..core.bags.write import METADATA_TOPIC, offered_qos
 from ..core.errors import SysidRosError
+from ..core.files.reading import load_yaml
 from ..core.files.ros_params import flatten
 from ..core.tapes.playback import Playback, SafetyMargins
 from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_envelopes, declare_robot, diagnostic,
@@ -213,7 +213,7 @@ class TapeRecorderNode(LifecycleNode):
         path = self.get_parameter("tape.file").value
         self._feedforward = {}
         if path:
-            data = yaml.safe_load(Path(path).read_text())
+            data = load_yaml(path, "tape file")
             if isinstance(data, dict) and "tape" in data:  # a play: the tape plus host feed-forward samples
                 tape = tapes.Tape.from_dict(data["tape"])
                 self._feedforward = feedforward_of(data.get("feedforward") or {}, tape)

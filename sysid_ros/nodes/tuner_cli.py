@@ -28,6 +28,7 @@ def _print(result: dict) -> None:
 
 def tuner_command(args: argparse.Namespace) -> int:
     """Call `~/<command>` on the servo_tuner and wait for its outcome; 0 when it succeeded."""
+    persist_to = _persist_target(args) if getattr(args, "persist", None) else None  # before any ROS
     from std_msgs.msg import String
     from std_srvs.srv import Trigger
 
@@ -35,20 +36,19 @@ def tuner_command(args: argparse.Namespace) -> int:
     from .servo_tuner import RESULT_QOS
 
     node = args.node
-    persist_to = _persist_target(args) if getattr(args, "persist", None) else None
     client = ros_client("sysid_ros_tuner_cli", args)
     results: list[dict] = []
     client.node.create_subscription(String, f"{node}/result", lambda m: results.append(yaml.safe_load(m.data)),
                                     RESULT_QOS)
     try:
-        if getattr(args, "proposal", None) is not None:
-            path = str(Path(args.proposal).resolve())
-            outcome = client.set_parameters(node, {"apply.proposal_file": path})
-            if not all(r.successful for r in outcome):
-                print(f"{node} refused apply.proposal_file: {[r.reason for r in outcome]}")
-                return 1
-        seen = len(results)
-        try:
+        try:  # --timeout bounds the wait for the node, whichever of its services is asked first
+            if getattr(args, "proposal", None) is not None:
+                path = str(Path(args.proposal).resolve())
+                outcome = client.set_parameters(node, {"apply.proposal_file": path}, args.timeout)
+                if not all(r.successful for r in outcome):
+                    print(f"{node} refused apply.proposal_file: {[r.reason for r in outcome]}")
+                    return 1
+            seen = len(results)
             response = client.call(Trigger, f"{node}/{args.command}", Trigger.Request(), args.timeout)
         except TimeoutError:
             raise SysidRosError(f"no {node} answered {client.resolve(node)}/{args.command} within {args.timeout:g} s: "

@@ -14,6 +14,7 @@ import numpy as np
 import yaml
 
 from ..errors import DataError
+from ..files.reading import npz_headers
 from ..signals.arrays import JointCommands, JointSamples
 
 FIELDS = ("position", "velocity", "effort")
@@ -47,6 +48,7 @@ def save_npz(path: str | Path, samples: JointSamples | None = None,
 def load_npz(path: str | Path) -> tuple[JointSamples | None, dict[str, JointCommands], dict | None]:
     """Read what `save_npz` wrote (or a user's arrays in the same layout); checks shapes and time types."""
     path = Path(path)
+    npz_headers(path)  # sizes declared by the headers checked before any array is allocated
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:

@@ -14,9 +14,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-import yaml
 
 from ..errors import BagError
+from ..files.reading import load_yaml
 
 if TYPE_CHECKING:
     from rosbags.highlevel import AnyReader
@@ -63,7 +63,7 @@ def _preflight_rosbag2(path: Path) -> dict:
                 "sysid_ros.core.bags.repair(bag)" if data else "; no .mcap or .db3 file either")
         raise BagError(f"no metadata.yaml in the bag directory{hint}", bag=str(path))
     try:
-        meta = yaml.safe_load(meta_path.read_text())["rosbag2_bagfile_information"]
+        meta = load_yaml(meta_path, "metadata.yaml")["rosbag2_bagfile_information"]
         version = int(meta["version"])
         files = [Path(p).name for p in meta["relative_file_paths"]]
     except Exception as exc:  # malformed YAML or keys

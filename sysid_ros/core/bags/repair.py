@@ -21,13 +21,14 @@ import socket
 import sqlite3
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
 import yaml
 
 from ..errors import BagError
+from ..files.writing import STALE, process_alive
 from .mcap_salvage import MAGIC, mcap_records
 from .read import BagSource
 from .write import LOCK_NAME
@@ -92,15 +93,20 @@ def repair(bag_dir: str | Path, out: str | Path | None = None, *, busy_s: float 
         if target.exists() or target.is_symlink():
             raise BagError(f"{target} exists already (an earlier repair?): remove it or pass another output",
                            bag=str(path))
-        try:
+        for stale in target.parent.glob(f".{target.name}.partial-*"):  # a repair killed mid-write (under the lock)
+            if STALE.match(stale.name) and not process_alive(int(STALE.match(stale.name).group(1))):
+                shutil.rmtree(stale, ignore_errors=True)
+        work = target.with_name(f".{target.name}.partial-{os.getpid()}")
+        try:  # written aside and renamed into place whole: a kill leaves nothing at the output path
+            work.mkdir()
             if data[0].suffix == ".mcap":
-                report = _repair_mcap(path, data[0], target)
+                report = _repair_mcap(path, data[0], work / target.name)
             else:
-                report = _repair_sqlite3(path, data[0], target)
-        except BaseException:
-            shutil.rmtree(target, ignore_errors=True)
-            raise
-    return report
+                report = _repair_sqlite3(path, data[0], work / target.name)
+            os.rename(work / target.name, target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return replace(report, repaired=str(target))
 
 
 def _refuse_if_recording(path: Path, names: list[str], busy_s: float) -> None:
@@ -110,7 +116,7 @@ def _refuse_if_recording(path: Path, names: list[str], busy_s: float) -> None:
             pid = int(pid_text)
         except (OSError, ValueError):
             pid, host = -1, ""
-        if host == socket.gethostname() and _alive(pid):
+        if host == socket.gethostname() and process_alive(pid):
             raise BagError(f"the bag is being recorded by process {pid} ({LOCK_NAME}): stop the recorder first",
                            bag=str(path))
         if host and host != socket.gethostname():
@@ -126,27 +132,12 @@ def _refuse_if_recording(path: Path, names: list[str], busy_s: float) -> None:
                        f"stop the recorder (or wait {busy_s:g} s) and try again", bag=str(path))
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (killed, not yet reaped by its parent) has stopped writing
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 @contextmanager
 def _repair_lock(path: Path) -> Iterator[None]:
     """One repair of a bag at a time: an exclusive lock on a file next to it (never inside it)."""
     lock = path.with_name(f".{path.name}.repair.lock")
     try:
-        handle = open(lock, "a")
+        handle = os.fdopen(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a")
     except OSError as exc:
         raise BagError(f"cannot create the repair lock {lock}: {exc.strerror}", bag=str(path)) from None
     with handle:

@@ -86,7 +86,9 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
         sizes: dict[str, int] = {}
         names: dict[str, tuple[str, ...]] = {}
         unknown = {name for name, info in infos.items() if not src.has_type(info.msgtype)}
+        counted: dict[str, int] = {}  # what the bag holds; metadata.yaml's counts are only claims
         for conn, record_ns, raw in src.messages(conns):
+            counted[conn.topic] = counted.get(conn.topic, 0) + 1
             first.setdefault(conn.topic, record_ns)
             last[conn.topic] = record_ns
             if conn.topic in unknown:
@@ -139,7 +141,9 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
         reasons.append("no sensor_msgs/JointState topic (feedback is required)")
     topics = []
     for name, info in sorted(infos.items()):
-        count = info.count
+        count = counted.get(name, 0)
+        if count != info.count:
+            notes.append(f"{name}: metadata.yaml says {info.count} messages, the bag holds {count}")
         span = (last.get(name, 0) - first.get(name, 0)) * 1e-9
         rate = (count - 1) / span if count > 1 and span > 0 else 0.0
         if info.msgtype == JOINT_STATE and name not in chosen and name not in unknown:
@@ -149,7 +153,7 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
                                           len(command_joints or found), count)
         topics.append(TopicSummary(name, info.msgtype, count, rate, first.get(name), last.get(name), role, usable,
                                    reason, names.get(name, ()) if info.msgtype == JOINT_STATE else ()))
-    if not any(i.count for i in infos.values()):
+    if not any(counted.values()):
         reasons = ["the bag has no messages"]
     return BagSummary(str(bag), storage, meta.get("version"), meta.get("ros_distro"), start_ns, end_ns,
                       tuple(topics), found, time_source, offset_s, js_ok and not reasons, tuple(reasons),

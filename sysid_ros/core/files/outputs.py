@@ -52,7 +52,7 @@ def staged(folder: str | Path, names: Sequence[str], force: bool = False) -> Ite
     Files and folders both work. Nothing in `folder` changes if the body raises.
     """
     folder = check_writable(folder, names, force)
-    stage = Path(tempfile.mkdtemp(dir=folder, prefix=".staging-"))
+    stage = Path(tempfile.mkdtemp(dir=folder, prefix=f".staging-{os.getpid()}-"))  # `remove_stale` knows it
     try:
         yield {n: stage / n for n in names}
         missing = [n for n in names if not (stage / n).exists()]

@@ -167,7 +167,7 @@ def npz_headers(path: str | Path, max_rows: int = MAX_NPZ_ROWS,
                     header = member.tell() if member.seekable() else 0
                 name = info.filename[:-4]
                 if dtype.hasobject:
-                    raise DataError(f"array {name!r} holds Python objects (a pickle), which are never loaded",
+                    raise DataError(f"array {name!r}: object arrays (pickled Python objects) are never loaded",
                                     file=str(path))
                 size = int(np.prod(shape, dtype=object)) * dtype.itemsize
                 if shape and shape[0] > max_rows:

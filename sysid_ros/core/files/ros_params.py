@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
+from .reading import load_yaml
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -20,19 +20,25 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def parameter_blocks(document: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    """(node path, ros__parameters) of every block in a parameter file, in file order, nested namespaces joined."""
+def parameter_sections(document: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """(node path, the mapping holding the node, the node's key in it) of every node with `ros__parameters`,
+    in file order, nested namespaces joined."""
     found = []
-    if isinstance(document, dict):
+    if isinstance(document, Mapping):
         for key, value in document.items():
-            if not isinstance(value, dict):
+            if not isinstance(value, Mapping):
                 continue
             name = f"{prefix}/{str(key).strip('/')}"
             if "ros__parameters" in value:
-                found.append((name, value["ros__parameters"]))
+                found.append((name, document, key))
             else:
-                found.extend(parameter_blocks(value, name))
+                found.extend(parameter_sections(value, name))
     return found
+
+
+def parameter_blocks(document: Any) -> list[tuple[str, Any]]:
+    """(node path, ros__parameters) of every block in a parameter file, in file order, nested namespaces joined."""
+    return [(name, parent[key]["ros__parameters"]) for name, parent, key in parameter_sections(document)]
 
 
 def applies_to(block: str, node: str) -> bool:
@@ -46,10 +52,7 @@ def applies_to(block: str, node: str) -> bool:
 def load_ros_parameters(path: Path, node_name: str) -> dict[str, Any]:
     """The flat parameters a file gives `node_name`: every block that applies (`/**`, `name`, `/ns/name`,
     `/**/name`) in file order, later blocks overriding earlier ones as ROS 2 applies them."""
-    try:
-        document = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read parameter file: {exc}", file=str(path)) from exc
+    document = load_yaml(path, "parameter file") or {}
     blocks = [block for name, block in parameter_blocks(document) if name == "/**" or applies_to(name, node_name)]
     if not blocks or not all(isinstance(block, (dict, type(None))) for block in blocks):
         raise ConfigError(f"no ros__parameters for node {node_name!r}", file=str(path))

@@ -136,7 +136,7 @@ def folder_lock(folder: str | Path) -> Iterator[Path]:
         path = folder / LOCK_NAME
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
     except OSError as exc:
-        raise ConfigError(f"cannot lock the output folder: {exc.strerror or exc}", out=str(folder)) from None
+        raise ConfigError(f"cannot write into the output folder: {exc.strerror or exc}", out=str(folder)) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -47,7 +47,8 @@ def map_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], *, engine: str = "lo
     """Yield (index, fn(job), None) for every job as it finishes, or (index, None, error) when fn raised or
     its worker died. `fn` and `warm` must be picklable (module-level functions, or functools.partials of
     them). `warm` never fails a job: an exception in it is recorded in the worker's start-up facts.
-    Cores per worker: serial all of the machine's, local the machine's cores / workers, Ray one per actor."""
+    Cores per worker: serial all of the machine's, local the machine's cores / workers (`local_workers`: at
+    most one worker per core and per GiB of memory), Ray one per actor."""
     check_engine(engine, workers, address)
     t0 = time.perf_counter()
 
@@ -58,10 +59,37 @@ def map_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], *, engine: str = "lo
     if engine == "serial":
         return _serial(fn, jobs, warm, started)
     if engine == "local":
-        return _pool(fn, jobs, workers or os.cpu_count() or 1, warm, started)
+        return _pool(fn, jobs, local_workers(workers)[0], warm, started)
     from .ray_engine import map_on_ray
 
     return map_on_ray(fn, jobs, workers, address, warm, started)
+
+
+WORKER_BYTES = 1 << 30
+"""Memory one local worker may need (imports ~300 MB, an identification's peak): the pool's cap per GiB."""
+
+
+def _available_bytes() -> int:
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 62
+
+
+def local_workers(requested: int | None) -> tuple[int, str]:
+    """How many pool workers this machine holds for a request (None: the CPU count): at most one per core
+    and one per `WORKER_BYTES` of available memory; and why, when fewer than asked."""
+    cores = os.cpu_count() or 1
+    memory = max(_available_bytes() // WORKER_BYTES, 1)
+    wanted = requested or cores
+    n = max(min(wanted, cores, memory), 1)
+    if n == wanted:
+        return n, ""
+    why = f"{cores} cores" if n == cores else f"{memory} GiB of memory available, {WORKER_BYTES >> 30} GiB each"
+    return n, f"workers capped at {n} of the {wanted} asked ({why})"
 
 
 def check_engine(engine: str, workers: int | None = None, address: str | None = None) -> None:

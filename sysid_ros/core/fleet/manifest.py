@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
+from ..files.reading import load_yaml
 from ..identify.overrides import CONTROLS
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+RESERVED = {"fleet.yaml", "fleet.html"}
+"""Names of the fleet's own files in its --out: no robot's results folder may take them."""
 ROBOT_KEYS = {"name", "problem", "train", "validate", "control", "tags"}
 
 
@@ -54,10 +55,13 @@ def _paths(value: Any, base: Path, what: str, robot: str) -> tuple[Path, ...]:
 def _robot(entry: Any, base: Path, shared: Path | None, index: int) -> RobotJob:
     if not isinstance(entry, dict):
         raise ConfigError(f"robot entry {index} must be a mapping with a name, got {entry!r}")
-    name = str(entry.get("name", ""))
-    if not NAME.match(name):
-        raise ConfigError(f"robot entry {index} needs a name of letters, digits, '_', '.', '-' "
-                          f"(it names its results folder), got {entry.get('name')!r}")
+    name = entry.get("name")
+    if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 100:
+        raise ConfigError(f"robot entry {index} needs a name of letters, digits, '_', '.', '-' (at most 100; it "
+                          f"names its results folder), got {str(name)[:60]!r}")
+    if name.lower() in RESERVED:
+        raise ConfigError(f"robot entry {index} is named {name!r}, which the fleet's own files use "
+                          f"({', '.join(sorted(RESERVED))}): rename it")
     unknown = sorted(set(entry) - ROBOT_KEYS)
     if unknown:
         raise ConfigError(f"unknown keys {unknown}; a robot takes {sorted(ROBOT_KEYS)}", robot=name)
@@ -68,8 +72,9 @@ def _robot(entry: Any, base: Path, shared: Path | None, index: int) -> RobotJob:
     if control not in CONTROLS:
         raise ConfigError(f"control must be one of {CONTROLS}, got {control!r}", robot=name)
     tags = entry.get("tags") or {}
-    if not isinstance(tags, dict):
-        raise ConfigError("tags must be a mapping (e.g. {model: pendulum, site: lab})", robot=name)
+    if not isinstance(tags, dict) or not all(isinstance(v, (str, int, float, bool)) for v in tags.values()):
+        raise ConfigError("tags must be a mapping of names to plain values (e.g. {model: pendulum, site: lab})",
+                          robot=name)
     return RobotJob(name, problem, _paths(entry.get("train") or [], base, "train", name),
                     _paths(entry.get("validate") or [], base, "validate", name), control,
                     {str(k): str(v) for k, v in tags.items()})
@@ -78,10 +83,7 @@ def _robot(entry: Any, base: Path, shared: Path | None, index: int) -> RobotJob:
 def load_manifest(path: str | Path) -> Manifest:
     """Read and check a manifest (ConfigError naming the robot entry at fault)."""
     path = Path(path).expanduser().resolve()
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the fleet manifest: {exc}", file=str(path)) from exc
+    doc = load_yaml(path, "fleet manifest")
     if not isinstance(doc, dict) or not isinstance(doc.get("robots"), list) or not doc["robots"]:
         raise ConfigError("a fleet manifest needs 'robots:', a non-empty list", file=str(path))
     unknown = sorted(set(doc) - {"robots", "problem"})

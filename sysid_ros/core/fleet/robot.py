@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import yaml
 
 from ..errors import ConfigError, SysidRosError
+from ..files.reading import load_yaml
 from .manifest import RobotJob
 from .provenance import input_hashes, software, utc_now
 
@@ -45,9 +46,9 @@ def _status(verdict: str) -> str:
 def _resumed(final: Path, inputs: dict) -> dict[str, Any] | None:
     """The finished result's outcome when its inputs are these, else None."""
     try:
-        prov = yaml.safe_load((final / PROVENANCE).read_text())
-        doc = yaml.safe_load((final / "identified.yaml").read_text())
-    except (OSError, yaml.YAMLError):
+        prov = load_yaml(final / PROVENANCE, "provenance")
+        doc = load_yaml(final / "identified.yaml", "identified results")
+    except ConfigError:
         return None
     if not isinstance(prov, dict) or prov.get("inputs") != inputs or not isinstance(doc, dict):
         return None

@@ -7,7 +7,7 @@ interrupt keeps every finished robot, and running the same command again skips t
 
 from __future__ import annotations
 
-import shutil
+import math
 import time
 from functools import partial
 from pathlib import Path
@@ -16,11 +16,13 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from ..errors import ConfigError, SysidRosError
-from .engines import Startup, check_engine, map_jobs
-from .manifest import RobotJob, load_manifest
+from ..files.reading import load_yaml
+from ..files.writing import folder_lock, refuse_inputs_inside, remove_stale, replace_file
+from .engines import Startup, check_engine, local_workers, map_jobs
+from .manifest import Manifest, RobotJob, load_manifest
 from .provenance import data_files, software, utc_now
-from .robot import PARTIAL, identify_robot, warm_worker
-from .statistics import MIN_ROBOTS, Z_THRESHOLD, drift, fleet_statistics, parameter_table
+from .robot import identify_robot, warm_worker
+from .statistics import MIN_ROBOTS, Z_THRESHOLD, components, drift, fleet_statistics, parameter_table
 
 FLEET_YAML, FLEET_HTML = "fleet.yaml", "fleet.html"
 OUTLIER_RULE = (f"robust z = (x - fleet median) / max(1.4826 MAD, median standard error of the estimates); "
@@ -29,14 +31,26 @@ DRIFT_RULE = "drifted when the 95 % intervals of now and the baseline do not ove
 
 
 def load_baseline(folder: str | Path) -> dict[str, Any]:
-    """The fleet.yaml of an earlier run (ConfigError when there is none)."""
+    """The fleet.yaml of an earlier run, its shape checked before any robot runs (ConfigError naming the
+    robot and parameter at fault: a value that is not a finite number is never silently left unjudged)."""
     path = Path(folder) / FLEET_YAML
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"no readable fleet run to compare with: {exc}", baseline=str(folder)) from exc
+        doc = load_yaml(path, "baseline fleet.yaml")
+    except ConfigError as exc:
+        raise ConfigError(f"no readable fleet run to compare with: {exc}", baseline=str(folder)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("robots"), dict):
         raise ConfigError("not a fleet.yaml (no robots)", baseline=str(path))
+    for robot, entry in doc["robots"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("parameters") or {}, dict):
+            raise ConfigError(f"robot {robot!r} is not a mapping with parameters", baseline=str(path))
+        for name, p in (entry.get("parameters") or {}).items():
+            try:
+                parts = list(components(str(name), p["value"], p["half_width_95"]))
+            except (TypeError, KeyError, ValueError):
+                parts = []
+            if not parts or any(math.isnan(h) or not math.isfinite(v) for _, v, h in parts):
+                raise ConfigError(f"robot {robot!r} parameter {name!r}: value and half_width_95 must be finite "
+                                  f"numbers, got {str(p)[:80]}", baseline=str(path))
     return doc
 
 
@@ -94,50 +108,75 @@ def fleet_document(outcomes: dict[str, dict], meta: dict[str, Any], baseline: di
             **({"drift": {"baseline": baseline_dir, **moved}} if moved is not None else {})}
 
 
+def run_inputs(fleet: Manifest, baseline: str | Path | None = None) -> list[Path]:
+    """Every file and folder the run reads: the manifest, each robot's problem, model and bags, the baseline."""
+    from ..identify import load_problem
+    from ..files.paths import model_path
+
+    found = [fleet.path, *([Path(baseline)] if baseline is not None else [])]
+    for robot in fleet.robots:
+        found += [robot.problem, *robot.training, *robot.validation]
+        try:
+            problem = load_problem(robot.problem)
+            found += [s.path for s in (*problem.training, *problem.validation)]
+            found.append(model_path(problem.model))
+        except (SysidRosError, OSError):  # its job fails and says why
+            pass
+    return found
+
+
 def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local", workers: int | None = None,
               address: str | None = None, baseline: str | Path | None = None, force: bool = False,
               progress: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Identify every robot of the manifest into `out_dir/<robot>/`; write and return the fleet document.
-    A robot whose folder holds results of other inputs fails unless `force`; of the same inputs, resumes."""
+    A robot whose folder holds results of other inputs fails unless `force`; of the same inputs, resumes.
+    Refused before anything is written: an `out_dir` that holds (or lies inside) one of the run's inputs, or
+    that another run is writing into (`folder_lock`)."""
     fleet = load_manifest(manifest)
     before = load_baseline(baseline) if baseline is not None else None
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
         raise ConfigError("the output is a file, not a folder", out=str(out))
     check_engine(engine, workers, address)
+    refuse_inputs_inside(out, run_inputs(fleet, baseline))
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(f".*{PARTIAL}*"):  # folders an interrupted run was writing
-        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        with folder_lock(out):
+            remove_stale(out)  # folders an interrupted (killed) run was writing
+            return _run(fleet, out, engine, workers, address, before, baseline, force, progress)
+    except ConfigError:  # e.g. the engine did not start (no Ray cluster at the address): leave nothing
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
+
+
+def _run(fleet: Manifest, out: Path, engine: str, workers: int | None, address: str | None,
+         before: dict[str, Any] | None, baseline: str | Path | None, force: bool,
+         progress: Callable[[dict], None] | None) -> dict[str, Any]:
     start, t0 = utc_now(), time.perf_counter()
     outcomes: dict[str, dict] = {}
     job = partial(identify_robot, out_dir=str(out), engine=engine, force=force)
     warm = partial(warm_worker, tuple(dict.fromkeys(str(r.problem) for r in fleet.robots)))
     robots = longest_first(fleet.robots)
     startup: list[Startup] = []
-    try:
-        for k, result, exc in map_jobs(job, robots, engine=engine, workers=workers, address=address, warm=warm,
-                                       on_start=startup.append):
-            outcome = result if exc is None else _failure(robots[k].name, exc)
-            outcomes[robots[k].name] = outcome
-            if progress is not None:
-                progress(outcome)
-    except ConfigError:  # the engine did not start (e.g. no Ray cluster at the address): leave nothing
-        if created and not any(out.iterdir()):
-            out.rmdir()
-        raise
+    for k, result, exc in map_jobs(job, robots, engine=engine, workers=workers, address=address, warm=warm,
+                                   on_start=startup.append):
+        outcome = result if exc is None else _failure(robots[k].name, exc)
+        outcomes[robots[k].name] = outcome
+        if progress is not None:
+            progress(outcome)
     outcomes = {r.name: outcomes[r.name] for r in fleet.robots}  # manifest order
     jobs_done = time.perf_counter()
+    capped = local_workers(workers)[1] if engine == "local" else ""
     meta = {"manifest": str(fleet.path), "out": str(out), "engine": engine, "workers": workers,
+            **({"workers_capped": capped} if capped else {}),
             "address": address, "start": start, "end": utc_now(), "seconds": round(jobs_done - t0, 3),
             "software": software(),
             "startup": {"seconds": round(startup[0].seconds, 3) if startup else None,
                         "workers": [dict(w) for w in startup[0].workers] if startup else []},
             "jobs_seconds": round(jobs_done - t0 - (startup[0].seconds if startup else 0.0), 3)}
     doc = fleet_document(outcomes, meta, before, None if baseline is None else str(Path(baseline).resolve()))
-    tmp = out / f".{FLEET_YAML}{PARTIAL}"
-    tmp.write_text(yaml.safe_dump(doc, sort_keys=False))
-    tmp.replace(out / FLEET_YAML)
+    replace_file(out / FLEET_YAML, yaml.safe_dump(doc, sort_keys=False).encode())
     from .html import write_fleet_html
 
     write_fleet_html(doc, out / FLEET_HTML)

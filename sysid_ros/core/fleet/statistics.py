@@ -24,7 +24,7 @@ MIN_ROBOTS = 3
 MAD_TO_SIGMA = 1.4826
 
 
-def _components(name: str, value: Any, half: Any) -> Iterable[tuple[str, float, float]]:
+def components(name: str, value: Any, half: Any) -> Iterable[tuple[str, float, float]]:
     """A parameter as scalar components: `mass`, or `mass_com[0]` ... for vector parameters."""
     if isinstance(value, list):
         halves = half if isinstance(half, list) else [half] * len(value)
@@ -41,7 +41,7 @@ def parameter_table(outcomes: dict[str, dict]) -> dict[str, dict[str, tuple[floa
         if outcome["status"] != "ok":
             continue
         for name, p in outcome["parameters"].items():
-            for key, v, h in _components(name, p["value"], p["half_width_95"]):
+            for key, v, h in components(name, p["value"], p["half_width_95"]):
                 table.setdefault(key, {})[robot] = (v, h)
     return table
 
@@ -81,9 +81,9 @@ def drift(outcomes: dict[str, dict], baseline: dict[str, Any]) -> dict[str, Any]
             continue
         compared.append(robot)
         old = {k: (v, h) for name, p in (before.get("parameters") or {}).items()
-               for k, v, h in _components(name, p["value"], p["half_width_95"])}
+               for k, v, h in components(name, p["value"], p["half_width_95"])}
         for name, p in outcome["parameters"].items():
-            for key, v, h in _components(name, p["value"], p["half_width_95"]):
+            for key, v, h in components(name, p["value"], p["half_width_95"]):
                 if key not in old:
                     continue
                 v0, h0 = old[key]

@@ -7,14 +7,18 @@ keeping its comments, key order and flow style (ruamel.yaml round trip) and a ba
 
 from __future__ import annotations
 
-import shutil
+import copy
+import io
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..files.ros_params import applies_to, parameter_blocks
+from ..files.ros_params import applies_to, parameter_blocks, parameter_sections
 from .controller_styles import ControllerStyle, integral_switches, split_name, switched_on, to_controller
+from ..files.reading import check_yaml_text, load_yaml, read_bytes
+from ..files.writing import create_new, replace_file, resolve_target
 
 
 def with_switches(parameters: Mapping[str, Any], style: ControllerStyle,
@@ -40,6 +44,10 @@ def parameter_block(parameters: Mapping[str, Any], controller: str, style: Contr
     return {controller: {"ros__parameters": {"gains": gains_tree(with_switches(parameters, style), style)}}}
 
 
+MAX_CONTROLLERS_BYTES = 1 << 20
+"""A controllers file (a real one is a few kB; the round-trip loader takes ~15 s per MiB on 2 cores)."""
+
+
 def _round_trip():
     from ruamel.yaml import YAML
 
@@ -49,58 +57,132 @@ def _round_trip():
     return yaml
 
 
-def _section(document: Any, controller: str, path: Path) -> Any:
-    sections = [(name, block) for name, block in parameter_blocks(document) if applies_to(name, controller)
-                and isinstance(block, Mapping)]
+def _section(document: Any, controller: str, path: Path) -> tuple[Any, Any]:
+    """(parent, key) of the one `controller: ros__parameters:` mapping (its parent holds it under `key`)."""
+    sections = [(name, parent, key) for name, parent, key in parameter_sections(document) if applies_to(name, controller)
+                and isinstance(parent[key]["ros__parameters"], Mapping)]
     if len(sections) == 1:
-        return sections[0][1]
+        return sections[0][1:]
     if sections:
-        names = ", ".join(name for name, _ in sections)
+        names = ", ".join(name for name, _, _ in sections)
         raise ConfigError(f"{len(sections)} blocks apply to {controller} ({names}): keep one", file=str(path))
     others = [name for name, _ in parameter_blocks(document) if name.rsplit("/", 1)[-1] == controller.rsplit("/", 1)[-1]]
     hint = f" (found {', '.join(others)}: pass the controller's full name)" if others else ""
     raise ConfigError(f"no `{controller}: ros__parameters:` section to update{hint}", file=str(path))
 
 
-def _load(path: Path) -> tuple[Any, Any]:
-    """The round-trip document of a controllers file and the `controller` section's ros__parameters."""
+def _load(text: str, path: Path) -> Any:
+    """The round-trip document of a controllers file's text (checked first: no alias bomb)."""
     from ruamel.yaml.error import YAMLError
 
+    check_yaml_text(text, "controllers file", file=str(path))
     try:
-        return _round_trip().load(path.read_text())
-    except (OSError, YAMLError) as exc:
-        raise ConfigError(f"cannot read the controllers file: {exc}".splitlines()[0], file=str(path)) from exc
+        return _round_trip().load(text)
+    except YAMLError as exc:
+        raise ConfigError(f"the controllers file is not valid YAML: {exc}".splitlines()[0], file=str(path)) from None
+
+
+def _references(document: Any) -> dict[int, int]:
+    """How many places of the document hold each mapping or list (an anchored block used twice: 2)."""
+    counts: dict[int, int] = {}
+    stack = [document]
+    while stack:
+        item = stack.pop()
+        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (Mapping, list)):
+                counts[id(child)] = counts.get(id(child), 0) + 1
+                if counts[id(child)] == 1:
+                    stack.append(child)
+    return counts
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy without anchors: the controller's own block, no longer shared."""
+    from ruamel.yaml.comments import CommentedBase
+
+    copied = copy.deepcopy(value)
+    stack = [copied]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, CommentedBase) and getattr(item, "anchor", None) is not None:
+            item.yaml_set_anchor(None)
+        if isinstance(item, Mapping):
+            stack.extend(v for v in item.values() if isinstance(v, (Mapping, list)))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, (Mapping, list)))
+    return copied
+
+
+def _own(parent: Any, key: Any, counts: dict[int, int], default: Any = None) -> tuple[Any, list[str]]:
+    """`parent[key]` made this controller's own: a block shared with another place (an anchor and its alias,
+    a `<<:` merge) is replaced here by a plain copy, so the edit changes no one else. Returns the block and
+    what was un-shared."""
+    if key not in parent:
+        parent[key] = {} if default is None else default
+        return parent[key], []
+    value = parent[key]
+    merged = hasattr(parent, "_ok") and key not in parent._ok  # ruamel: a key that only a `<<:` merge gives
+    if isinstance(value, Mapping) and (counts.get(id(value), 0) > 1 or merged):
+        parent[key] = _plain(value)
+        return parent[key], [str(key)]
+    return value, []
 
 
 def check_target(path: str | Path, controller: str) -> None:
-    """Raise ConfigError unless `path` is a readable controllers file with a `controller` block."""
-    _section(_load(Path(path)), controller, Path(path))
+    """Raise ConfigError unless `path` is a readable controllers file with a `controller` block (the fast
+    loader: the round trip is `persist`'s, once)."""
+    document = load_yaml(path, "controllers file", MAX_CONTROLLERS_BYTES)
+    blocks = [name for name, block in parameter_blocks(document) if applies_to(name, controller)
+              and isinstance(block, Mapping)]
+    if len(blocks) != 1:
+        _section(document, controller, Path(path))  # its error says what is wrong
 
 
 def persist(path: str | Path, controller: str, parameters: Mapping[str, Any], style: ControllerStyle) -> Path:
     """Write `parameters` into the `controller` block of the controllers YAML at `path`, in place.
 
     Only the named gains (and an anti-windup switch integral action needs) change; everything else, comments
-    included, stays as it was. The file as it was is kept as `<file>.bak` (or `.bak.N`, never overwritten);
-    returns that backup's path. A file that cannot be read or has no such block is left untouched.
+    included, stays as it was. A block the controller shares with others (`gains: *shared`, `<<: *base`)
+    becomes its own copy first, so no other controller changes. The file is replaced whole (`replace_file`:
+    mode kept, never through a planted temporary); a link to it is written through, to the file it names.
+    The file as it was is kept as `<file>.bak` (or `.bak.N`, never overwritten); returns that backup's path.
+    A file that cannot be read or has no such block is left untouched.
     """
     path = Path(path)
-    document = _load(path)
-    section = _section(document, controller, path)
-    gains = section.setdefault("gains", {})
+    target = resolve_target(path, through_link=True)
+    original = read_bytes(target, "controllers file", MAX_CONTROLLERS_BYTES)
+    try:
+        document = _load(original.decode("utf-8"), path)
+    except UnicodeDecodeError:
+        raise ConfigError("the controllers file is not UTF-8 text", file=str(path)) from None
+    parent, key = _section(document, controller, path)
+    counts = _references(document)
+    node, unshared = _own(parent, key, counts)
+    section, more = _own(node, "ros__parameters", counts)
+    gains, gains_shared = _own(section, "gains", counts)
+    unshared += more + gains_shared
     found = {f"gains.{j}.{k}": v for j, block in gains.items() if isinstance(block, Mapping) for k, v in block.items()}
     for joint, values in gains_tree(with_switches(parameters, style, found), style).items():
-        block = gains.setdefault(joint, {})
-        for key, value in values.items():
-            block[key] = value
-    backup = path.with_name(path.name + ".bak")
-    number = 0
-    while backup.exists():
-        number += 1
-        backup = path.with_name(f"{path.name}.bak.{number}")
-    shutil.copy2(path, backup)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w") as f:
-        _round_trip().dump(document, f)
-    temporary.replace(path)
+        block, joint_shared = _own(gains, joint, counts)
+        unshared += joint_shared
+        for name, value in values.items():
+            block[name] = value
+    text = io.StringIO()
+    _round_trip().dump(document, text)
+    mode = stat.S_IMODE(target.stat().st_mode)
+    for number in range(1000):
+        backup = target.with_name(f"{target.name}.bak" + (f".{number}" if number else ""))
+        try:
+            create_new(backup, original, mode)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise ConfigError("1000 backups exist already: remove old ones", file=str(path))
+    try:
+        replace_file(target, text.getvalue().encode())
+    except BaseException:
+        backup.unlink(missing_ok=True)  # refused (read-only) or failed: as if never tried
+        raise
     return backup

@@ -12,6 +12,7 @@ import numpy as np
 import yaml
 
 from ..bags.joint_states import read_joint_states
+from ..files.writing import replace_file
 from ..errors import ConfigError
 from .estimator import OnlineEstimator
 from .payload import load_model, payload_config
@@ -101,5 +102,5 @@ def replay_bag(bag: str | Path, model: str | Path, *, joints: Sequence[str] | No
     replay = Replay(str(bag), str(model), config.joint, int(read.segments[0].time_ns[0]), tuple(events),
                     estimator.estimate, total)
     if out is not None:
-        Path(out).write_text(yaml.safe_dump(replay.document(), sort_keys=False))
+        replace_file(out, yaml.safe_dump(replay.document(), sort_keys=False).encode())
     return replay

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import yaml
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
+from ..files.reading import load_npz, load_yaml
 from .page import Page, back_to_back, figure, line, mark_windows
 
 DATA_FILE = "report_data.npz"
@@ -197,16 +197,19 @@ def save_report_data(path: Path, traces: Sequence[Trace], objective: Sequence[fl
 def regenerate(folder: Path) -> Path:
     """Draw `report.html` again from `identified.yaml` and `report_data.npz` in `folder`."""
     try:
-        document = yaml.safe_load((folder / "identified.yaml").read_text())
-        data = np.load(folder / DATA_FILE)
-    except (OSError, yaml.YAMLError, ValueError) as exc:
-        raise DataError(f"cannot read identification results in {folder}: {exc}") from exc
+        document = load_yaml(folder / "identified.yaml", "identified.yaml")
+        data = load_npz(folder / DATA_FILE)
+    except ConfigError as exc:
+        raise DataError(f"cannot read identification results in {folder}: {exc}") from None
     traces = []
     k = 0
     while f"trace{k}_meta" in data:
         split, segment, *joints = [str(s) for s in data[f"trace{k}_meta"]]
-        traces.append(Trace(split, segment, tuple(joints), data[f"trace{k}_time_s"], data[f"trace{k}_measured"],
-                            data[f"trace{k}_predicted"]))
+        trace = Trace(split, segment, tuple(joints), *(np.asarray(data[f"trace{k}_{f}"], dtype=float)
+                                                       for f in ("time_s", "measured", "predicted")))
+        if not len(trace.time_s) == len(trace.measured) == len(trace.predicted):
+            raise DataError(f"{DATA_FILE} trace {k}: time, measured and predicted differ in length")
+        traces.append(trace)
         k += 1
     noise = float(data["noise_position_rad"]) or None
     return report_page(document, traces, data["objective"].tolist(), noise, str(data["name"])).write(

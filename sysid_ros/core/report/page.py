@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import html
 import math
-import os
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from ..files.writing import replace_file
 
 MAX_POINTS = 1000
 """Points kept per plotted series (a report plot is ~1000 px wide; stride thinning keeps the shape)."""
@@ -153,15 +154,9 @@ class Page:
                 f"<style>{_STYLE}</style>{script}</head><body>\n" + "\n".join(self.parts) + "\n</body></html>\n")
 
     def write(self, path: str | Path) -> Path:
-        """Write the page (to a temporary file first: a failure leaves no half page and the old one intact)."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(self.render(), encoding="utf-8")
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        """Write the page whole or not at all (`replace_file`: the old one intact on a failure)."""
+        replace_file(path, self.render().encode("utf-8"))
+        return Path(path)
 
 
 def _cell(value: Any) -> str:

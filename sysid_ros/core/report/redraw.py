@@ -22,6 +22,10 @@ def redraw(folder: str | Path) -> Path:
         raise DataError(f"{folder} is not a folder")
     for marker, regenerate in _kinds():
         if (folder / marker).is_file():
-            return regenerate(folder)
+            try:
+                return regenerate(folder)
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as exc:
+                raise DataError(f"{folder / marker} (or a file beside it) is malformed: {type(exc).__name__}: "
+                                f"{exc}") from None
     names = ", ".join(marker for marker, _ in _kinds())
     raise DataError(f"{folder} holds no results to draw a report from (none of: {names})")

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import yaml
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
+from ..files.reading import load_npz, load_yaml
 from .page import Page, back_to_back, figure, line, mark_windows
 
 PLAY_FIELDS = ("time_s", "position", "velocity", "torque", "reference")
@@ -88,13 +88,14 @@ def load_plays(folder: Path, bags: Sequence[str], joints: Sequence[str]) -> list
         index, name = int(match.group(1)), match.group(2)
         measured = path.with_suffix(".npz")
         if measured.is_file():
-            with np.load(measured) as data:
-                by_joint: dict[str, dict] = {}
-                for key in data.files:
-                    joint, field = key.rsplit("/", 1)
-                    by_joint.setdefault(joint, {})[field] = data[key]
+            by_joint: dict[str, dict] = {}
+            for key, values in load_npz(measured).items():
+                if "/" not in key:
+                    raise DataError(f"{measured.name}: array {key!r} is not named <joint>/<field>")
+                joint, field = key.rsplit("/", 1)
+                by_joint.setdefault(joint, {})[field] = values
         elif index < len(bags):
-            by_joint = _from_bag(yaml.safe_load(path.read_text()), bags[index], joints)
+            by_joint = _from_bag(load_yaml(path, "play file"), bags[index], joints)
         else:
             raise DataError(f"{path.name}: neither {measured.name} nor its bag in the proposal")
         plays.append((name, by_joint))
@@ -227,9 +228,9 @@ def canary_section(page: Page, canary: dict, plays: Sequence[tuple[str, dict]], 
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C: 10x faster
-    except (OSError, yaml.YAMLError) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from exc
+        data = load_yaml(path, "tuner result")
+    except ConfigError as exc:
+        raise DataError(str(exc)) from None
     if not isinstance(data, dict):
         raise DataError(f"{path} is not a tuner result")
     return data

@@ -8,6 +8,7 @@ rung and every candidate.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..files.reading import load_yaml
 from ..gains.controller_styles import ControllerStyle, get_style
 from ..gains.pid import parameter_name, split_parameter_name
 from ..linear.joint_model import REVOLUTE_TERMS, JointModel
@@ -25,6 +27,8 @@ from .pipeline import TuneResult
 from .scoring import Score, cost
 from .servo import Controller, DriveGains, loop_of, to_pid_gains
 
+CONTROLLER_NAME = re.compile(r"/?(\*\*/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+"""A controller's node name as a parameter file names it: `arm_controller`, `/ns/arm_controller`, `/**/arm_controller`."""
 TUNED_GAINS = ("p", "i", "d", "i_clamp")  # what the tuner sets; ff_velocity_scale stays as the drive has it
 
 FORMAT = "sysid_ros.servo_proposal/1"
@@ -225,10 +229,7 @@ def from_arm(result: ArmResult, canary_tapes: Sequence[Tape]) -> GainProposal:
 
 
 def load_proposal(path: str | Path) -> GainProposal:
-    try:
-        return GainProposal.from_dict(yaml.safe_load(Path(path).read_text()))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the gain proposal {path}: {exc}") from exc
+    return GainProposal.from_dict(load_yaml(path, "gain proposal"))
 
 
 def proposal_target(path: str | Path, controller: str | None = None,
@@ -238,13 +239,18 @@ def proposal_target(path: str | Path, controller: str | None = None,
     `controller` and `style` default ("auto") to what the servo_tuner recorded in the file
     (`controller`, `controller_style`).
     """
-    found = load_proposal(path)
-    document = yaml.safe_load(Path(path).read_text())
+    document = load_yaml(path, "gain proposal")
+    found = GainProposal.from_dict(document)
     controller = controller or document.get("controller")
     if not controller:
         raise ConfigError(f"{path} does not name its controller: give --controller")
+    if not isinstance(controller, str) or not CONTROLLER_NAME.fullmatch(controller):
+        raise ConfigError(f"controller must be a ROS node name (e.g. arm_controller or /ns/arm_controller), got "
+                          f"{str(controller)[:60]!r}", file=str(path))
     if style == "auto":
         style = document.get("controller_style") or ""
         if not style:
             raise ConfigError(f"{path} does not record the controller's parameter style: give --style")
+        if not isinstance(style, str):
+            raise ConfigError(f"controller_style must be a style name, got {str(style)[:60]!r}", file=str(path))
     return found, controller, get_style(style)

@@ -1,0 +1,142 @@
+"""Fuzzing the files a user hands the command line (issue 27): problem files, fleet manifests and gain
+proposals, each a valid document with parts replaced by arbitrary YAML values (hypothesis). Whatever the
+document, the command ends in one line on stderr and exit 2 (or succeeds), never a traceback and never an
+`unexpected` error from the last guard, writes nothing outside its `--out`, and answers within a bounded
+time per example (the identification itself is replaced by a marker: the fuzz is about the reading)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_identify_problem import pendulum_record
+
+from sysid_ros.cli import main
+from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.tuner.proposal import GainProposal
+
+SETTINGS = settings(max_examples=40, deadline=10_000, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+class WouldRun(Exception):
+    """Raised where the real work would start: the document passed every check."""
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
+                    st.text(max_size=30), st.sampled_from(["", ".", "..", "/", "/dev/zero", "fleet.yaml",
+                                                           "r1\n", "../../etc", "1e-300", "-1e300", "nan"]))
+values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(st.text(max_size=12), inner, max_size=4)),
+                      max_leaves=12)
+
+
+def mutate(doc: dict, data: st.DataObject) -> dict:
+    """`doc` with one to three keys (at any depth) replaced, removed or added."""
+    doc = yaml.safe_load(yaml.safe_dump(doc))
+    for _ in range(data.draw(st.integers(1, 3))):
+        node = doc
+        while isinstance(node, (dict, list)) and node and data.draw(st.booleans()):
+            key = data.draw(st.sampled_from(list(node) if isinstance(node, dict) else range(len(node))))
+            if not isinstance(node[key], (dict, list)) or not node[key]:
+                break
+            node = node[key]
+        if isinstance(node, dict) and node:
+            key = data.draw(st.sampled_from(list(node) + ["unknown_key"]))
+            action = data.draw(st.sampled_from(["replace", "remove"]))
+            if action == "remove":
+                node.pop(key, None)
+            else:
+                node[key] = data.draw(values)
+        elif isinstance(node, list) and node:
+            node[data.draw(st.integers(0, len(node) - 1))] = data.draw(values)
+    return doc
+
+
+def tree(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        h.update(str(p).encode())
+        if p.is_file() and not p.is_symlink():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz")
+    samples, commands = pendulum_record()
+    save_npz(root / "ok.npz", samples, {"/effort_controller/commands": commands})
+    return root
+
+
+def check(capsys, folder: Path, argv: list[str]) -> None:
+    """Run the command: exit 0, or 2 with one line (never the last guard's `unexpected` but for the
+    marker), no traceback, and the input folder `folder` unchanged."""
+    before = tree(folder)
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "Traceback" not in captured.err
+    if code != 0:
+        lines = err.splitlines()
+        assert code == 2 and len(lines) == 1, (code, err)
+        assert "unexpected" not in lines[0] or "WouldRun" in lines[0], lines[0]
+    assert tree(folder) == before, "a write outside --out"
+
+
+PROBLEM = {"name": "pend", "model": "pendulum", "joints": ["hinge"], "training": ["ok.npz"],
+           "noise": {"position_rad": 5e-4, "velocity_rad_s": 5e-3},
+           "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
+                          {"name": "delay", "kind": "signal_delay", "min": -0.01, "max": 0.01}],
+           "optimizer": {"max_iters": 2}}
+
+
+@SETTINGS
+@given(data=st.data())
+def test_problem_files(capsys, monkeypatch, tmp_path_factory, folder, data):
+    import sysid_ros.core.identify as identify
+
+    monkeypatch.setattr(identify, "identify", lambda *a, **k: (_ for _ in ()).throw(WouldRun()))
+    doc = mutate(PROBLEM, data)
+    work = tmp_path_factory.mktemp("p")
+    (work / "ok.npz").symlink_to(folder / "ok.npz")
+    (work / "p.yaml").write_text(yaml.safe_dump(doc))
+    out = tmp_path_factory.mktemp("out") / "results"
+    check(capsys, work, ["identify", work / "p.yaml", "--out", out])
+    assert not out.exists() or not list(out.iterdir())
+
+
+@SETTINGS
+@given(data=st.data())
+def test_manifests(capsys, monkeypatch, tmp_path_factory, folder, data):
+    import sysid_ros.core.fleet.run as run
+
+    monkeypatch.setattr(run, "_run", lambda *a, **k: (_ for _ in ()).throw(WouldRun()))
+    doc = mutate({"problem": "p.yaml", "robots": [{"name": "r1", "train": ["ok.npz"], "control": "effort",
+                                                   "tags": {"site": "lab"}}, {"name": "r2"}]}, data)
+    work = tmp_path_factory.mktemp("m")
+    (work / "ok.npz").symlink_to(folder / "ok.npz")
+    (work / "p.yaml").write_text(yaml.safe_dump(PROBLEM))
+    (work / "m.yaml").write_text(yaml.safe_dump(doc))
+    out = tmp_path_factory.mktemp("out") / "fleet"
+    check(capsys, work, ["fleet", "identify", work / "m.yaml", "--out", out, "--engine", "serial"])
+    assert not out.exists() or not list(out.iterdir())
+
+
+@SETTINGS
+@given(data=st.data())
+def test_proposals(capsys, tmp_path_factory, data):
+    gains = {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
+    found = {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}
+    base = {**GainProposal(("elbow",), True, gains, found, {"elbow": None}, (), {}, {}, 0.8, "x").to_dict(),
+            "controller": "arm_controller", "controller_style": "pid_controller"}
+    work = tmp_path_factory.mktemp("g")
+    (work / "proposal.yaml").write_text(yaml.safe_dump(mutate(base, data)))
+    out = tmp_path_factory.mktemp("out") / "block.yaml"
+    check(capsys, work, ["export", work / "proposal.yaml", "--out", out])
+    assert sorted(p.name for p in out.parent.iterdir()) in ([], ["block.yaml"])
