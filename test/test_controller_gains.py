@@ -92,3 +92,18 @@ def test_trial_gains_are_journaled_so_a_crash_mid_session_is_restored(controller
     restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path), timeout_s=20.0)
     [recovered] = restarted.recover()
     assert recovered.state == "rolled_back" and restarted.read(NAMES) == START
+
+
+def test_a_shared_journal_recovers_only_this_controllers_changes(controller, client):
+    """Entries are keyed by the controller's fully qualified name: another robot's unfinished change in the same
+    journal is neither rolled back nor marked, and this controller's is."""
+    from sysid_ros.core.journal import GainChange
+
+    other = controller.journal.record(GainChange("r2-change", "/r2/sim_robot", {"gains.hinge.p": 1.0},
+                                                 {"gains.hinge.p": 2.0}, "applied", "r2's trial"))
+    mine = controller.apply({"gains.hinge.p": 61.0, "gains.hinge.d": 2.0, "gains.hinge.i": 0.0})
+    assert mine.controller == "/sim_robot"
+    restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path), timeout_s=20.0)
+    assert [c.change_id for c in restarted.recover()] == [mine.change_id]
+    assert restarted.read(NAMES) == START
+    assert restarted.journal.changes()[other.change_id] == other  # untouched

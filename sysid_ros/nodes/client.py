@@ -169,9 +169,11 @@ class RosClient:
                          RESEND_S).current_state.label
 
     def close(self) -> None:
+        """Stop spinning and leave the graph; quietly when a signal (Ctrl-C) already shut the context down."""
         self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)  # a SIGINT may have shut it down already
+        if self.context.ok():
+            self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
         self._thread.join(5.0)
 
 

@@ -1,21 +1,23 @@
-"""What every sysid_ros node shares: start-up and shutdown, QoS, diagnostics, parameter declaration."""
+"""What every sysid_ros node shares: start-up and shutdown, QoS, diagnostics, paths, envelopes."""
 
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 
 from ..core.bags.write import offered_qos
+from .parameters import Spec
 
 # Joint states at up to 1 kHz: reliable, and a second of history so a busy reader catches up, not drops.
 SENSOR_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -37,6 +39,7 @@ def publishers_reliability(node: Node, topic: str) -> str | None:
     if not offered:
         return None
     return "best_effort" if ReliabilityPolicy.BEST_EFFORT in offered else "reliable"
+
 
 def offered_profiles(node: Node, topic: str) -> list:
     """The QoS profiles the publishers of `topic` offer, as a bag's `offered_qos_profiles` records them."""
@@ -87,42 +90,13 @@ def _spin_quietly(executor: SingleThreadedExecutor) -> None:
             raise
 
 
-def declare(node: Node, name: str, default: Any, description: str = "", *, read_only: bool = False) -> Any:
-    """Declare a parameter with a description and return its value.
-
-    For an array with no default, pass its type (`Parameter.Type.STRING_ARRAY`): an empty list has none.
-    Such a parameter that no file sets is set to an empty array of its type, so a node started without a
-    parameter file comes up (unconfigured) and `configure` fails with the reason, never at construction.
-    """
-    from rcl_interfaces.msg import ParameterDescriptor
-
-    descriptor = ParameterDescriptor(description=description, read_only=read_only)
-    if isinstance(default, Parameter.Type):
-        value = node.declare_parameter(name, default, descriptor).value
-        if value is None:
-            node.set_parameters([Parameter(name, default, [])])  # read_only binds only after declaration
-        return value or []
-    return node.declare_parameter(name, default, descriptor).value
-
-
 ENVELOPE_FIELDS = ("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm", "max_accel_rad_s2")
-
-
-def declare_envelopes(node: Node, joints: list[str]) -> None:
-    """Declare `envelope.<joint>.*` for each joint (NaN until set: `read_envelopes` refuses unset limits)."""
-    for joint in joints:
-        for field in ENVELOPE_FIELDS:
-            name = f"envelope.{joint}.{field}"
-            if not node.has_parameter(name):
-                declare(node, name, 0.0 if field == "max_accel_rad_s2" else math.nan,
-                        f"{joint}'s envelope" + (" (0: no limit)" if field == "max_accel_rad_s2" else ""))
 
 
 def read_envelopes(node: Node, joints: list[str]) -> dict:
     """Each joint's Envelope from its parameters; ValueError naming any that are not set."""
     from ..core.tapes.playback import envelopes_from_parameters
 
-    declare_envelopes(node, joints)
     flat = {name: node.get_parameter(name).value for joint in joints for name in
             (f"envelope.{joint}.{field}" for field in ENVELOPE_FIELDS)}
     missing = sorted(n for n, v in flat.items() if isinstance(v, float) and math.isnan(v))
@@ -131,10 +105,22 @@ def read_envelopes(node: Node, joints: list[str]) -> dict:
     return envelopes_from_parameters(joints, flat)
 
 
-def declare_robot(node: Node) -> str:
-    """Declare `robot`, the name of the robot this node serves (default: its namespace's last part)."""
-    return declare(node, "robot", "", "robot this node serves, named in every /diagnostics status "
-                                      "(empty: the node's namespace, or 'robot' at the root)", read_only=True)
+def ros_home() -> Path:
+    """`$ROS_HOME`, or `~/.ros` as ROS 2 defaults it."""
+    return Path(os.environ.get("ROS_HOME") or "~/.ros").expanduser()
+
+
+def node_path(node: Node, value: str) -> Path:
+    """A path parameter as the node uses it: absolute as given; relative (like a relative ROS name) in the node's
+    namespace under `$ROS_HOME/sysid_ros/<namespace>/`, never the working directory two robots would share."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return path
+    return ros_home() / "sysid_ros" / node.get_namespace().strip("/") / path
+
+
+ROBOT = Spec("robot", "", "robot this node serves, named in every /diagnostics status (empty: the node's namespace, "
+                         "or 'robot' at the root)", read_only=True)
 
 
 def robot_name(node: Node) -> str:

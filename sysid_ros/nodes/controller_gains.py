@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import GainsError
 from ..core.gains.controller_styles import (ControllerStyle, detect_style, from_controller, get_style,
                                             integral_switches, is_switch, switch_refusal, switched_on, to_controller)
-from ..core.gains.journal import GainChange, GainsJournal
+from ..core.gains.journal import FINAL, GainChange, GainsJournal
 from ..core.gains.pid import GainGuard, split_parameter_name
 from .client import RosClient
 
@@ -29,11 +29,17 @@ class GainsOverridden(GainsError):
 
 
 class ControllerGains:
-    """The gains of one controller node (`/<controller>`), changed only through the journal."""
+    """The gains of one controller node, changed only through the journal.
+
+    `controller` resolves in the client's namespace (`sim_robot` is `/r1/sim_robot` for a client in `/r1`); the
+    journal keys every change by that fully qualified name, so robots sharing a journal never touch each
+    other's changes (an entry without a namespace, from before, is the root namespace's).
+    """
 
     def __init__(self, client: RosClient, controller: str, journal: GainsJournal, guard: GainGuard = GainGuard(),
                  timeout_s: float = 5.0, style: str = "auto") -> None:
-        self.client, self.controller, self.journal, self.guard = client, controller, journal, guard
+        self.client, self.journal, self.guard = client, journal, guard
+        self.controller = client.resolve(controller)
         self.timeout_s = timeout_s
         # an unknown style name fails here, before anything is read or sent; "auto" is detected at first use
         self._style: ControllerStyle | None = None if style == "auto" else get_style(style)
@@ -164,10 +170,14 @@ class ControllerGains:
                              controller=self.controller)
         return self.journal.advance(change, "rolled_back", reason)
 
+    def changes(self) -> list[GainChange]:
+        """This controller's changes in the journal (their latest states, in the order they began)."""
+        return [c for c in self.journal.changes().values() if "/" + c.controller.lstrip("/") == self.controller]
+
     def lost(self) -> GainChange | None:
         """The last kept change when the controller no longer holds its gains (reloaded from its parameter file
         without them: persist them with `apply --persist`), journaled `overridden`; else None."""
-        kept = [c for c in self.journal.changes().values() if c.controller == self.controller and c.state == "kept"]
+        kept = [c for c in self.changes() if c.state == "kept"]
         if not kept:
             return None
         now = self.read(list(kept[-1].new))
@@ -181,7 +191,7 @@ class ControllerGains:
         """Roll back every change of this controller that a crash left unfinished; returns them (state
         `rolled_back`, or `overridden` when the controller was reloaded meanwhile and was left as it is)."""
         out = []
-        for change in [c for c in self.journal.unfinished() if c.controller == self.controller]:
+        for change in [c for c in self.changes() if c.state not in FINAL]:
             try:
                 out.append(self.rollback(change, "unfinished at start-up (crash or kill): rolled back"))
             except GainsOverridden:

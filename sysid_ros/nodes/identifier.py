@@ -27,7 +27,19 @@ from ..core.files.outputs import check_writable
 from ..core.identify import identify, load_problem, write_results
 from ..core.identify.overrides import with_data
 from ..core.identify.pipeline import result_names, results_document
-from .common import DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run
+from .common import DIAGNOSTICS, ROBOT, diagnostic, node_path, publish_diagnostics, run
+from .parameters import ParameterTable, Spec, lifecycle_configured
+
+PARAMETERS = (
+    Spec("problem_file", "", "identification problem YAML (see config/identify_pendulum.yaml)"),
+    Spec("training_bags", Parameter.Type.STRING_ARRAY, "bags to train on (empty: the problem's own)"),
+    Spec("validation_bags", Parameter.Type.STRING_ARRAY, "held-out bags (empty: the problem's own)"),
+    Spec("control", "effort", "drive the model with: effort (measured), commands, or auto",
+         choices=("effort", "commands", "auto")),
+    Spec("output_dir", "identified", "results go to <output_dir>/<problem name>_<UTC time> (relative: under "
+                                     "$ROS_HOME/sysid_ros/<namespace>/)", live=True),
+    ROBOT,
+)
 
 
 class IdentifierNode(LifecycleNode):
@@ -35,13 +47,7 @@ class IdentifierNode(LifecycleNode):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("identifier", **kwargs)
-        declare(self, "problem_file", "", "identification problem YAML (see config/identify_pendulum.yaml)")
-        bags = Parameter.Type.STRING_ARRAY
-        declare(self, "training_bags", bags, "bags to train on (empty: the problem's own)")
-        declare(self, "validation_bags", bags, "held-out bags (empty: the problem's own)")
-        declare(self, "control", "effort", "drive the model with: effort (measured), commands, or auto")
-        declare(self, "output_dir", "identified", "results go to <output_dir>/<problem name>_<UTC time>")
-        declare_robot(self)
+        self.parameters = ParameterTable(self, PARAMETERS, lifecycle_configured(self))
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self.result_pub = self.create_publisher(String, "~/result", 10)
         self.create_service(Trigger, "~/identify", self._on_identify)
@@ -56,11 +62,12 @@ class IdentifierNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         value = lambda name: self.get_parameter(name).value  # noqa: E731
         try:
+            self.parameters.check()
             if not value("problem_file"):
                 raise ConfigError("parameter problem_file is empty: name the identification problem YAML")
             problem = load_problem(Path(value("problem_file")).expanduser())
             self._problem = with_data(problem, value("training_bags"), value("validation_bags"), value("control"))
-        except (SysidRosError, OSError) as exc:
+        except (SysidRosError, OSError, ValueError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.get_logger().info(f"configured: problem {self._problem.name}, {len(self._problem.training)} training "
@@ -78,7 +85,7 @@ class IdentifierNode(LifecycleNode):
             response.success, response.message = False, "an identification is already running"
         else:
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-            out = Path(self.get_parameter("output_dir").value).expanduser() / f"{self._problem.name}_{stamp}"
+            out = node_path(self, self.get_parameter("output_dir").value) / f"{self._problem.name}_{stamp}"
             try:  # refuse an unwritable folder now, not after the optimisation
                 check_writable(out, list(result_names(self._problem).values()))
             except SysidRosError as exc:

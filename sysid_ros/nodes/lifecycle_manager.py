@@ -11,10 +11,14 @@ and is reported (response, log, /diagnostics) naming the node, the transition an
 - `autostart` (bool): bring the nodes up as soon as the manager starts;
 - `~/manage` (std_srvs/SetBool): data true brings them up, false brings them down; answered when done;
 - `~/is_active` (std_srvs/Trigger): success when every managed node is active, the states in the message;
-- heartbeat: every `heartbeat_period_s` each node's state is asked for and published on /diagnostics (the
-  robot named); a node that left active, or stopped answering, after bring-up is an error status.
+- heartbeat: every `heartbeat_period_s` each node's state is asked for (`get_state`, answered within two
+  periods) and published on /diagnostics (the robot named); a node that left active, or stopped answering
+  (died), after bring-up is an error status and, with `on_failure: bring_down` (default), nav2's reaction: the
+  others are deactivated, then cleaned up, in reverse order (a node gone is not waited for), so nothing keeps
+  working on top of a failed one (a servo_tuner busy tuning cancels and restores its gains as it deactivates).
 
-This is our own small manager: nav2's lifecycle_manager and its bond messages cannot be installed here.
+This is our own small manager: nav2's lifecycle_manager and its bond messages cannot be installed here; the
+heartbeat's `get_state` poll stands in for the bond.
 """
 
 from __future__ import annotations
@@ -29,11 +33,24 @@ from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool, Trigger
 
 from .client import RosClient
-from .common import DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run
+from .common import DIAGNOSTICS, ROBOT, diagnostic, publish_diagnostics, run
+from .parameters import ParameterTable, Spec
 
 UP = (("configure", "inactive"), ("activate", "active"))
 DOWN = (("deactivate", "inactive"), ("cleanup", "unconfigured"))
 PLAIN = "running"  # the state of a node without lifecycle services, while it is on the graph
+
+PARAMETERS = tuple(Spec(*row, read_only=True) for row in (
+    ("node_names", Parameter.Type.STRING_ARRAY, "the nodes to manage, in dependency order (relative: in our namespace)"),
+    ("plain_nodes", Parameter.Type.STRING_ARRAY, "those of node_names without lifecycle services: waited for, not "
+                                                 "transitioned"),
+    ("autostart", False, "bring the nodes up when the manager starts"),
+    ("transition_timeout_s", 60.0, "how long a node may take to appear or to answer a transition", 0.1, 3600.0),
+    ("heartbeat_period_s", 1.0, "how often each node's state is checked", 0.01, 60.0),
+    ("on_failure", "bring_down", "when a managed node leaves active or stops answering: bring_down (the others, "
+                                 "in reverse order, as nav2's manager does) or report (only say so)", None, None,
+     ("bring_down", "report")),
+)) + (ROBOT,)
 
 
 class LifecycleManagerNode(Node):
@@ -41,22 +58,22 @@ class LifecycleManagerNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("lifecycle_manager", **kwargs)
-        self.node_names = list(declare(self, "node_names", Parameter.Type.STRING_ARRAY,
-                                       "the nodes to manage, in dependency order (relative: in our namespace)",
-                                       read_only=True))
-        self.plain = set(declare(self, "plain_nodes", Parameter.Type.STRING_ARRAY,
-                                 "those of node_names without lifecycle services: waited for, not transitioned",
-                                 read_only=True))
+        self.parameters = ParameterTable(self, PARAMETERS)
+        p = self.parameters.value
+        self.node_names, self.plain = list(p("node_names")), set(p("plain_nodes"))
         if self.plain - set(self.node_names):
             self.get_logger().error(f"plain_nodes {sorted(self.plain - set(self.node_names))} are not in node_names "
                                     f"{self.node_names}: ignored")
             self.plain &= set(self.node_names)
-        self.autostart = bool(declare(self, "autostart", False, "bring the nodes up when the manager starts"))
-        self.timeout_s = float(declare(self, "transition_timeout_s", 60.0,
-                                       "how long a node may take to appear or to answer a transition"))
-        period = float(declare(self, "heartbeat_period_s", 1.0, "how often each node's state is checked"))
+        self.autostart, self.timeout_s, self.on_failure = p("autostart"), p("transition_timeout_s"), p("on_failure")
+        period = p("heartbeat_period_s")
         self.heartbeat_timeout_s = 2.0 * period  # a node that does not answer within it is 'not answering'
-        declare_robot(self)
+        try:
+            self.parameters.check()
+            self.refusal = ""
+        except ValueError as exc:  # stay up and say why; nothing is managed
+            self.refusal = f"not managing: {exc}"
+            self.get_logger().error(self.refusal)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self._client = RosClient(f"{self.get_name()}_client", self.get_namespace())
         self._lock = threading.Lock()  # one sequence at a time; the heartbeat waits for it
@@ -83,6 +100,8 @@ class LifecycleManagerNode(Node):
 
     # --- sequences ----------------------------------------------------------------------------------
     def bring_up(self) -> tuple[bool, str]:
+        if self.refusal:
+            return self._failed(self.refusal)
         with self._lock:
             start = time.monotonic()
             for name in self.node_names:
@@ -95,15 +114,19 @@ class LifecycleManagerNode(Node):
         publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok", message, self._values()))
         return True, message
 
-    def bring_down(self) -> tuple[bool, str]:
+    def bring_down(self, skip: frozenset[str] = frozenset(), failure: str = "") -> tuple[bool, str]:
+        """Deactivate all, then clean up all, in reverse order (`skip`: nodes gone, not waited for); after a
+        `failure` the outcome is reported as an error naming it."""
         with self._lock:
             self.managed = False
             for steps in ((DOWN[0],), (DOWN[1],)):
                 for name in reversed(self.node_names):
-                    why = self._walk(name, steps)
+                    why = "" if name in skip else self._walk(name, steps)
                     if why:
-                        return self._failed(why)
-        message = f"brought down: {', '.join(reversed(self.node_names))}"
+                        return self._failed(f"{failure}; bringing the others down failed: {why}" if failure else why)
+        message = f"brought down: {', '.join(n for n in reversed(self.node_names) if n not in skip)}"
+        if failure:
+            return self._failed(f"{failure}: {message} in reverse order")
         publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok", message, self._values()))
         return True, message
 
@@ -192,6 +215,18 @@ class LifecycleManagerNode(Node):
         level, message = (("error", f"not active: {', '.join(f'{n} ({self.states[n]})' for n in lost)}") if lost
                           else ("ok", "all active"))
         publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message, self._values()))
+        if lost and self.on_failure == "bring_down" and self.managed:
+            self.managed = False  # one reaction per failure; off the executor thread, as transitions are calls
+            threading.Thread(target=self._react, args=(message,), daemon=True).start()
+
+    def _react(self, failure: str) -> None:
+        """A managed node failed: bring the others down safely, in reverse order (nav2's reset), and say so."""
+        gone = frozenset(n for n in self.node_names if self.states[n] in ("missing", "not answering"))
+        try:
+            self.bring_down(gone, failure)
+        except Exception as exc:  # shut down under it: nothing left to report to
+            if self.context.ok():
+                self._failed(f"{failure}; bringing the others down stopped: {exc}")
 
     def destroy_node(self) -> None:
         self._client.close()

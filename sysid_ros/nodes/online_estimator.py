@@ -36,7 +36,6 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from std_srvs.srv import Trigger
 
-from ..core.bags.fastcdr import decode_cdr, names_from_key
 from ..core.errors import SysidRosError
 from ..core.online import OnlineEstimator, PayloadWindowModel, payload_config
 from ..core.online.config import pendulum_config
@@ -44,10 +43,32 @@ from ..core.online.payload import load_model, payload_inertia
 from ..core.online.replay import last_link
 from ..core.online.reports import ChangeDetected, ExcitationRequest, ParameterChange, event_record
 from ..core.signals.arrays import JointSamples
-from .common import SENSOR_QOS, declare, declare_robot, diagnostic, run
+from .common import ROBOT, diagnostic, run
+from .feedback import FeedbackDecoder, MatchedSubscription
+from .parameters import ParameterTable, Spec, lifecycle_configured
 
 
 PAYLOAD_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+PARAMETERS = (
+    Spec("joint", "hinge", "the joint to follow"),
+    Spec("model", "pendulum", "the window model: pendulum (mass, damping, friction of a mass on a rod), or an arm's "
+                              "MJCF file without its payload (a whole-arm payload estimate)"),
+    Spec("body", "", "arm model: the body the payload is on (empty: the last link)"),
+    Spec("inertia", True, "arm model: estimate the payload's inertia too (else mass and first moments)"),
+    Spec("payload_hysteresis", 0.02, "arm model: republish the payload when it moves more than this share", 0.0, 10.0,
+         live=True),
+    Spec("length_m", 0.5, "pendulum: distance from the axis to the mass", 1e-6, 100.0),
+    Spec("rotor_inertia_kg_m2", 1e-4, "pendulum: known rotor inertia", 0.0, 1e3),
+    Spec("window_s", 2.0, "sliding window (robot time)", 0.01, 3600.0),
+    Spec("hop_s", 0.25, "a fit every hop", 0.001, 3600.0),
+    Spec("feedback_topic", "joint_states", "sensor_msgs/JointState with position and effort (in the namespace)"),
+    Spec("feedback_reliability", "auto", "auto: match the feedback publishers (best_effort when one offers only that)",
+         choices=("auto", "reliable", "best_effort")),
+    Spec("request_excitation", False, "ask the recorder for an excitation tape when confidence stays low", live=True),
+    Spec("recorder", "tape_recorder", "the tape_recorder node to ask"),
+    ROBOT,
+)
 
 
 class OnlineEstimatorNode(LifecycleNode):
@@ -55,26 +76,12 @@ class OnlineEstimatorNode(LifecycleNode):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("online_estimator", **kwargs)
-        d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
-        d("joint", "hinge", "the joint to follow")
-        d("model", "pendulum", "the window model: pendulum (mass, damping, friction of a mass on a rod), or an "
-          "arm's MJCF file without its payload (a whole-arm payload estimate)")
-        d("body", "", "arm model: the body the payload is on (empty: the last link)")
-        d("inertia", True, "arm model: estimate the payload's inertia too (else mass and first moments)")
-        d("payload_hysteresis", 0.02, "arm model: republish the payload when it moves more than this share")
-        d("length_m", 0.5, "pendulum: distance from the axis to the mass")
-        d("rotor_inertia_kg_m2", 1e-4, "pendulum: known rotor inertia")
-        d("window_s", 2.0, "sliding window (robot time)")
-        d("hop_s", 0.25, "a fit every hop")
-        d("feedback_topic", "joint_states", "sensor_msgs/JointState with position and effort (in the namespace)")
-        d("request_excitation", False, "ask the recorder for an excitation tape when confidence stays low")
-        d("recorder", "tape_recorder", "the tape_recorder node to ask")
-        declare_robot(self)
+        self.parameters = ParameterTable(self, PARAMETERS, lifecycle_configured(self))
         self._estimator: OnlineEstimator | None = None
         self._buffer: list[tuple[int, list[float], list[float]]] = []
         self._published: tuple[float, np.ndarray] | None = None
         self._last_change_s = math.nan
-        self._names: dict[object, list[str]] = {}
+        self._decoder = FeedbackDecoder()
         self._mirroring = False
         self._sub = None
         self.add_on_set_parameters_callback(self._guard_mirror)
@@ -83,6 +90,7 @@ class OnlineEstimatorNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         value = lambda name: self.get_parameter(name).value  # noqa: E731
         try:
+            self.parameters.check()
             timing = {"window_s": float(value("window_s")), "hop_s": float(value("hop_s"))}
             if value("model") == "pendulum":
                 config = pendulum_config(value("joint"), float(value("length_m")),
@@ -101,12 +109,14 @@ class OnlineEstimatorNode(LifecycleNode):
         try:
             for name in config.model.names:
                 if not self.has_parameter(f"estimate.{name}"):
-                    declare(self, f"estimate.{name}", math.nan, f"current estimate of {name} (read-only)")
+                    self.parameters.add([Spec(f"estimate.{name}", math.nan, f"current estimate of {name} (read-only)",
+                                              live=True)])
             if self._arm and not self.has_parameter("payload.mass_kg"):
-                declare(self, "payload.mass_kg", math.nan, "the accepted payload's mass (read-only)")
-                declare(self, "payload.com_m", [math.nan] * 3, "its centre of mass in the body frame (read-only)")
-                declare(self, "payload.confidence", 0.0, "the mass's confidence when accepted (read-only)")
-                declare(self, "payload.last_change_s", math.nan, "robot time of the last change (read-only)")
+                self.parameters.add([Spec(*row, live=True) for row in (
+                    ("payload.mass_kg", math.nan, "the accepted payload's mass (read-only)"),
+                    ("payload.com_m", [math.nan] * 3, "its centre of mass in the body frame (read-only)"),
+                    ("payload.confidence", 0.0, "the mass's confidence when accepted (read-only)"),
+                    ("payload.last_change_s", math.nan, "robot time of the last change (read-only)"))])
         finally:
             self._mirroring = False
         self._payload_pub = self.create_lifecycle_publisher(InertiaStamped, "~/payload", PAYLOAD_QOS)
@@ -114,14 +124,23 @@ class OnlineEstimatorNode(LifecycleNode):
         self._array_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/estimate_array", 10)
         self._event_pub = self.create_lifecycle_publisher(String, "~/events", 50)
         self._play = self.create_client(Trigger, f"{value('recorder')}/play")
-        self._sub = self.create_subscription(JointState, value("feedback_topic"), self._on_feedback, SENSOR_QOS,
-                                             raw=True)
+        self._sub = MatchedSubscription(self, JointState, value("feedback_topic"), self._on_feedback,
+                                        value("feedback_reliability"), raw=True)
+        self._heard = False
+        self._rematch = self.create_timer(1.0, self._match_feedback)
         self.get_logger().info(f"configured: following {config.joint} ({', '.join(config.model.names)})")
         return TransitionCallbackReturn.SUCCESS
 
+    def _match_feedback(self) -> None:
+        """While nothing is heard, look again at the publishers: one that came later may need best effort."""
+        if not self._heard:
+            self._sub.match()
+        self._heard = False
+
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         if self._sub is not None:
-            self.destroy_subscription(self._sub)
+            self._sub.destroy()
+            self.destroy_timer(self._rematch)
             self._sub = None
         self._estimator, self._buffer, self._published = None, [], None
         return TransitionCallbackReturn.SUCCESS
@@ -132,13 +151,14 @@ class OnlineEstimatorNode(LifecycleNode):
 
     # --- feeding ------------------------------------------------------------------------------------
     def _on_feedback(self, data: bytes) -> None:
+        self._heard = True
         if self._estimator is None or self._state_machine.current_state[1] != "active":
             return
-        try:
-            stamp, key, position, _, effort = decode_cdr(data)
-        except (ValueError, IndexError):
-            return  # not a JointState this decoder knows (big-endian): skipped, counted nowhere
-        names = self._names.get(key) or self._names.setdefault(key, names_from_key(key))
+        decoded = self._decoder.decode(data)
+        if decoded is None:  # over the size bound: dropped, said once per second at most
+            self.get_logger().warning(self._decoder.dropped_message(), throttle_duration_sec=1.0)
+            return
+        stamp, names, position, _, effort = decoded
         config = self._estimator.config
         if not all(j in names for j in config.joints):
             return

@@ -27,7 +27,7 @@ def record(args: argparse.Namespace) -> int:
     if args.seed is not None:
         params["tape.seed"] = args.seed
     if args.out is not None:
-        params["output_dir"] = str(args.out)
+        params["output_dir"] = str(args.out.resolve())  # a path typed in a shell: from the working directory
     from .client import ros_arguments
 
     rclpy.init(args=["sysid-ros", "--ros-args", *ros_arguments(args.namespace, args.ros_args)])

@@ -42,6 +42,7 @@ from ..core.tuner.plant import Telemetry
 from ..core.tuner.proposal import TUNED_GAINS, gain_parameters
 from ..core.tuner.servo import Controller, DriveGains
 from .client import RosClient, play_tape, status_value, wait_for
+from .feedback import MatchedSubscription
 from .controller_gains import ControllerGains
 
 MOVE_SPEED_FRAC = 0.5  # moves to a tape's start go at half the room's speed
@@ -134,12 +135,14 @@ class RosArm(Arm):
     def _measured(self) -> dict[str, float]:
         """The arm's measured positions now (where a first move starts: the controller's setpoint is unknown)."""
         got: list = []
-        sub = self.client.node.create_subscription(JointState, self.feedback_topic, got.append, 10)
+        node, topic = self.client.node, self.client.resolve(self.feedback_topic)
+        wait_for(lambda: node.count_publishers(topic), 10.0, f"a publisher of {topic}")
+        sub = MatchedSubscription(node, JointState, topic, got.append)  # sensor-data QoS is best effort
         try:
             msg = wait_for(lambda: next((m for m in got if set(self.joints) <= set(m.name)), None), 10.0,
-                           f"joint states of {list(self.joints)} on {self.feedback_topic}")
+                           f"joint states of {list(self.joints)} on {topic} ({sub.reliability})")
         finally:
-            self.client.node.destroy_subscription(sub)
+            sub.destroy()
         return {j: float(msg.position[list(msg.name).index(j)]) for j in self.joints}
 
     def _move(self, here: dict[str, float], target: dict[str, float]) -> Tape:

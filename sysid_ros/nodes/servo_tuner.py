@@ -33,6 +33,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from ..core.controller_styles import ALIASES, STYLES
 from ..core.errors import Cancelled, SysidRosError
 from ..core.files.outputs import write_file
 from ..core.gains.journal import GainChange, GainsJournal
@@ -42,13 +43,42 @@ from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tu
 from ..core.tuner.arm import arm_check_tapes
 from ..core.tuner.proposal import GainProposal, from_arm, from_tune, load_proposal
 from .client import RosClient
-from .common import (DIAGNOSTICS, declare, declare_envelopes, declare_robot, diagnostic, publish_diagnostics,
-                     read_envelopes, run)
+from .common import DIAGNOSTICS, ROBOT, diagnostic, node_path, publish_diagnostics, read_envelopes, run
 from .controller_gains import ControllerGains
+from .parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
 from .ros_plant import RosArm
 
 RESULT_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 GOAL_PARAMETERS = ("repeats", "twin_screening", "stop_allocation_mrad", "max_rungs", "refine_seed", "verify_seed")
+GOAL_LIMITS = {"repeats": (1, 100), "stop_allocation_mrad": (1e-6, 1e3), "max_rungs": (1, 1000),
+               "refine_seed": (0, 2**31 - 1), "verify_seed": (0, 2**31 - 1)}
+
+PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_specs)
+    Spec("joints", Parameter.Type.STRING_ARRAY, "joints to tune (all under one controller)", read_only=True),
+    Spec("controller", "joint_trajectory_controller", "node whose parameters gains.<joint>.p|i|d|i_clamp are set"),
+    Spec("controller_style", "auto", "the controller's PID parameter names (auto: detected from its parameter list)",
+         choices=("auto", *STYLES, *ALIASES)),
+    Spec("recorder", "tape_recorder", "tape_recorder node that plays the tapes (command_mode trajectory)"),
+    Spec("model", "", "MJCF of the robot (embedded name or path): torque caps and the arm's feed-forward"),
+    Spec("command_rate_hz", 250.0, "the controller's update rate (the recorder's command_rate_hz)", 1.0, 10000.0),
+    Spec("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)"),
+    Spec("torque_sample_phase", 0.5, "where in its interval the drive's reported torque is taken (0.5: held)", 0.0,
+         1.0),
+    *(Spec(f"guard.{f.name}", getattr(GainGuard(), f.name), "largest value the tuner may send", 0.0, 1e9)
+      for f in fields(GainGuard)),
+    *(Spec(f"goal.{name}", getattr(Goal(), name), f"tuner Goal.{name}", *GOAL_LIMITS.get(name, (None, None)))
+      for name in GOAL_PARAMETERS),
+    Spec("servo.encoder_noise_rad", 0.0, "encoder noise (rad) for the analytic bounds", 0.0, 1.0),
+    Spec("servo.delay_s", 0.0, "known feedback delay (s) for the analytic bounds", 0.0, 1.0),
+    Spec("output_dir", "tuner", "plays, bags' index and proposals go to <output_dir>/<action>_<UTC time> (relative: "
+                                "under $ROS_HOME/sysid_ros/<namespace>/)"),
+    Spec("journal", "", "gains journal (default <output_dir>/gains_journal.jsonl; relative: as output_dir)"),
+    Spec("auto_apply", False, "apply each new proposal that improves (then the canary decides)", live=True),
+    Spec("apply.proposal_file", "", "a proposal YAML for ~/apply instead of the latest tune's", live=True),
+    Spec("controller_timeout_s", 10.0, "how long the controller's parameter services may take to answer", 0.1,
+         3600.0),
+    ROBOT,
+)
 
 
 class ServoTunerNode(LifecycleNode):
@@ -56,32 +86,10 @@ class ServoTunerNode(LifecycleNode):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("servo_tuner", **kwargs)
-        d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
-        d("joints", Parameter.Type.STRING_ARRAY, "joints to tune (all under one controller)")
-        d("controller", "joint_trajectory_controller", "node whose parameters gains.<joint>.p|i|d|i_clamp are set")
-        d("controller_style", "auto", "the controller's PID parameter names: auto (detected from its parameter list),"
-                                      " jtc, pid_controller, jtc_toolbox5 or pid_controller_toolbox5")
-        d("recorder", "tape_recorder", "tape_recorder node that plays the tapes (command_mode trajectory)")
-        d("model", "", "MJCF of the robot (embedded name or path): torque caps and the arm's feed-forward")
-        d("command_rate_hz", 250.0, "the controller's update rate (the recorder's command_rate_hz)")
-        d("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)")
-        d("torque_sample_phase", 0.5, "where in its interval the drive's reported torque is taken (0.5: held)")
-        for f in fields(GainGuard):
-            d(f"guard.{f.name}", getattr(GainGuard(), f.name), "largest value the tuner may send")
-        goal = Goal()
-        for name in GOAL_PARAMETERS:
-            d(f"goal.{name}", getattr(goal, name), f"tuner Goal.{name}")
-        d("servo.encoder_noise_rad", 0.0, "encoder noise (rad) for the analytic bounds")
-        d("servo.delay_s", 0.0, "known feedback delay (s) for the analytic bounds")
-        d("output_dir", "tuner", "plays, bags' index and proposals go to <output_dir>/<action>_<UTC time>")
-        d("journal", "", "gains journal (default <output_dir>/gains_journal.jsonl)")
-        d("auto_apply", False, "apply each new proposal that improves (then the canary decides)")
-        d("apply.proposal_file", "", "a proposal YAML for ~/apply instead of the latest tune's")
-        d("controller_timeout_s", 10.0, "how long the controller's parameter services may take to answer")
-        declare_envelopes(self, list(self.get_parameter("joints").value))
+        self.parameters = ParameterTable(self, PARAMETERS, lifecycle_configured(self))
+        self.parameters.add(envelope_specs(self.get_parameter("joints").value))
         self._proposal_lock = False  # proposal.* parameters are read-only except while this node writes them
         self.add_on_set_parameters_callback(self._guard_proposal_parameters)
-        declare_robot(self)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self.result_pub = self.create_publisher(String, "~/result", RESULT_QOS)
         for name, handler in (("~/tune", self._on_tune), ("~/apply", self._on_apply), ("~/rollback", self._on_rollback),
@@ -157,13 +165,14 @@ class ServoTunerNode(LifecycleNode):
         self._client = self._gains = self._config = None
 
     def _read_configuration(self) -> dict:
+        self.parameters.check()
         value = lambda name: self.get_parameter(name).value  # noqa: E731
         joints = list(value("joints"))
         if not joints:
             raise ValueError("parameter joints is empty: name the joints to tune")
         if not value("model"):
             raise ValueError("parameter model is empty: name the robot's MJCF")
-        output = Path(value("output_dir")).expanduser()
+        output = node_path(self, value("output_dir"))
         output.mkdir(parents=True, exist_ok=True)
         goal = Goal(**{name: value(f"goal.{name}") for name in GOAL_PARAMETERS})
         guard = GainGuard(**{f.name: float(value(f"guard.{f.name}")) for f in fields(GainGuard)})
@@ -171,7 +180,8 @@ class ServoTunerNode(LifecycleNode):
                     recorder=value("recorder"), model=value("model"), rate=float(value("command_rate_hz")),
                     feedback_topic=value("feedback_topic"), phase=float(value("torque_sample_phase")), goal=goal,
                     guard=guard, noise=float(value("servo.encoder_noise_rad")), delay=float(value("servo.delay_s")),
-                    output=output, journal=Path(value("journal") or output / "gains_journal.jsonl").expanduser(),
+                    output=output, journal=node_path(self, value("journal")) if value("journal") else
+                    output / "gains_journal.jsonl",
                     controller_timeout_s=float(value("controller_timeout_s")),
                     controller_style=value("controller_style"))
 
@@ -368,8 +378,7 @@ class ServoTunerNode(LifecycleNode):
         self._post(level, f"canary: {verdict.reason}", outcome)
 
     def _last_change(self) -> GainChange:
-        changes = [c for c in self._gains.journal.changes().values()
-                   if c.controller == self._config["controller"] and c.state in ("applied", "canary", "kept")]
+        changes = [c for c in self._gains.changes() if c.state in ("applied", "canary", "kept")]
         if not changes:
             raise ValueError("no applied change to roll back in the journal")
         return changes[-1]
@@ -400,7 +409,7 @@ class ServoTunerNode(LifecycleNode):
                 if self.has_parameter(name):
                     self.set_parameters([Parameter(name, value=value)])
                 else:
-                    declare(self, name, value, "read-only: the servo_tuner's latest proposal")
+                    self.parameters.add([Spec(name, value, "read-only: the servo_tuner's latest proposal", live=True)])
         finally:
             self._proposal_lock = False
 

@@ -32,11 +32,42 @@ from ..core.errors import SysidRosError
 from ..core.gains.pid import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
 from ..core.signals.joint_trajectory import Trajectory
 from ..core.sim.robot import Feedback, FeedbackNoise, SimRobot
-from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_robot, diagnostic, publish_diagnostics, run,
-                     sensor_qos)
+from .common import COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, publish_diagnostics, run, sensor_qos
+from .parameters import ParameterTable, Spec
 
 TICK_S = 0.002          # shortest wall period of the stepping loop (it ticks once per publish period, >= this)
 MAX_CHUNK_S = 0.05      # most wall time one tick may catch up; a starved loop slows down instead
+
+PARAMETERS = (  # start-up values (read-only) but the live real_time_factor; gains.* and physics.* follow the model
+    *(Spec(*row, read_only=True) for row in (
+        ("model", "pendulum", "embedded model name (pendulum, arm3) or an MJCF/URDF path"),
+        ("joints", Parameter.Type.STRING_ARRAY, "names of the controlled joints (empty: every hinge and slide joint)"),
+        ("forward_interface", "effort", "the forward controller's interface", None, None,
+         ("effort", "position", "velocity")),
+        ("forward_controller", "forward_command_controller", "takes Float64MultiArray commands"),
+        ("trajectory_controller", "joint_trajectory_controller", "takes JointTrajectory goals"),
+        ("noise.position_rad", 0.0, "Gaussian noise on reported positions", 0.0, 10.0),
+        ("noise.velocity_rad_s", 0.0, "Gaussian noise on reported velocities", 0.0, 100.0),
+        ("noise.effort_nm", 0.0, "Gaussian noise on reported efforts", 0.0, 1e4),
+        ("noise.encoder_resolution_rad", 0.0, "encoder quantum (0: none)", 0.0, 1.0),
+        ("noise.delay_s", 0.0, "sensor lag, rounded to whole publish periods", 0.0, 1.0),
+        *((f"gain_guard.{g}_max", getattr(GainGuard(), f"{g}_max"), f"largest {g} gain accepted", 0.0, 1e9)
+          for g in GAIN_FIELDS),
+        ("start_time_s", 1.0, "simulated time of the first sample", 0.0, 1e9),
+        ("physics_dt_s", 0.0, "physics step (0: the model's timestep)", 0.0, 1.0),
+        ("command_rate_hz", 500.0, "drive update rate (sample-and-hold)", 1.0, 1e5),
+        ("publish_rate_hz", 500.0, "joint_states rate", 1.0, 1e5),
+        ("seed", 0, "noise seed", 0, 2**31 - 1),
+        ("torque_limits_nm", Parameter.Type.DOUBLE_ARRAY, "per joint (empty: the motors' ctrlrange)"),
+        ("initial_positions", Parameter.Type.DOUBLE_ARRAY, "per joint (empty: the model's qpos0)"),
+        ("trajectory_effort", True, "add trajectory points' effort to the drive's output (false: ignore it)"),
+        ("joint_states_reliability", "reliable", "reliable, or best_effort as sensor drivers often publish", None,
+         None, ("reliable", "best_effort")),
+    )),
+    Spec("real_time_factor", 1.0, "simulated seconds per wall second when use_sim_time is true", 1e-3, 1e3,
+         live=True),
+    ROBOT,
+)
 
 
 class SimRobotNode(Node):
@@ -46,63 +77,47 @@ class SimRobotNode(Node):
         super().__init__("sim_robot", **kwargs)
         self._lock = threading.Lock()  # held by the stepping thread and by every callback that touches the robot
         self._halt = threading.Event()
-        p = lambda name, default, text="": declare(self, name, default, text, read_only=True)  # noqa: E731
-        model = p("model", "pendulum", "embedded model name (pendulum, arm3) or an MJCF/URDF path")
-        joints = p("joints", Parameter.Type.STRING_ARRAY,
-                   "names of the controlled joints (empty: every hinge and slide joint)")
-        self.forward_interface = p("forward_interface", "effort", "effort, position or velocity")
-        forward = p("forward_controller", "forward_command_controller", "takes Float64MultiArray commands")
-        trajectory = p("trajectory_controller", "joint_trajectory_controller", "takes JointTrajectory goals")
-        noise = FeedbackNoise(
-            position_rad=p("noise.position_rad", 0.0, "Gaussian noise on reported positions"),
-            velocity_rad_s=p("noise.velocity_rad_s", 0.0, "Gaussian noise on reported velocities"),
-            effort_nm=p("noise.effort_nm", 0.0, "Gaussian noise on reported efforts"),
-            encoder_resolution_rad=p("noise.encoder_resolution_rad", 0.0, "encoder quantum (0: none)"),
-            delay_s=p("noise.delay_s", 0.0, "sensor lag, rounded to whole publish periods"))
-        guard = GainGuard(**{f"{g}_max": p(f"gain_guard.{g}_max", getattr(GainGuard(), f"{g}_max"),
-                                           f"largest {g} gain accepted") for g in GAIN_FIELDS})
-        start_s = p("start_time_s", 1.0, "simulated time of the first sample")
-        declare_robot(self)
+        self.parameters = ParameterTable(self, PARAMETERS)
+        p = self.parameters.value
+        model, joints, forward, trajectory = (p("model"), p("joints"), p("forward_controller"),
+                                              p("trajectory_controller"))
+        self.forward_interface = p("forward_interface")
+        noise = FeedbackNoise(position_rad=p("noise.position_rad"), velocity_rad_s=p("noise.velocity_rad_s"),
+                              effort_nm=p("noise.effort_nm"), encoder_resolution_rad=p("noise.encoder_resolution_rad"),
+                              delay_s=p("noise.delay_s"))
+        guard = GainGuard(**{f"{g}_max": p(f"gain_guard.{g}_max") for g in GAIN_FIELDS})
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         try:
             self.robot = SimRobot(
-                model, joints or None,
-                physics_dt_s=p("physics_dt_s", 0.0, "physics step (0: the model's timestep)"),
-                command_rate_hz=p("command_rate_hz", 500.0, "drive update rate (sample-and-hold)"),
-                publish_rate_hz=p("publish_rate_hz", 500.0, "joint_states rate"),
-                noise=noise, seed=p("seed", 0, "noise seed"),
-                torque_limits_nm=p("torque_limits_nm", Parameter.Type.DOUBLE_ARRAY,
-                                   "per joint (empty: the motors' ctrlrange)") or None,
-                gain_guard=guard,
-                initial_positions=p("initial_positions", Parameter.Type.DOUBLE_ARRAY,
-                                    "per joint (empty: the model's qpos0)") or None,
-                start_time_ns=int(round(start_s * 1e9)))
-        except SysidRosError as exc:  # stay up and say why, rather than vanish from the graph
+                model, joints or None, physics_dt_s=p("physics_dt_s"), command_rate_hz=p("command_rate_hz"),
+                publish_rate_hz=p("publish_rate_hz"), noise=noise, seed=p("seed"),
+                torque_limits_nm=p("torque_limits_nm") or None, gain_guard=guard,
+                initial_positions=p("initial_positions") or None, start_time_ns=int(round(p("start_time_s") * 1e9)))
+            physics = self.robot.physical_parameters()
+            self.parameters.add([Spec(f"physics.{name}", max(value, 0.0), "hidden true physics (live)", 0.0,
+                                      max(1e6, value), live=True) for name, value in physics.items()])
+            self.parameters.add([Spec(parameter_name(j, g), 0.0, f"drive {g} gain", 0.0, getattr(guard, f"{g}_max"),
+                                      live=True) for j in self.robot.joint_names for g in GAIN_FIELDS])
+            self.parameters.check()  # every start-up value, those of the model's own parameters too
+            for name, value in physics.items():
+                if p(f"physics.{name}") != value:
+                    self.robot.set_physical(name, float(p(f"physics.{name}")))
+            for joint in self.robot.joint_names:
+                self.robot.set_gains(joint, PidGains(**{g: float(p(parameter_name(joint, g))) for g in GAIN_FIELDS}))
+        except (SysidRosError, ValueError) as exc:  # stay up and say why, rather than vanish from the graph
             self.robot = None
             self._fatal = f"sim_robot cannot start: {exc}"
             self.get_logger().error(self._fatal)
             self.create_timer(1.0, lambda: publish_diagnostics(self, self.diag_pub,
                                                                diagnostic(self, "error", self._fatal)), clock=steady)
             return
-        self.real_time_factor = declare(self, "real_time_factor", 1.0,
-                                        "simulated seconds per wall second when use_sim_time is true")
+        self.real_time_factor = p("real_time_factor")
         self.sim_time = bool(self.get_parameter("use_sim_time").value)
-        for name, value in self.robot.physical_parameters().items():
-            declared = declare(self, f"physics.{name}", value, "hidden true physics (live)")
-            if declared != value:
-                self.robot.set_physical(name, float(declared))
-        for joint in self.robot.joint_names:
-            gains = PidGains(**{g: float(declare(self, parameter_name(joint, g), 0.0, f"drive {g} gain"))
-                                for g in GAIN_FIELDS})
-            self.robot.set_gains(joint, gains)  # start-up values are checked against the guard too
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
-        self.robot.trajectory_effort = bool(declare(self, "trajectory_effort", True, "add trajectory points' effort "
-                                                    "to the drive's output (false: ignore it)"))
-        reliability = declare(self, "joint_states_reliability", "reliable", "reliable, or best_effort as sensor "
-                              "drivers often publish")
-        self.joint_pub = self.create_publisher(JointState, "joint_states", sensor_qos(reliability))
+        self.robot.trajectory_effort = bool(p("trajectory_effort"))
+        self.joint_pub = self.create_publisher(JointState, "joint_states", sensor_qos(p("joint_states_reliability")))
         self.clock_pub = self.create_publisher(ClockMsg, "clock", 10) if self.sim_time else None
         self.create_subscription(Float64MultiArray, f"{forward}/commands", self._on_forward, COMMAND_QOS)
         self.create_subscription(JointTrajectory, f"{trajectory}/joint_trajectory", self._on_trajectory,

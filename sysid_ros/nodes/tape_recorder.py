@@ -30,7 +30,6 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.parameter import Parameter
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -38,20 +37,49 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core import tapes
 from ..core.bags import BagWriter
-from ..core.bags.fastcdr import decode_cdr, names_from_key
 from ..core.bags.write import METADATA_TOPIC, offered_qos
 from ..core.errors import SysidRosError
 from ..core.files.reading import load_yaml
 from ..core.files.ros_params import flatten
 from ..core.tapes.playback import Playback, SafetyMargins
-from .common import (COMMAND_QOS, DIAGNOSTICS, declare, declare_envelopes, declare_robot, diagnostic,
-                     offered_profiles, publish_diagnostics, publishers_reliability, read_envelopes, run,
-                     sensor_qos)
+from .common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, node_path, offered_profiles, publish_diagnostics,
+                     read_envelopes, run)
+from .feedback import FeedbackDecoder, MatchedSubscription
+from .parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
 from .serialization import float64_array_cdr, msgtype_of, to_cdr
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
 TRAJECTORY_POINTS_HZ = 100.0  # waypoint rate of a tape sent to a trajectory controller (cubic between them)
+
+PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_specs)
+    Spec("joints", Parameter.Type.STRING_ARRAY, "names of the joints to move, in the controller's command order",
+         read_only=True),
+    Spec("command_mode", "stream", "stream (Float64MultiArray at command_rate_hz) or trajectory (JointTrajectory)",
+         choices=("stream", "trajectory")),
+    Spec("forward_controller", "forward_command_controller", "takes <name>/commands in stream mode"),
+    Spec("forward_interface", "position", "the forward controller's interface", choices=("position", "effort")),
+    Spec("trajectory_controller", "joint_trajectory_controller", "takes <name>/joint_trajectory"),
+    Spec("command_rate_hz", 500.0, "stream rate, and the rate tapes are designed for", 1.0, 10000.0),
+    Spec("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)"),
+    Spec("feedback_reliability", "auto", "auto: match the feedback publishers (best_effort when one offers only that)",
+         choices=("auto", "reliable", "best_effort")),
+    Spec("tape.kind", "multisine", "the tape to play", choices=tuple(tapes.KINDS), live=True),
+    Spec("tape.seed", 0, "seed of seeded kinds (evaluation tapes, multisine, dither)", 0, 2**31 - 1, live=True),
+    Spec("tape.file", "", "a tape as YAML (Tape.to_dict), or a play {tape, feedforward}; overrides tape.kind",
+         live=True),
+    Spec("trajectory_lead_s", 0.5, "robot seconds between sending a trajectory and its stamped start", 0.0, 10.0,
+         live=True),
+    Spec("safety.travel_margin_rad", 0.05, "feedback may pass the travel by this much before motion stops", 0.0, 1.0),
+    Spec("safety.speed_margin_frac", 0.25, "and the top speed by this fraction", 0.0, 10.0),
+    Spec("safety.torque_margin_frac", 0.0, "and the torque limit by this fraction", 0.0, 10.0),
+    Spec("safety.stale_after_s", 0.2, "wall seconds without feedback that stop the motion", 0.001, 60.0),
+    Spec("output_dir", "bags", "where bags are written (one folder per play; relative: under "
+                               "$ROS_HOME/sysid_ros/<namespace>/)"),
+    Spec("storage", "mcap", "mcap (survives a crash: sysid-ros bag repair) or sqlite3", choices=("mcap", "sqlite3")),
+    Spec("model", "", "robot model reference recorded with the bag"),
+    ROBOT,
+)
 
 
 class TapeRecorderNode(LifecycleNode):
@@ -59,36 +87,18 @@ class TapeRecorderNode(LifecycleNode):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("tape_recorder", **kwargs)
-        d = lambda name, default, text: declare(self, name, default, text)  # noqa: E731
-        d("joints", Parameter.Type.STRING_ARRAY, "names of the joints to move, in the controller's command order")
-        d("command_mode", "stream", "stream (Float64MultiArray at command_rate_hz) or trajectory (JointTrajectory)")
-        d("forward_controller", "forward_command_controller", "takes <name>/commands in stream mode")
-        d("forward_interface", "position", "the forward controller's interface: position or effort")
-        d("trajectory_controller", "joint_trajectory_controller", "takes <name>/joint_trajectory")
-        d("command_rate_hz", 500.0, "stream rate, and the rate tapes are designed for")
-        d("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)")
-        d("feedback_reliability", "auto", "auto (match the feedback publishers: best_effort when one offers only "
-                                          "that), reliable or best_effort")
-        d("tape.kind", "multisine", f"one of {', '.join(tapes.KINDS)}")
-        d("tape.seed", 0, "seed of seeded kinds (evaluation tapes, multisine, dither)")
-        d("tape.file", "", "a tape as YAML (Tape.to_dict), or a play {tape, feedforward}; overrides tape.kind")
-        d("trajectory_lead_s", 0.5, "robot seconds between sending a trajectory and its stamped start")
-        d("safety.travel_margin_rad", 0.05, "feedback may pass the travel by this much before motion stops")
-        d("safety.speed_margin_frac", 0.25, "and the top speed by this fraction")
-        d("safety.torque_margin_frac", 0.0, "and the torque limit by this fraction")
-        d("safety.stale_after_s", 0.2, "wall seconds without feedback that stop the motion")
-        d("output_dir", "bags", "where bags are written (one folder per play)")
-        d("storage", "mcap", "mcap (survives a crash: sysid-ros bag repair) or sqlite3")
-        d("model", "", "robot model reference recorded with the bag")
+        self.parameters = ParameterTable(self, PARAMETERS, lifecycle_configured(self))
+        self.parameters.add(envelope_specs(self.get_parameter("joints").value))
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self._feedback_sub = self._watchdog = self._command_pub = None
-        self._feedback_reliability = ""
+        self._feedback_sub: MatchedSubscription | None = None
+        self._watchdog = self._command_pub = None
         self._config: dict | None = None
         self._playback: Playback | None = None
         self._feedforward: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._writer: BagWriter | None = None
         self._last_feedback: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._names: dict[object, list[str]] = {}  # joint names by the CDR bytes that encode them
+        self._decoder = FeedbackDecoder()
+        self._drop_reported_ns = -(1 << 62)
         self._last_feedback_steady_ns = 0
         self._result: dict = {}
         self._last_command_ns = 0
@@ -98,10 +108,8 @@ class TapeRecorderNode(LifecycleNode):
         self.create_service(Trigger, "~/play", self._on_play)
         self.create_service(Trigger, "~/stop", lambda rq, rs: self._on_stop(rq, rs, "stopped by request"))
         self.create_service(Trigger, "~/cancel", lambda rq, rs: self._on_stop(rq, rs, "cancelled by request"))
-        declare_robot(self)
         self.add_on_set_parameters_callback(self._check_tape_file)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
-        declare_envelopes(self, list(self.get_parameter("joints").value))
 
     def _check_tape_file(self, params: list[Parameter]) -> SetParametersResult:
         """Refuse a `tape.file` this node cannot read (plays come as files: the sender must share our disk)."""
@@ -122,7 +130,8 @@ class TapeRecorderNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         c = self._config
         c["feedback_topic"] = self.resolve_topic_name(c["feedback_topic"])  # in the namespace: as the bag names it
-        self._subscribe_feedback()
+        self._feedback_sub = MatchedSubscription(self, JointState, c["feedback_topic"], self._on_feedback,
+                                                 c["feedback_reliability"], raw=True)
         if c["command_mode"] == "stream":
             self._command_topic, self._command_type = f"{c['forward_controller']}/commands", Float64MultiArray
         else:
@@ -156,7 +165,7 @@ class TapeRecorderNode(LifecycleNode):
     def _teardown(self) -> None:
         """Undo configure: feedback subscription, watchdog and command publisher go."""
         if self._feedback_sub is not None:
-            self.destroy_subscription(self._feedback_sub)
+            self._feedback_sub.destroy()
         if self._watchdog is not None:
             self.destroy_timer(self._watchdog)
         if self._command_pub is not None:
@@ -165,34 +174,19 @@ class TapeRecorderNode(LifecycleNode):
         self._config = None
 
     def _read_configuration(self) -> dict:
+        self.parameters.check()
         value = lambda name: self.get_parameter(name).value  # noqa: E731
         joints = list(value("joints"))
         if not joints:
             raise ValueError("parameter joints is empty: name the joints to move")
         envelopes = read_envelopes(self, joints)
-        mode = value("command_mode")
-        if mode not in ("stream", "trajectory"):
-            raise ValueError(f"command_mode must be stream or trajectory, not {mode!r}")
-        interface = value("forward_interface")
-        if interface not in ("position", "effort"):
-            raise ValueError(f"forward_interface must be position or effort, not {interface!r}")
-        rate = float(value("command_rate_hz"))
-        if not math.isfinite(rate) or rate <= 0:
-            raise ValueError(f"command_rate_hz must be > 0, not {rate}")
-        reliability = value("feedback_reliability")
-        if reliability not in ("auto", "reliable", "best_effort"):
-            raise ValueError(f"feedback_reliability must be auto, reliable or best_effort, not {reliability!r}")
-        storage = value("storage")
-        if storage not in ("mcap", "sqlite3"):
-            raise ValueError(f"storage must be mcap or sqlite3, not {storage!r}")
-        output = Path(value("output_dir")).expanduser()
+        mode, interface, rate = value("command_mode"), value("forward_interface"), value("command_rate_hz")
+        reliability, storage = value("feedback_reliability"), value("storage")
+        output = node_path(self, value("output_dir"))
         output.mkdir(parents=True, exist_ok=True)
         probe = output / f".write_test_{time.monotonic_ns()}"
         probe.write_text("")  # OSError (logged as the configure failure) when the folder is not writable
         probe.unlink()
-        kind = value("tape.kind")
-        if not value("tape.file") and kind not in tapes.KINDS:
-            raise ValueError(f"tape.kind {kind!r} is not one of {tapes.KINDS}")
         return dict(joints=joints, envelopes=envelopes, command_mode=mode,
                     forward_controller=value("forward_controller"), forward_interface=interface,
                     trajectory_controller=value("trajectory_controller"), command_rate_hz=rate,
@@ -423,20 +417,6 @@ class TapeRecorderNode(LifecycleNode):
         publish_diagnostics(self, self.diag_pub, status)
 
     # --- feedback -----------------------------------------------------------------------------------
-    def _decode(self, data: bytes) -> tuple[int, tuple[list[str], np.ndarray, np.ndarray, np.ndarray]]:
-        """Stamp and (names, position, velocity, effort) of a JointState, by the fast CDR decoder when it can."""
-        try:
-            stamp, key, position, velocity, effort = decode_cdr(data)
-            names = self._names.get(key)
-            if names is None:
-                names = self._names.setdefault(key, names_from_key(key))
-        except (ValueError, IndexError):
-            msg = deserialize_message(data, JointState)
-            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            names, position, velocity, effort = (list(msg.name), np.asarray(msg.position),
-                                                  np.asarray(msg.velocity), np.asarray(msg.effort))
-        return stamp, (names, position, velocity, effort)
-
     def _on_feedback(self, data: bytes) -> None:
         """Take this sample and every one already queued behind it, then send the command due once.
 
@@ -451,15 +431,24 @@ class TapeRecorderNode(LifecycleNode):
     def _drain(self) -> None:
         """Take every feedback sample already queued, so robot time and the last position are current."""
         for _ in range(MAX_BATCH):
-            with self._feedback_sub.handle:
-                taken = self._feedback_sub.handle.take_message(JointState, True)
+            handle = self._feedback_sub.subscription.handle
+            with handle:
+                taken = handle.take_message(JointState, True)
             if taken is None:
                 break
             self._take(taken[0])
 
     def _take(self, data: bytes) -> None:
         """Record one feedback sample and check it against the envelope (stopping the motion on a breach)."""
-        stamp, sample = self._decode(data)
+        decoded = self._decoder.decode(data)
+        if decoded is None:  # over the size bound: dropped, said on /diagnostics and the log once a second at most
+            now = self._steady.now().nanoseconds
+            if now - self._drop_reported_ns > 1_000_000_000:
+                self._drop_reported_ns = now
+                self.get_logger().warning(self._decoder.dropped_message())
+                self._status("warn", self._decoder.dropped_message())
+            return
+        stamp, *sample = decoded
         self._robot_now_ns = max(self._robot_now_ns, stamp)
         if self._writer is not None:
             self._writer.write_raw(self._config["feedback_topic"], JOINT_STATE, self._now_ns(), data)
@@ -469,26 +458,11 @@ class TapeRecorderNode(LifecycleNode):
             if reason:
                 self._abort(f"envelope breach: {reason}")
 
-    def _subscribe_feedback(self) -> None:
-        """(Re)subscribe to the feedback with the configured reliability, or (auto) the one its publishers need."""
-        c = self._config
-        wanted = c["feedback_reliability"]
-        if wanted == "auto":
-            wanted = publishers_reliability(self, c["feedback_topic"]) or "reliable"
-        if self._feedback_sub is not None:
-            if wanted == self._feedback_reliability:
-                return
-            self.destroy_subscription(self._feedback_sub)
-        self._feedback_sub = self.create_subscription(JointState, c["feedback_topic"], self._on_feedback,
-                                                      sensor_qos(wanted), raw=True)
-        self._feedback_reliability = wanted
-        self.get_logger().info(f"feedback {c['feedback_topic']}: {wanted}")
-
     def _check_fresh(self) -> None:
         if self._playback is None:
             stale = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
             if self._config["feedback_reliability"] == "auto" and stale > self._config["margins"].stale_after_s:
-                self._subscribe_feedback()  # nothing heard: a publisher that came later may need best effort
+                self._feedback_sub.match()  # nothing heard: a publisher that came later may need best effort
             return
         # Staleness counts from the last sample, or from the start of motion when that is later: before
         # motion began, the robot was not ours to stop (and play refused to start on stale feedback).
