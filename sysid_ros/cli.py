@@ -145,8 +145,13 @@ def _export(args: argparse.Namespace) -> int:
     from .core.gains.controller_file import parameter_block
     from .core.tuner.proposal import proposal_target
 
-    proposal, controller, style = proposal_target(args.proposal, args.controller, args.style)
-    text = yaml.safe_dump(parameter_block(proposal.parameters, controller, style), sort_keys=False)
+    from .nodes.tuner_cli import proven_parameters
+
+    _, controller, style = proposal_target(args.proposal, args.controller, args.style)
+    parameters, note = proven_parameters(args.proposal, args.gains_only)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    text = yaml.safe_dump(parameter_block(parameters, controller, style), sort_keys=False)
     if args.out is None:
         print(text, end="")
         return 0
@@ -314,13 +319,17 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--out", type=Path, default=None, help="output folder (overrides output_dir)")
     record.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the robot")
     record.set_defaults(run=_record)
-    export = commands.add_parser("export", help="a proposal's gains as the controller's parameter-file block")
+    export = commands.add_parser("export", help="what a proposal's canary proved (gains, and the feed-forward the "
+                                                "controller can hold) as its parameter-file block")
     export.add_argument("proposal", type=Path, help="a proposal YAML (servo_tuner's proposal.yaml)")
     export.add_argument("--style", default="auto", choices=("auto", *STYLES, *ALIASES),
                         help="the controller's PID parameter names (auto: as the proposal recorded them)")
     export.add_argument("--controller", default=None, help="the controller's name (default: the proposal's)")
     export.add_argument("--out", type=Path, default=None,
                         help="write this file (never overwritten) instead of printing")
+    export.add_argument("--gains-only", action="store_true",
+                        help="write the gains even when the canary also ran with a host feed-forward the "
+                             "controller's parameters cannot hold (said on stderr)")
     export.set_defaults(run=_export)
     add_tuner_commands(commands, ros_options)  # tune, apply, rollback: requests to a running servo_tuner
     add_fleet_commands(commands)  # fleet identify

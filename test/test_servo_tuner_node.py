@@ -99,9 +99,17 @@ def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig, tmp_path):
     controllers = tmp_path / "controllers.yaml"
     controllers.write_text("sim_robot:\n  ros__parameters:\n    gains:\n      hinge: {p: 5.0, d: 0.2}  # factory\n")
     seen = len(rig.results)
+    # the pendulum's proposal was proven with a host feed-forward (gravity, friction) no controller parameter can
+    # hold: persisting the gains alone is refused before anything is sent, and done only when asked, said
+    refused = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "apply", rig.tune["proposal_file"],
+                              "--persist", str(controllers)], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "gravity_sin_nm" in refused.stderr and "--gains-only" in refused.stderr
+    assert rig.gains() == AS_FOUND and len(rig.results) == seen
     applied = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "apply", rig.tune["proposal_file"],
-                              "--persist", str(controllers)], capture_output=True, text=True, timeout=900)
+                              "--persist", str(controllers), "--gains-only"], capture_output=True, text=True,
+                             timeout=900)
     assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "note: the host feed-forward the canary also ran with is not written" in applied.stdout
     assert "canary: keep" in applied.stdout and "live_cost_ratio" in applied.stdout
     verdict = rig.outcome("canary", seen)
     assert verdict["kept"] and verdict["live_cost_ratio"] <= verdict["threshold"] < 1.0

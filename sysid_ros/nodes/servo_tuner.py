@@ -33,7 +33,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from ..core.controller_styles import ALIASES, STYLES
+from ..core.gains.controller_styles import ALIASES, STYLES
 from ..core.errors import Cancelled, SysidRosError
 from ..core.files.outputs import write_file
 from ..core.gains.journal import GainChange, GainsJournal
@@ -302,6 +302,10 @@ class ServoTunerNode(LifecycleNode):
                     "controller_style": self._gains.style.name,
                     "trajectory_feedforward": {None: "not measured", True: "added by the controller",
                                                False: "ignored by the controller"}[arm.feedforward_honoured],
+                    # what `export` / `apply --persist` need to write the feed-forward the canary plays, or refuse
+                    "base_feedforward": c["model"] if len(c["joints"]) > 1 and arm.feedforward_honoured is not False
+                    else None,
+                    "ff_velocity_scale_as_found": self._ff_velocity_scales(),
                     "notes": list(arm.notes), "bags": arm.bags,
                     "seconds_of_motion": arm.motion_s}
         text = yaml.safe_dump(document, sort_keys=False, width=110)
@@ -317,6 +321,13 @@ class ServoTunerNode(LifecycleNode):
             change = self._apply(proposal, path)
             self._phase = "canary"
             self._canary(proposal, change, self._folder("canary"), path)
+
+    def _ff_velocity_scales(self) -> dict[str, float]:
+        """The controller's velocity feed-forward scale of each joint ({} when it has none to read)."""
+        try:
+            return self._gains.read([f"gains.{j}.ff_velocity_scale" for j in self._config["joints"]])
+        except SysidRosError:
+            return {}
 
     def _proposal_to_apply(self) -> tuple[GainProposal, Path]:
         file = self.get_parameter("apply.proposal_file").value
