@@ -2,8 +2,7 @@
 
 One tune of the demo's hidden pendulum (a PID position servo with poor factory gains, `demo.TuningRig`) is
 shared by the module; every test leaves the controller's gains exactly as found. Simulated time runs at 3x
-real time; the tape_recorder plays every tape (trajectory mode, envelope and stale-feedback guard). sim_robot
-publishes its joint states best effort.
+real time; the tape_recorder plays every tape (trajectory mode, envelope and stale-feedback guard).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from headless_browser import check_offline_page
 from sysid_ros.core.files.ros_params import load_ros_parameters
 from sysid_ros.core.gains.journal import GainsJournal
 from sysid_ros.core.tuner.proposal import load_proposal
-from sysid_ros.demo import AS_FOUND, TRUTH, TUNED_PENDULUM, TuningRig
+from sysid_ros.demo import AS_FOUND, TRUTH, TuningRig
 from sysid_ros.nodes.client import wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -30,10 +29,7 @@ TUNE_TIMEOUT_S = 1500.0  # about 320 s of motion at 3x real time, on a loaded 2-
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory):
-    # joint states published best effort (sensor-data QoS, as joint_state_broadcaster setups often are): every
-    # reader (the recorder, the tuner's own look at where the arm is) matches it, or the tune would time out
-    rig = TuningRig(tmp_path_factory.mktemp("servo_tuner"), real_time_factor=3.0,
-                    sim={**TUNED_PENDULUM, "joint_states_reliability": "best_effort"})
+    rig = TuningRig(tmp_path_factory.mktemp("servo_tuner"), real_time_factor=3.0)
     try:
         rig.tune = rig.request("tune", "tune", TUNE_TIMEOUT_S)
         yield rig
