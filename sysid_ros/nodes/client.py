@@ -205,11 +205,15 @@ def status_value(status: Any, key: str, default: str = "") -> str:
     return next((kv.value for kv in status.values if kv.key == key), default)
 
 
+STARTING = ("no fresh feedback", "has not answered yet")  # refusals that only a recorder just started gives
+
+
 def request_play(client: RosClient, recorder: str = "tape_recorder") -> Any:
-    """Ask a tape_recorder to play (std_srvs/Trigger), again only while it has not yet heard from the robot."""
+    """Ask a tape_recorder to play (std_srvs/Trigger), again only while it has not yet heard from the robot (its
+    feedback, its controller manager)."""
     from std_srvs.srv import Trigger
 
-    return wait_for(lambda: (lambda r: None if "no fresh feedback" in r.message else r)(
+    return wait_for(lambda: (lambda r: None if any(s in r.message for s in STARTING) else r)(
         client.call(Trigger, f"{recorder}/play", Trigger.Request())), what=f"{recorder} to hear the robot")
 
 

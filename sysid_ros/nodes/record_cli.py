@@ -42,9 +42,10 @@ def record(args: argparse.Namespace) -> int:
             return 2
         # wait for the robot before asking: a refused play is an error in the node's log
         deadline = time.monotonic() + args.timeout
-        if not node.feedback_fresh():
-            print(f"waiting up to {args.timeout:g} s for the robot's feedback ...", flush=True)
-        while not node.feedback_fresh() and time.monotonic() < deadline:
+        if not node.ready_to_play():
+            print(f"waiting up to {args.timeout:g} s for the robot (its feedback, its controller manager) ...",
+                  flush=True)
+        while not node.ready_to_play() and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
         ok, message = node.play()
         print(message)

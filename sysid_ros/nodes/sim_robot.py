@@ -2,7 +2,9 @@
 
 Publishes `joint_states` (position, velocity, effort = applied joint torque) and, with `use_sim_time`,
 `clock`; takes `<forward_controller>/commands` (Float64MultiArray) and
-`<trajectory_controller>/joint_trajectory` (JointTrajectory); holds its drive gains as the live
+`<trajectory_controller>/joint_trajectory` (JointTrajectory) and, like ros2_control's controller manager, answers
+`controller_manager/list_controllers` (both controllers active, but those named in `inactive_controllers`, whose
+commands it then ignores); holds its drive gains as the live
 parameters `gains.<joint>.p|i|d|i_clamp|ff_velocity_scale` and its hidden physics as `physics.*`.
 Every name is relative, so `__ns:=/r1` (or a launch `namespace`) moves the whole robot; at the root they
 are the usual `/joint_states`, `/clock`, ... . Each robot in a namespace runs its own simulated time on
@@ -17,6 +19,8 @@ import math
 import threading
 import time
 
+from controller_manager_msgs.msg import ControllerState
+from controller_manager_msgs.srv import ListControllers
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -63,7 +67,11 @@ PARAMETERS = (  # start-up values (read-only) but the live real_time_factor; gai
         ("trajectory_effort", True, "add trajectory points' effort to the drive's output (false: ignore it)"),
         ("joint_states_reliability", "reliable", "reliable, or best_effort as sensor drivers often publish", None,
          None, ("reliable", "best_effort")),
+        ("controller_manager", True, "serve controller_manager/list_controllers, as ros2_control does (false: a robot "
+                                     "without one)"),
     )),
+    Spec("inactive_controllers", Parameter.Type.STRING_ARRAY, "controllers listed as inactive: loaded and "
+         "subscribed, but their commands are ignored (as an inactive ros2_control controller's are)", live=True),
     Spec("real_time_factor", 1.0, "simulated seconds per wall second when use_sim_time is true", 1e-3, 1e3,
          live=True),
     ROBOT,
@@ -81,6 +89,7 @@ class SimRobotNode(Node):
         p = self.parameters.value
         model, joints, forward, trajectory = (p("model"), p("joints"), p("forward_controller"),
                                               p("trajectory_controller"))
+        self.forward, self.trajectory = forward, trajectory
         self.forward_interface = p("forward_interface")
         noise = FeedbackNoise(position_rad=p("noise.position_rad"), velocity_rad_s=p("noise.velocity_rad_s"),
                               effort_nm=p("noise.effort_nm"), encoder_resolution_rad=p("noise.encoder_resolution_rad"),
@@ -123,6 +132,10 @@ class SimRobotNode(Node):
         self.create_subscription(JointTrajectory, f"{trajectory}/joint_trajectory", self._on_trajectory,
                                  COMMAND_QOS)
         self.create_service(SetBool, "~/pause", self._on_pause)
+        self.controllers = {forward: "forward_command_controller/ForwardCommandController",
+                            trajectory: "joint_trajectory_controller/JointTrajectoryController"}
+        if p("controller_manager"):
+            self.create_service(ListControllers, "controller_manager/list_controllers", self._on_list_controllers)
 
         self.paused = False
         self._anchor: tuple[int, int] | None = None  # (steady ns, sim ns) the loop keeps pace from
@@ -208,7 +221,19 @@ class SimRobotNode(Node):
         self.get_logger().error(self._last_error)
         publish_diagnostics(self, self.diag_pub, diagnostic(self, "error", self._last_error))
 
+    def _active(self, controller: str) -> bool:
+        return controller not in self.get_parameter("inactive_controllers").value
+
+    def _on_list_controllers(self, request: ListControllers.Request,
+                             response: ListControllers.Response) -> ListControllers.Response:
+        """ros2_control's `controller_manager/list_controllers`: the two controllers, active unless listed inactive."""
+        response.controller = [ControllerState(name=name, type=kind, state="active" if self._active(name) else
+                                               "inactive") for name, kind in self.controllers.items()]
+        return response
+
     def _on_forward(self, msg: Float64MultiArray) -> None:
+        if not self._active(self.forward):
+            return
         try:
             with self._lock:
                 self.robot.command(self.forward_interface, msg.data)
@@ -216,6 +241,8 @@ class SimRobotNode(Node):
             self._reject("forward command", exc)
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
+        if not self._active(self.trajectory):
+            return
         try:
             points = msg.points
             if not points:

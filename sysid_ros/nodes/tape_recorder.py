@@ -44,6 +44,7 @@ from ..core.files.ros_params import flatten
 from ..core.tapes.playback import Playback, SafetyMargins
 from .common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, node_path, offered_profiles, publish_diagnostics,
                      read_envelopes, run)
+from .controller_states import ControllerStates
 from .feedback import FeedbackDecoder, MatchedSubscription
 from .parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
 from .serialization import float64_array_cdr, msgtype_of, to_cdr
@@ -60,6 +61,9 @@ PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_spe
     Spec("forward_controller", "forward_command_controller", "takes <name>/commands in stream mode"),
     Spec("forward_interface", "position", "the forward controller's interface", choices=("position", "effort")),
     Spec("trajectory_controller", "joint_trajectory_controller", "takes <name>/joint_trajectory"),
+    Spec("controller_manager", "controller_manager", "ros2_control's controller manager, asked (list_controllers) "
+                                                     "that the command's controller is active before a play; "
+                                                     "empty: do not ask"),
     Spec("command_rate_hz", 500.0, "stream rate, and the rate tapes are designed for", 1.0, 10000.0),
     Spec("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)"),
     Spec("feedback_reliability", "auto", "auto: match the feedback publishers (best_effort when one offers only that)",
@@ -140,6 +144,7 @@ class TapeRecorderNode(LifecycleNode):
         self._command_pub = self.create_lifecycle_publisher(self._command_type, self._command_topic, COMMAND_QOS)
         self._command_topic = self._command_pub.topic_name  # resolved: what the bag and the checks name
         self._watchdog = self.create_timer(c["margins"].stale_after_s / 4, self._check_fresh, clock=self._steady)
+        self._controllers = ControllerStates(self, c["controller_manager"], self._steady)
         self.get_logger().info(f"configured: joints {c['joints']}, {c['command_mode']} to {self._command_topic}")
         return TransitionCallbackReturn.SUCCESS
 
@@ -170,6 +175,7 @@ class TapeRecorderNode(LifecycleNode):
             self.destroy_timer(self._watchdog)
         if self._command_pub is not None:
             self.destroy_lifecycle_publisher(self._command_pub)
+            self._controllers.close()
         self._feedback_sub = self._watchdog = self._command_pub = None
         self._config = None
 
@@ -192,7 +198,7 @@ class TapeRecorderNode(LifecycleNode):
                     trajectory_controller=value("trajectory_controller"), command_rate_hz=rate,
                     feedback_topic=value("feedback_topic"), output_dir=output, storage=storage,
                     feedback_reliability=reliability,
-                    model=value("model"),
+                    model=value("model"), controller_manager=value("controller_manager"),
                     margins=SafetyMargins(value("safety.travel_margin_rad"), value("safety.speed_margin_frac"),
                                           value("safety.torque_margin_frac"), value("safety.stale_after_s")))
 
@@ -248,10 +254,14 @@ class TapeRecorderNode(LifecycleNode):
         """The last play's outcome: tape, completed, abort_reason, end_ns, bag."""
         return dict(self._result)
 
-    def feedback_fresh(self) -> bool:
-        """Whether the robot's feedback arrived within the stale limit (a play needs it)."""
+    def _feedback_fresh(self) -> bool:
         age_s = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
         return self._last_feedback is not None and age_s <= self._config["margins"].stale_after_s
+
+    def ready_to_play(self) -> bool:
+        """Whether the robot's feedback arrived within the stale limit and its controller manager, if there is
+        one, has listed its controllers (a play needs both)."""
+        return self._feedback_fresh() and not self._controllers.waiting()
 
     def play(self) -> tuple[bool, str]:
         """Start the configured tape; (False, why) when it is refused before anything moves."""
@@ -263,7 +273,7 @@ class TapeRecorderNode(LifecycleNode):
             c = self._config
             self._drain()
             feedback = self._last_feedback
-            if not self.feedback_fresh():
+            if not self._feedback_fresh():
                 raise ValueError(f"no fresh feedback on {c['feedback_topic']}")
             names, position = feedback[0], feedback[1]
             missing = [j for j in c["joints"] if j not in names]
@@ -271,6 +281,10 @@ class TapeRecorderNode(LifecycleNode):
                 raise ValueError(f"joints {missing} are not in {c['feedback_topic']} (it has {names})")
             if self.count_subscribers(self._command_topic) == 0:
                 raise ValueError(f"no controller is listening on {self._command_topic}")
+            controller = c["trajectory_controller" if c["command_mode"] == "trajectory" else "forward_controller"]
+            why = self._controllers.refusal(controller)
+            if why:
+                raise ValueError(why)
             positions = dict(zip(names, position.tolist()))
             tape = self._build_tape({j: positions[j] for j in c["joints"]})
             self._drain()  # building took time: start the tape at the robot's time now

@@ -1,0 +1,38 @@
+"""Before it plays, the tape_recorder asks ros2_control's controller manager (`list_controllers`, here sim_robot's)
+whether the command's controller is active: an inactive one already subscribes, so subscribers prove nothing.
+Without a controller manager it says so once and plays on the subscriber check."""
+
+from __future__ import annotations
+
+import pytest
+from std_srvs.srv import Trigger
+
+from sysid_ros.nodes.client import request_play, wait_for
+from test_tape_recorder_node import SIM, recorder_params
+
+pytestmark = pytest.mark.ros
+
+
+def test_an_inactive_controller_is_refused(nodes, client, tmp_path):
+    nodes("sim_robot", "sim_robot", {**SIM, "inactive_controllers": ["forward_command_controller"]})
+    recorder = nodes("tape_recorder", "tape_recorder", recorder_params(tmp_path / "bags", **{"tape.kind": "sweep"}))
+    lonely = nodes("tape_recorder", "lonely_recorder", recorder_params(tmp_path / "lonely",
+                                                                        controller_manager="no_such_manager"))
+    for node in ("tape_recorder", "lonely_recorder"):  # process start-up: tens of seconds on a loaded host
+        wait_for(lambda: f"/{node}/change_state" in dict(client.node.get_service_names_and_types()), 300.0,
+                 f"/{node} to come up")
+        for transition, state in (("configure", "inactive"), ("activate", "active")):
+            assert client.change_state(node, transition) == (True, state)
+    refused = request_play(client)
+    assert not refused.success and refused.message == ("refused: controller forward_command_controller is inactive "
+                                                       "in /controller_manager: activate it first")
+    assert client.set_parameters("sim_robot", {"inactive_controllers": []})[0].successful
+    played = wait_for(lambda: (lambda r: r if r.success else None)(request_play(client)), 30.0,
+                      "the controller manager to list it active")
+    assert played.message.startswith("playing sweep")
+    assert client.call(Trigger, "tape_recorder/cancel", Trigger.Request()).success
+    # no controller manager: said once, and the subscriber check stands alone
+    wait_for(lambda: "no controller manager answers /no_such_manager/list_controllers" in lonely.log(), 60.0,
+             "the recorder without a controller manager to say so")
+    assert lonely.log().count("no controller manager answers") == 1
+    assert recorder.alive()
