@@ -5,6 +5,8 @@ Without a controller manager it says so once and plays on the subscriber check."
 from __future__ import annotations
 
 import pytest
+from rcl_interfaces.srv import SetParameters
+from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 
 from sysid_ros.nodes.client import request_play, wait_for
@@ -26,7 +28,9 @@ def test_an_inactive_controller_is_refused(nodes, client, tmp_path):
     refused = request_play(client)
     assert not refused.success and refused.message == ("refused: controller forward_command_controller is inactive "
                                                        "in /controller_manager: activate it first")
-    assert client.set_parameters("sim_robot", {"inactive_controllers": []})[0].successful
+    none = Parameter("inactive_controllers", Parameter.Type.STRING_ARRAY, [])  # an empty list has no type of its own
+    request = SetParameters.Request(parameters=[none.to_parameter_msg()])
+    assert client.call(SetParameters, "sim_robot/set_parameters", request).results[0].successful
     played = wait_for(lambda: (lambda r: r if r.success else None)(request_play(client)), 30.0,
                       "the controller manager to list it active")
     assert played.message.startswith("playing sweep")
