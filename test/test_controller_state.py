@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
-from std_srvs.srv import Trigger
 
 from sysid_ros.nodes.client import request_play, wait_for
 from test_tape_recorder_node import SIM, recorder_params
@@ -33,8 +32,7 @@ def test_an_inactive_controller_is_refused(nodes, client, tmp_path):
     assert client.call(SetParameters, "sim_robot/set_parameters", request).results[0].successful
     played = wait_for(lambda: (lambda r: r if r.success else None)(request_play(client)), 30.0,
                       "the controller manager to list it active")
-    assert played.message.startswith("playing sweep")
-    assert client.call(Trigger, "tape_recorder/cancel", Trigger.Request()).success
+    assert played.message.startswith("playing sweep")  # accepted: how the short sweep ends is not the point here
     # no controller manager: said once, and the subscriber check stands alone
     wait_for(lambda: "no controller manager answers /no_such_manager/list_controllers" in lonely.log(), 60.0,
              "the recorder without a controller manager to say so")
