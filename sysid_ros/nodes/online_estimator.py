@@ -39,7 +39,7 @@ from std_srvs.srv import Trigger
 from ..core.errors import SysidRosError
 from ..core.online import OnlineEstimator, PayloadWindowModel, payload_config
 from ..core.online.config import pendulum_config
-from ..core.online.payload import load_model, payload_inertia
+from ..core.online.payload import FIRST_MOMENTS, load_model, payload_inertia
 from ..core.online.replay import last_link
 from ..core.online.reports import ChangeDetected, ExcitationRequest, ParameterChange, event_record
 from ..core.signals.arrays import JointSamples
@@ -218,6 +218,8 @@ class OnlineEstimatorNode(LifecycleNode):
         estimator = self._estimator
         estimate = estimator.estimate
         values = dict(zip(estimate.names, estimate.values))
+        if not set(FIRST_MOMENTS) <= set(values) or set(FIRST_MOMENTS) & set(estimator.provisional):
+            return  # a message needs the mass and the centre, each pinned by a confident window
         mass, first = values["mass_kg"], np.array([values["mx_kg_m"], values["my_kg_m"], values["mz_kg_m"]])
         if estimator.settling or not (math.isfinite(mass) and np.all(np.isfinite(first))):
             return

@@ -115,6 +115,8 @@ class OnlineConfig:
     change time, and windows of `min_window_s` or more of post-change data settle the new value.
     `detect_for`: the parameters whose change raises an alarm, from the detector or the window refit
     (default all); the others follow confirmed far windows silently.
+    `calibrate_scatter`: the windows' standard errors are scaled by the record's own scatter between windows
+    that share no sample (`calibration.ScatterCalibration`; on for whole-arm payloads).
     """
 
     joint: str
@@ -144,6 +146,7 @@ class OnlineConfig:
     detect_confirm: int = 2
     detect_for: tuple[str, ...] | None = None
     min_window_s: float = 0.5
+    calibrate_scatter: bool = False
 
     def __post_init__(self) -> None:
         checks = {"window_s": self.window_s > 0, "hop_s": 0 < self.hop_s <= self.window_s,

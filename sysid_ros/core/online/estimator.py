@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..signals.arrays import JointSamples
+from .calibration import ScatterCalibration
 from .config import NS, OnlineConfig
 from .detector import Step, scan, stepped
 from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
@@ -18,6 +19,8 @@ from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDe
 from .window import discarded, fit_window, prepare
 
 
+MAX_ABS_POSITION = 1e3  # rad or m: beyond this a row is corrupted, not measured (the bag reader's rule)
+MAX_ABS_EFFORT = 1e6    # N m or N: likewise
 NOISE_WINDOWS = 8  # the detector measures residuals against the largest noise of this many accepted windows
 
 
@@ -38,6 +41,9 @@ class OnlineEstimator:
         self._pre_change: np.ndarray | None = None
         self._pre_weight: np.ndarray | None = None
         self._std = np.full(p, np.nan)
+        self._provisional = np.full(p, np.nan)  # before a parameter's first confident window (see `estimate`)
+        self._provisional_weight = np.zeros(p)
+        self._calibration = ScatterCalibration(config.window_s, p)
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
         self._requested: tuple[str, ...] = ()
         self._t = np.zeros(0, dtype=np.int64)
@@ -52,12 +58,37 @@ class OnlineEstimator:
         self.last_window: WindowFit | None = None
         self.last_step: Step | None = None  # the detector's latest check (None while it sleeps)
         self.windows_fitted = 0
+        self.garbage_rows = 0  # rows with a non-finite or absurd position or effort (blanked, see `update`)
 
     @property
     def estimate(self) -> Estimate:
+        """The current values (physically consistent if the model says how: `model.physical`), each with
+        the standard error of the latest window that entered it. A parameter no window has pinned to
+        `confidence_threshold` yet reports the confidence-weighted mean of its windows above
+        `detect_confidence` (its weight says how little is behind it), NaN before any."""
+        values = self._current()
+        physical = getattr(self.config.model, "physical", None)
+        if physical is not None and np.all(np.isfinite(values)):
+            values = physical(values)
         return Estimate(self._time_ns, self.config.joint, self.config.model.names,
-                        tuple(float(v) for v in self._values), tuple(float(c) for c in self._confidence),
-                        tuple(float(w) for w in self._weight), bool(self._requested))
+                        tuple(float(v) for v in values), tuple(float(c) for c in self._confidence),
+                        tuple(float(w) for w in np.where(np.isfinite(self._values), self._weight,
+                                                         self._provisional_weight)),
+                        bool(self._requested), tuple(float(v) for v in self._std))
+
+    def _current(self) -> np.ndarray:
+        """The blended values, the provisional ones where no confident window has set a value yet."""
+        return np.where(np.isfinite(self._values), self._values, self._provisional)
+
+    @property
+    def provisional(self) -> tuple[str, ...]:
+        """The parameters no confident window has set yet (their values, if any, are provisional)."""
+        return tuple(n for n, v in zip(self.config.model.names, self._values) if not math.isfinite(v))
+
+    @property
+    def inflation(self) -> np.ndarray:
+        """Per parameter, the factor the record's scatter puts on the windows' standard errors (>= 1)."""
+        return self._calibration.inflation.copy()
 
     @property
     def settling(self) -> bool:
@@ -66,7 +97,8 @@ class OnlineEstimator:
 
     def update(self, samples: JointSamples) -> list[Event]:
         """Take new samples (positions and measured effort of `config.joints`); fit each window that fell due
-        and run the detector at each of its checks.
+        and run the detector at each of its checks. A row whose position or effort is non-finite or beyond
+        `MAX_ABS_POSITION` / `MAX_ABS_EFFORT` is blanked (counted in `garbage_rows`); the windows step around it.
 
         BLAS runs on one thread meanwhile (as in `identify`): a window's matrices are small, and on busy
         shared cores extra BLAS threads spin; the iiwa's payload estimator took 3.1 s of CPU for 30 s of data
@@ -80,6 +112,10 @@ class OnlineEstimator:
             return []
         q = np.column_stack([samples.column("position", j) for j in cfg.joints])
         tau = np.column_stack([samples.column("effort", j) for j in cfg.joints])
+        garbage = ~(np.abs(q) <= MAX_ABS_POSITION).all(axis=1) | ~(np.abs(tau) <= MAX_ABS_EFFORT).all(axis=1)
+        if garbage.any():  # a corrupted row: its values become NaN (the filter steps around it), time kept
+            self.garbage_rows += int(garbage.sum())
+            q, tau = np.where(garbage[:, None], np.nan, q), np.where(garbage[:, None], np.nan, tau)
         t = samples.time_ns
         if np.any(np.diff(t) <= 0) or (len(self._t) and t[0] <= self._t[-1]):
             previous = np.concatenate([self._t[-1:], t[:-1]]) if len(self._t) else np.concatenate([t[:1] - 1, t[:-1]])
@@ -119,12 +155,12 @@ class OnlineEstimator:
             self._t, self._q, self._tau = self._t[keep], self._q[keep], self._tau[keep]
 
     def _window(self, span_s: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The buffered samples after the last gap (a step over 1.5x the median period) and after the restart
+        """The buffered samples after the last gap (a step over 1.5x the 90th percentile period) and after the restart
         at a detected change; the newest `span_s` only if given."""
         first = 0
         steps = np.diff(self._t)
         if len(steps) > 2:
-            gaps = np.flatnonzero(steps > 1.5 * np.median(steps))
+            gaps = np.flatnonzero(steps > 1.5 * np.percentile(steps, 90))  # a jittered log's long steps are no gap
             if len(gaps):
                 first = int(gaps[-1]) + 1
         if self._restart_ns is not None:
@@ -142,7 +178,10 @@ class OnlineEstimator:
         if len(t) < 2 or t[-1] - t[0] < needed_s * NS:
             win = discarded(int(self._t[-1]), p, "not enough contiguous samples in the window")
         else:
-            win = fit_window(cfg, t, q, tau, self._values)
+            win = fit_window(cfg, t, q, tau, self._current())
+            if cfg.calibrate_scatter:
+                self._calibration.add(win)
+                win = self._calibration.apply(win)
         self.windows_fitted += 1
         events: list[Event] = []
         decisions = [DISCARDED] * p
@@ -157,6 +196,11 @@ class OnlineEstimator:
                 decisions[i] = self._decide(i, x, std, w, settling)
             else:
                 self._low[i] += 1
+                if not math.isfinite(self._values[i]) and w >= cfg.detect_confidence and math.isfinite(x):
+                    wp = self._provisional_weight[i]  # no confident window yet: a provisional mean
+                    self._provisional[i] = x if wp == 0 else (wp * self._provisional[i] + w * x) / (wp + w)
+                    self._provisional_weight[i], self._std[i] = min(wp, cfg.blend_memory_windows) + w, std
+                    continue
                 if settling and w >= cfg.detect_confidence:  # fresher than the value it replaced
                     decisions[i] = self._decide(i, x, std, w, settling)
                     continue
@@ -209,6 +253,7 @@ class OnlineEstimator:
         w_old = min(float(self._weight[i]), cfg.blend_memory_windows)
         self._values[i] = (w_old * old + confidence * x) / (w_old + confidence)
         self._weight[i] = w_old + confidence
+        self._std[i] = std
         return ACCEPTED
 
     def _change(self, i: int, x: float, std: float, confidence: float) -> str:
@@ -257,23 +302,27 @@ class OnlineEstimator:
         now, restarts the window at the estimated change time and starts settling (see detector.py)."""
         cfg = self.config
         now = int(self._t[-1])
-        if not self._noise or self._settle_until_ns is not None or not np.all(np.isfinite(self._values)):
+        values = self._current()
+        watched = np.isin(cfg.model.names, cfg.detect_for or cfg.model.names)
+        if not self._noise or self._settle_until_ns is not None or not np.all(np.isfinite(values)) or \
+                not np.all(np.isfinite(self._values[watched])):  # a provisional value is no baseline for a step
             self._detect_count, self.last_step = 0, None
             return []
         t, q, tau = self._window(cfg.detect_window_s)
         prep = prepare(cfg, t, q, tau, 2) if len(t) >= 2 and t[-1] - t[0] >= 0.9 * cfg.detect_window_s * NS else None
         noise = np.max(self._noise, axis=0)  # the motion's model errors vary: the worst recent window's noise
-        step = None if prep is None or isinstance(prep, WindowFit) else scan(prep, self._values, noise)
+        step = None if prep is None or isinstance(prep, WindowFit) else scan(prep, values, noise)
         self.last_step = step
-        moved = (stepped(step, self._values, cfg.model.floors(), cfg.per_parameter("change_threshold"),
-                         cfg.detect_sigma) if step is not None else np.zeros(len(self._values), dtype=bool))
-        moved &= np.isin(cfg.model.names, cfg.detect_for or cfg.model.names)
+        moved = (stepped(step, values, cfg.model.floors(), cfg.per_parameter("change_threshold"),
+                         cfg.detect_sigma) if step is not None else np.zeros(len(values), dtype=bool))
+        moved &= watched
         self._detect_count = self._detect_count + 1 if moved.any() else 0
         if self._detect_count < cfg.detect_confirm:
             return []
         idx = np.flatnonzero(moved)
         names = cfg.model.names
         self._pre_change, self._pre_weight = self._values.copy(), self._weight.copy()
+        self._values = values.copy()
         previous = self._values[idx].copy()
         self._values[idx] = self._values[idx] + step.delta[idx]
         self._weight[idx] = cfg.detect_confidence

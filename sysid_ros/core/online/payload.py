@@ -34,6 +34,7 @@ FIRST_MOMENTS = ("mass_kg", "mx_kg_m", "my_kg_m", "mz_kg_m")
 WITH_INERTIA = tuple(PAYLOAD_NAMES.values())
 _FLOORS = {"mass_kg": 1.0, "mx_kg_m": 0.05, "my_kg_m": 0.05, "mz_kg_m": 0.05}  # inertia: 0.01 kg m^2
 CACHE_S = 6.0  # seconds of regressor rows kept
+STATE_TOLERANCE = 1e-6  # rad, rad/s, rad/s^2: a cached row is reused for a state this close
 
 
 def load_model(path: str | Path) -> mujoco.MjModel:
@@ -85,6 +86,7 @@ class PayloadWindowModel:
         self._cache_t = np.zeros(0, dtype=np.int64)
         self._cache_phi = np.zeros((0, self.arm.nv, len(self.names)))
         self._cache_known = np.zeros((0, self.arm.nv))
+        self._cache_state = np.zeros((0, 3 * self.arm.nv))
 
     @property
     def joints(self) -> tuple[str, ...]:
@@ -94,48 +96,81 @@ class PayloadWindowModel:
         return np.array([self.scale_floor[n] for n in self.names])
 
     def _check_identifiable(self) -> None:
-        rng = np.random.default_rng(0)
-        m = self.arm.model
-        lo = np.where(m.jnt_limited[m.dof_jntid], m.jnt_range[m.dof_jntid, 0], -np.pi)
-        hi = np.where(m.jnt_limited[m.dof_jntid], m.jnt_range[m.dof_jntid, 1], np.pi)
-        q = rng.uniform(lo, hi, (40, self.arm.nv))
-        w = self.arm.compute(q, rng.normal(0.0, 1.0, q.shape), rng.normal(0.0, 3.0, q.shape))[..., self._cols]
-        base = base_parameters(w, self.names)
+        base = base_parameters(_random_columns(self.arm, self._cols), self.names)
         if base.rank < len(self.names):
             raise ModelError(f"the payload parameters on {self.body} are not identifiable from joint torques: "
                              f"{base.combined_only or base.unidentifiable}", body=self.body)
 
+    def physical(self, values: np.ndarray) -> np.ndarray:
+        """The nearest physically consistent payload to `values` (in `names` order): `physical_payload`."""
+        return physical_payload(self.names, values)
+
     def regressor(self, time_ns: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
                   valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The payload's columns (N, J, P) and the model's torque (N, J) on the valid rows (NaN elsewhere),
-        each row computed once and cached by its sample time."""
+        each row computed once and cached by its sample time and state (reused only for the same time *and*
+        filtered state: another record with equal stamps, or a resampled window whose state moved, is
+        computed afresh)."""
         n, nv, p = len(time_ns), self.arm.nv, len(self.names)
         phi, known = np.full((n, nv, p), np.nan), np.full((n, nv), np.nan)
+        state = np.concatenate([q, qd, qdd], axis=1)
         hit = np.zeros(n, dtype=bool)
         if len(self._cache_t):
             pos = np.clip(np.searchsorted(self._cache_t, time_ns), 0, len(self._cache_t) - 1)
-            hit = valid & (self._cache_t[pos] == time_ns)
+            same = np.all(np.abs(self._cache_state[pos] - state) <= STATE_TOLERANCE, axis=1)
+            hit = valid & (self._cache_t[pos] == time_ns) & same
             phi[hit], known[hit] = self._cache_phi[pos[hit]], self._cache_known[pos[hit]]
         todo = valid & ~hit
         if todo.any():
             w = self.arm.compute(q[todo], qd[todo], qdd[todo])
             phi[todo], known[todo] = w[..., self._cols], w @ self._known_theta
-            t_all = np.concatenate([self._cache_t, time_ns[todo]])
+            old = ~np.isin(self._cache_t, time_ns[todo])  # a recomputed time replaces its cached row
+            t_all = np.concatenate([self._cache_t[old], time_ns[todo]])
             order = np.argsort(t_all, kind="stable")
             keep = order[t_all[order] >= t_all.max() - int(CACHE_S * NS)]
             self._cache_t = t_all[keep]
-            self._cache_phi = np.concatenate([self._cache_phi, phi[todo]])[keep]
-            self._cache_known = np.concatenate([self._cache_known, known[todo]])[keep]
+            self._cache_phi = np.concatenate([self._cache_phi[old], phi[todo]])[keep]
+            self._cache_known = np.concatenate([self._cache_known[old], known[todo]])[keep]
+            self._cache_state = np.concatenate([self._cache_state[old], state[todo]])[keep]
         return phi, known
+
+
+def _random_columns(arm: ArmRegressor, cols: np.ndarray) -> np.ndarray:
+    """The payload's columns (40, nv, P) at random states inside the joint ranges (seeded: reproducible)."""
+    rng = np.random.default_rng(0)
+    m = arm.model
+    lo = np.where(m.jnt_limited[m.dof_jntid], m.jnt_range[m.dof_jntid, 0], -np.pi)
+    hi = np.where(m.jnt_limited[m.dof_jntid], m.jnt_range[m.dof_jntid, 1], np.pi)
+    q = rng.uniform(lo, hi, (40, arm.nv))
+    return arm.compute(q, rng.normal(0.0, 1.0, q.shape), rng.normal(0.0, 3.0, q.shape))[..., cols]
+
+
+def unidentifiable_payload(model: mujoco.MjModel, body: str, names: Sequence[str]) -> tuple[str, ...]:
+    """The payload parameters the model's joint torques say nothing about (their columns are zero at every
+    state): on a pendulum its mass and the first moment along the axis (one hinge feels only the mass moment
+    about it and the inertia about its axis), on a planar arm the out-of-plane terms."""
+    arm = ArmRegressor(model)
+    index = {n: i for i, n in enumerate(arm.names)}
+    by_name = {v: k for k, v in PAYLOAD_NAMES.items()}
+    cols = np.array([index[f"{body}.{by_name[n]}"] for n in names])
+    return base_parameters(_random_columns(arm, cols), names).unidentifiable
 
 
 def payload_config(model: mujoco.MjModel | str | Path, body: str, *, inertia: bool = True,
                    **settings: object) -> OnlineConfig:
     """Settings for a payload on `body` of an arm: the residual detector on (0.5 s look-back, 0.05 s
     checks), a 0.15 s derivative window, the mass judged to 1 % and changes of 5 %, the first moments to 5 %
-    and changes of 10 %, inertia (if estimated) to 25 % and changes of 50 %; excitation requested for the mass."""
+    and changes of 10 %, inertia (if estimated) to 25 % and changes of 50 %; excitation requested for the mass;
+    the windows' standard errors calibrated by the record's scatter. Parameters the joint torques cannot see
+    (`unidentifiable_payload`: a pendulum's mass) are left out; `ModelError` if nothing is left."""
     compiled = model if isinstance(model, mujoco.MjModel) else load_model(model)
-    names = WITH_INERTIA if inertia else FIRST_MOMENTS
+    if mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_BODY, body) <= 0:
+        raise ModelError("the payload's body is not a moving body of the model", body=body)
+    wanted = WITH_INERTIA if inertia else FIRST_MOMENTS
+    blind = unidentifiable_payload(compiled, body, wanted)
+    names = tuple(n for n in wanted if n not in blind)
+    if not names:
+        raise ModelError("the joint torques say nothing about a payload on this body", body=body)
     window = PayloadWindowModel(compiled, body, names)
     precision = {n: 0.01 if n == "mass_kg" else (0.05 if n in FIRST_MOMENTS else 0.25) for n in names}
     threshold = {n: 0.05 if n == "mass_kg" else (0.1 if n in FIRST_MOMENTS else 0.5) for n in names}
@@ -144,9 +179,12 @@ def payload_config(model: mujoco.MjModel | str | Path, body: str, *, inertia: bo
     # a 0.15 s derivative window (not the pendulum's 0.2 s): the arm's columns are nonlinear in (q, qd, qdd), so
     # filtering q before them and the torque after is not the same filter; over DDS (an iiwa tracking a
     # trajectory with velocities) 0.2 s left m cz 2.0-2.8 % low and the inertia 20 % high, 0.15 s 0.1-0.35 %
+    moments = tuple(n for n in FIRST_MOMENTS if n in names) or names
     defaults: dict[str, object] = {"precision": precision, "change_threshold": threshold,
-                                   "request_for": ("mass_kg",), "detect_window_s": 0.5, "detect_for": FIRST_MOMENTS,
-                                   "selection": RowSelection(moving_speed_rad_s=0.0), "derivative_window_s": 0.15}
+                                   "request_for": ("mass_kg",) if "mass_kg" in names else moments,
+                                   "detect_window_s": 0.5, "detect_for": moments,
+                                   "selection": RowSelection(moving_speed_rad_s=0.0), "derivative_window_s": 0.15,
+                                   "calibrate_scatter": True}
     defaults.update(settings)
     return OnlineConfig(body, window, **defaults)  # type: ignore[arg-type]
 
@@ -169,3 +207,41 @@ def payload_inertia(values: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray
     ixy, ixz, iyz = values["ixy_kg_m2"], values["ixz_kg_m2"], values["iyz_kg_m2"]
     i_o = np.array([[values["ixx_kg_m2"], ixy, ixz], [ixy, values["iyy_kg_m2"], iyz], [ixz, iyz, values["izz_kg_m2"]]])
     return com, i_o - m * (com @ com * np.eye(3) - np.outer(com, com))
+
+
+PROJECTION_LENGTH_M = 0.1  # the pseudo-inertia is projected in units of this length (kg, kg dm, kg dm^2)
+
+
+def physical_payload(names: Sequence[str], values: np.ndarray) -> np.ndarray:
+    """`values` made physically consistent: with all 10 parameters, the pseudo-inertia
+    J = [[S, h], [h', m]] (S = tr(I)/2 1 - I, the second moment of the mass about the body origin) projected
+    onto the positive semidefinite matrices (negative eigenvalues set to 0, in units of `PROJECTION_LENGTH_M`),
+    which is exactly the set of real bodies: m >= 0, inertia about the centre PSD and meeting the triangle
+    inequalities; with fewer parameters, the mass and the diagonal inertia entries clipped at 0."""
+    out = np.array(values, dtype=float)
+    index = {n: i for i, n in enumerate(names)}
+    if set(WITH_INERTIA) <= set(index) and np.all(np.isfinite(out)):
+        v = {n: out[index[n]] for n in WITH_INERTIA}
+        inertia = np.array([[v["ixx_kg_m2"], v["ixy_kg_m2"], v["ixz_kg_m2"]],
+                            [v["ixy_kg_m2"], v["iyy_kg_m2"], v["iyz_kg_m2"]],
+                            [v["ixz_kg_m2"], v["iyz_kg_m2"], v["izz_kg_m2"]]])
+        h = np.array([v["mx_kg_m"], v["my_kg_m"], v["mz_kg_m"]])
+        scale = np.r_[np.full(3, 1.0 / PROJECTION_LENGTH_M), 1.0]
+        pseudo = np.zeros((4, 4))
+        pseudo[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
+        pseudo[:3, 3] = pseudo[3, :3] = h
+        pseudo[3, 3] = v["mass_kg"]
+        lam, vec = np.linalg.eigh(pseudo * np.outer(scale, scale))
+        pseudo = (vec * np.maximum(lam, 0.0)) @ vec.T / np.outer(scale, scale)
+        second = pseudo[:3, :3]
+        inertia = np.trace(second) * np.eye(3) - second
+        new = {"mass_kg": pseudo[3, 3], "mx_kg_m": pseudo[0, 3], "my_kg_m": pseudo[1, 3], "mz_kg_m": pseudo[2, 3],
+               "ixx_kg_m2": inertia[0, 0], "ixy_kg_m2": inertia[0, 1], "iyy_kg_m2": inertia[1, 1],
+               "ixz_kg_m2": inertia[0, 2], "iyz_kg_m2": inertia[1, 2], "izz_kg_m2": inertia[2, 2]}
+        for n, x in new.items():
+            out[index[n]] = x
+        return out
+    for n in ("mass_kg", "ixx_kg_m2", "iyy_kg_m2", "izz_kg_m2"):
+        if n in index:
+            out[index[n]] = max(out[index[n]], 0.0)
+    return out

@@ -9,8 +9,10 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Estimate:
-    """The current estimate: per parameter its value (NaN before the first confident window), the
-    confidence of the latest window, and the confidence weight accumulated behind the value.
+    """The current estimate: per parameter its value (provisional before the first confident window, NaN
+    before any window), the confidence of the latest window, the confidence weight accumulated behind the
+    value, and `std`, the standard error of the latest window that entered it (a blend of many windows is
+    known better: this is the conservative end).
 
     For ROS, `as_key_values()` fills a diagnostic_msgs/DiagnosticStatus (one per joint, in a
     DiagnosticArray); `as_array()` fills a std_msgs/Float64MultiArray laid out as [values..., confidence...,
@@ -24,6 +26,7 @@ class Estimate:
     confidence: tuple[float, ...]
     weight: tuple[float, ...]
     excitation_requested: bool = False
+    std: tuple[float, ...] = ()  # per parameter: the standard error of the latest window that entered the value
 
     def value(self, name: str) -> float:
         return self.values[self.names.index(name)]
@@ -34,8 +37,10 @@ class Estimate:
     def as_key_values(self) -> list[tuple[str, str]]:
         out = [("joint", self.joint), ("time_ns", str(self.time_ns)),
                ("excitation_requested", str(self.excitation_requested).lower())]
-        for n, v, c, w in zip(self.names, self.values, self.confidence, self.weight):
-            out += [(f"{n}.value", repr(v)), (f"{n}.confidence", f"{c:.4f}"), (f"{n}.weight", f"{w:.4f}")]
+        std = self.std or (float("nan"),) * len(self.names)
+        for n, v, c, w, s in zip(self.names, self.values, self.confidence, self.weight, std):
+            out += [(f"{n}.value", repr(v)), (f"{n}.confidence", f"{c:.4f}"), (f"{n}.weight", f"{w:.4f}"),
+                    (f"{n}.std", repr(s))]
         return out
 
     def as_array(self) -> np.ndarray:

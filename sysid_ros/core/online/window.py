@@ -24,6 +24,7 @@ from ..linear.regression import BootstrapSettings, FitThresholds, fit_linear, se
 from ..signals.derivatives import estimate_position_noise, window_samples
 from .config import OnlineConfig, WindowModel
 from .reports import ACCEPTED, DISCARDED, WindowFit
+from .timebase import on_uniform_grid
 
 _CHEAP_BOOTSTRAP = BootstrapSettings(blocks=4, resamples=2)  # fit_linear's intervals are not used here
 JOINT_WEIGHT_PASSES = 2  # reweighting fits per window (an iiwa's joint weights settle within 1 %, measured)
@@ -156,6 +157,8 @@ def prepare(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np.nd
     steps = np.diff(time_ns)
     if len(steps) == 0 or steps.min() <= 0:
         return discarded(end, p, "fewer than two increasing samples")
+    time_ns, q2, tau2 = on_uniform_grid(time_ns, q2, tau2)
+    steps = np.diff(time_ns)
     dt_s = round(float(np.median(steps))) * 1e-9
     n = window_samples(config.derivative_window_s, dt_s, config.derivative_polyorder)
     if len(q2) < min_derivative_windows * n:
