@@ -143,9 +143,7 @@ def _export(args: argparse.Namespace) -> int:
     import yaml
 
     from .core.gains.controller_file import parameter_block
-    from .core.tuner.proposal import proposal_target
-
-    from .nodes.tuner_cli import proven_parameters
+    from .core.tuner.proposal import proposal_target, proven_parameters
 
     _, controller, style = proposal_target(args.proposal, args.controller, args.style)
     parameters, note = proven_parameters(args.proposal, args.gains_only)

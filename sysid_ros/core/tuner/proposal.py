@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..files.reading import load_yaml
 from ..gains.controller_styles import ControllerStyle, get_style
 from ..gains.pid import parameter_name, split_parameter_name
-from ..linear.joint_model import REVOLUTE_TERMS, JointModel
+from ..linear.joint_model import ALL_TERMS, REVOLUTE_TERMS, JointModel
 from ..tapes import Tape
 from .arm import ArmResult
 from .pipeline import TuneResult
@@ -254,3 +254,37 @@ def proposal_target(path: str | Path, controller: str | None = None,
         if not isinstance(style, str):
             raise ConfigError(f"controller_style must be a style name, got {str(style)[:60]!r}", file=str(path))
     return found, controller, get_style(style)
+
+
+def proven_parameters(path: str | Path, gains_only: bool = False) -> tuple[dict[str, float], str]:
+    """The controller parameters that hold what the proposal's canary proved, and a note of what they leave out.
+
+    The canary played the proposed gains with the proposal's host feed-forward (and, for an arm, the nominal
+    model's inverse dynamics) unless the controller was measured to ignore it. A controller's own parameters can
+    hold only a viscous term: the drive's `ff_velocity_scale` (effort = ff_velocity_scale * v_ref + PID) raised
+    by it from its as-found value. Anything else would be lost by writing the gains alone: ConfigError naming it,
+    unless `gains_only` (then the gains alone, and the note says what is left out).
+    """
+    document = load_yaml(path, "gain proposal")
+    proposal = GainProposal.from_dict(document)
+    if document.get("trajectory_feedforward") == "ignored by the controller":
+        return dict(proposal.parameters), ""  # measured: the plays ran on the gains alone
+    found = document.get("ff_velocity_scale_as_found") or {}
+    held: dict[str, float] = {}
+    lost = [f"the nominal inverse dynamics of {document['base_feedforward']}"] if document.get("base_feedforward") \
+        else []
+    for joint, model in proposal.feedforward.items():
+        terms = {t: v for t, v in asdict(model).items() if t in ALL_TERMS and v} if model is not None else {}
+        scale = parameter_name(joint, "ff_velocity_scale")
+        if "viscous_nm_s_rad" in terms and scale in found:
+            held[scale] = float(found[scale]) + terms.pop("viscous_nm_s_rad")
+        if terms:
+            lost.append(f"{joint}'s " + ", ".join(f"{t} {v:.4g}" for t, v in terms.items()))
+    if not lost:
+        return {**proposal.parameters, **held}, ""
+    what = "; ".join(lost)
+    if not gains_only:
+        raise ConfigError(f"the canary proved these gains together with a host feed-forward the controller's "
+                          f"parameters cannot hold ({what}): the gains alone were never tried on the robot. Send "
+                          f"that feed-forward from the host, or give --gains-only to write the gains anyway")
+    return dict(proposal.parameters), f"the host feed-forward the canary also ran with is not written: {what}"
