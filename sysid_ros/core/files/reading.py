@@ -54,7 +54,9 @@ def read_bytes(path: str | Path, what: str, limit: int = MAX_YAML_BYTES) -> byte
         if info.st_size > limit:
             raise ConfigError(f"the {what} is {_mib(info.st_size)}, more than the {_mib(limit)} it may be",
                               file=str(path))
-        data = f.read(limit + 1)
+        data = f.read(info.st_size + 1)  # read(n) allocates n bytes first: the size it claims, not the bound
+        if len(data) > info.st_size:  # it grew (or claims 0, as /proc does): on to the bound
+            data += f.read(limit + 1 - len(data))
     if len(data) > limit:
         raise ConfigError(f"the {what} grew past the {_mib(limit)} it may be while read", file=str(path))
     return data
