@@ -80,7 +80,7 @@ def _replay_safe(args: argparse.Namespace) -> int:
 def _identify(args: argparse.Namespace) -> int:
     from .core.identify import load_problem
     from .core.identify.overrides import with_data
-    from .core.identify.pipeline import result_names
+    from .core.identify.write import result_names
     from .core.files.outputs import check_writable
     from .core.files.paths import model_path
     from .core.files.writing import folder_lock, refuse_inputs_inside, remove_stale

@@ -148,7 +148,7 @@ def test_body_inertia_recovers_the_tip_and_writes_loadable_models(tmp_path):
 
 def test_bound_rule_reads_the_coordinates():
     """A body_inertia on a bound of one of its coordinates is flagged by name (its tensor entries have none)."""
-    from sysid_ros.core.identify.pipeline import ParameterResult
+    from sysid_ros.core.identify.results import ParameterResult
     from sysid_ros.core.identify.verdict import bound_warnings
 
     theta = inertia.from_physical((0.5, *NOMINAL_TIP[1], *map(float, NOMINAL_TIP[2].split())))
@@ -167,7 +167,7 @@ def test_bound_rule_reads_the_coordinates():
 def test_identifiable_is_judged_in_physical_terms():
     """A 1 kg body known to +-2 % is identifiable (its log-Cholesky alpha, near 0, has a half-width of 0.01);
     a near-zero product of inertia is judged against the tensor's trace; an infinite half-width never passes."""
-    from sysid_ros.core.identify.pipeline import identifiable
+    from sysid_ros.core.identify.intervals import identifiable
 
     value = (1.0, 0.0, 0.01, -0.1, 0.02, 0.03, 0.04, 1e-6, 0.0, -2e-6)
     half = (0.02, 0.001, 0.001, 0.002, 0.001, 0.001, 0.002, 3e-4, 3e-4, 3e-4)

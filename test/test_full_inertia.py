@@ -12,7 +12,9 @@ import pytest
 from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.identify import identify, inertia, problem_from_dict, write_results
 from sysid_ros.core.identify.export import identified_urdf
-from sysid_ros.core.identify.parameters import build_parameters, identified_xml, inertia_tensor
+from sysid_ros.core.identify.export import identified_xml
+from sysid_ros.core.identify.parameters import build_parameters
+from sysid_ros.core.identify.spec_values import inertia_tensor
 from sysid_ros.core.identify.problem import ParameterSpec
 from sysid_ros.core.identify.synthetic import EPOCH_NS, multisine, record_effort
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot

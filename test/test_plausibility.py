@@ -19,7 +19,7 @@ from sysid_ros.core.gains.pid import PidGains
 from sysid_ros.core.identify import identify, inertia, problem_from_dict
 from sysid_ros.core.identify.plausibility import (DRIVE_ACCELERATION_RAD_S2, FRICTION_FRACTION, MASS_RANGE,
                                                   physical_bounds)
-from sysid_ros.core.identify.problem import check_problem, load_spec
+from sysid_ros.core.identify.problem_model import check_problem, problem_spec
 from sysid_ros.core.identify.synthetic import multisine, record_position
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
 
@@ -164,7 +164,7 @@ def test_physical_bounds_name_their_source_and_refuse_what_they_cannot_bound(log
                           {"name": "a", "kind": "joint_armature", "joint": "wrist"},
                           {"name": "d", "kind": "joint_damping", "joint": "elbow"}])
     problem = problem_from_dict(doc)
-    spec = load_spec(problem)
+    spec = problem_spec(problem)
     model = spec.compile()
     filled, notes = physical_bounds(problem, spec, model)
     m, a, d = filled.parameters

@@ -26,7 +26,8 @@ from ..core.errors import Cancelled, ConfigError, SysidRosError
 from ..core.files.outputs import check_writable
 from ..core.identify import identify, load_problem, write_results
 from ..core.identify.overrides import with_data
-from ..core.identify.pipeline import result_names, results_document
+from ..core.identify.results import results_document
+from ..core.identify.write import result_names
 from .common import DIAGNOSTICS, ROBOT, diagnostic, node_path, publish_diagnostics, run
 from .parameters import ParameterTable, Spec, lifecycle_configured
 

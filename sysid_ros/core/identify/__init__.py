@@ -1,9 +1,38 @@
-"""Simulation-based identification on mujoco.sysid: problem files, parameters, the run, results, report."""
+"""Simulation-based identification on mujoco.sysid: a problem file in, `identified.yaml` and a report out.
 
-from .data import load_source
-from .pipeline import IdentificationResult, ParameterResult, identify, write_results
-from .quiet import quiet_output
-from .problem import DataSource, OptimizerSpec, ParameterSpec, Problem, load_problem, problem_from_dict
+The path of the data, in order:
+- `problem`: the problem file's format (`load_problem`, `problem_from_dict` -> a frozen `Problem`).
+- `problem_model`: the problem's model prepared (`problem_spec`) and the problem checked against it;
+  `model_cache` compiles it once per process; `spec_values` reads parameter values out of the model.
+- `plausibility`: bounds from physics where the problem gives none; the optional prior.
+- `data`: bags and npz files -> joint samples and commands (`load_source`), cut into segments;
+  `sysid_data`: those arrays -> mujoco.sysid data (TimeSeries, ModelSequences); `start_states`, `quiet`.
+- `parameters`: parameter specs -> a mujoco.sysid ParameterDict (modifiers on the spec); `inertia` for a body's
+  10 inertial parameters in log-Cholesky coordinates; `arm_models` for URDF arms.
+- `warm_start`: start values from the linear regression; `torque_check` its held-out torque check.
+- `residual`, `optimize`, `stopping`: the residual of every segment and its minimisation.
+- `intervals`, `start_error`, `residual_stats`, `time_offset`: intervals, misfit and time-offset checks.
+- `validation`: held-out replays and torque; `verdict`: warnings and `ok | suspect`.
+- `pipeline`: `identify`, the run as stages; `results`: what it returns (`IdentificationResult`).
+- `write`, `export`, `report`: `identified.yaml`, the identified MJCF/URDF and values, the HTML report.
+- `synthetic`, `overrides`: synthetic recordings for tests and demos; a problem with other data files.
+"""
+
+from .data import load_source as load_source
+from .pipeline import identify as identify
+from .problem import DataSource as DataSource
+from .problem import OptimizerSpec as OptimizerSpec
+from .problem import ParameterSpec as ParameterSpec
+from .problem import Problem as Problem
+from .problem import load_problem as load_problem
+from .problem import problem_from_dict as problem_from_dict
+from .quiet import quiet_output as quiet_output
+from .results import IdentificationResult as IdentificationResult
+from .results import ParameterResult as ParameterResult
+from .results import results_document as results_document
+from .write import result_names as result_names
+from .write import write_results as write_results
 
 __all__ = ["DataSource", "IdentificationResult", "OptimizerSpec", "ParameterResult", "ParameterSpec", "Problem",
-           "identify", "load_problem", "load_source", "problem_from_dict", "quiet_output", "write_results"]
+           "identify", "load_problem", "load_source", "problem_from_dict", "quiet_output", "result_names",
+           "results_document", "write_results"]

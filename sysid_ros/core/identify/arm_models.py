@@ -11,6 +11,7 @@ link 1, so contacts are disabled (and meshes dropped: the file then loads from a
 from __future__ import annotations
 
 import importlib.util
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ import mujoco
 import numpy as np
 
 from ..errors import ConfigError, ModelError
+from ..linear.arm_regressor import ArmRegressor, structural_base_parameters
+from .inertia import tensor_entries
+from .spec_values import full_precision, has_full_inertia, inertia_tensor
 
 IIWA_URDF = "kuka_iiwa/model.urdf"
 IIWA_JOINTS = tuple(f"lbr_iiwa_joint_{i}" for i in range(1, 8))
@@ -156,9 +160,6 @@ def write_mjcf(spec: mujoco.MjSpec, path: str | Path) -> Path:
 def as_full_inertia(spec: mujoco.MjSpec) -> None:
     """Every body with mass gets its inertia as a full tensor about its centre of mass (`fullinertia`), as a
     URDF or a CAD export gives it, instead of principal moments and `iquat`."""
-    from .inertia import tensor_entries
-    from .parameters import inertia_tensor
-
     for body in spec.bodies[1:]:
         if body.mass > 0:
             body.fullinertia = tensor_entries(inertia_tensor(body))
@@ -168,10 +169,6 @@ def as_full_inertia(spec: mujoco.MjSpec) -> None:
 
 def with_full_inertia_text(spec: mujoco.MjSpec, xml: str) -> str:
     """`to_xml` writes a `fullinertia` body in its principal form, rounded: write the tensor itself."""
-    import xml.etree.ElementTree as ET
-
-    from .parameters import full_precision, has_full_inertia
-
     full = {b.name: b for b in spec.bodies[1:] if has_full_inertia(b)}
     if not full:
         return xml
@@ -206,8 +203,6 @@ def mass_sum_groups(model: mujoco.MjModel, bodies: Sequence[str], samples: int =
     their centres on its axis) enter the dynamics only as their sum. A mass-only fit still "splits" them,
     but only through the centres of mass the model assumes. Groups of one are identifiable apart.
     """
-    from ..linear.arm_regressor import ArmRegressor, structural_base_parameters
-
     arm = ArmRegressor(model, joint_terms=())
     base = structural_base_parameters(arm, samples=samples, seed=seed)
     index = {name: i for i, name in enumerate(base.names)}

@@ -7,11 +7,14 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
+from ..bags import read_recording
+from ..bags.arrays_io import load_npz
 from ..bags.logger_clock import regularize
 from ..errors import BagError, ConfigError, DataError
 from ..signals.arrays import JointCommands, JointSamples
 from . import sysid_data as sd
 from .problem import DataSource, Problem
+
 
 def _trim(samples: JointSamples, src: DataSource) -> JointSamples:
     if src.start_s == 0.0 and src.end_s is None:
@@ -32,15 +35,11 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
     `bags.logger_clock`) to `notes`.
     """
     if src.kind == "npz":
-        from ..bags.arrays_io import load_npz
-
         samples, commands, _ = load_npz(src.path)
         if samples is None:
             raise DataError("the file holds no joint feedback", bag=str(src.path))
         segments = [samples]
     else:
-        from ..bags import read_recording
-
         topics = None if src.feedback_topic is None else [src.feedback_topic]
         if src.control == "effort":
             wanted, interfaces = [], None  # the measured effort: no command topic is read

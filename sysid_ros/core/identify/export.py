@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import mujoco
+import numpy as np
+from mujoco import sysid
 
-from ..errors import ModelError
-from .parameters import full_precision, inertia_tensor, joint_value
+from ..errors import ConfigError, ModelError
+from .arm_models import with_full_inertia_text
+from .parameters import SIGNAL_KINDS
+from .spec_values import full_precision, has_full_inertia, inertia_tensor, joint_motor, joint_value
 from .problem import ParameterSpec
 
 _URDF_JOINT_FIELDS = {"joint_damping": "damping", "joint_frictionloss": "friction"}
@@ -83,3 +87,59 @@ def identified_values(specs: Sequence[ParameterSpec], values: dict[str, tuple[fl
         else:
             out.setdefault("signals", {}).setdefault(p.target, {})[p.kind.split("_", 1)[1]] = v[0]
     return out
+
+
+def _find(root: ET.Element, tag: str, name: str) -> ET.Element | None:
+    for el in root.iter(tag):
+        if el.get("name") == name:
+            return el
+    return None
+
+
+def identified_xml(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], params: sysid.ParameterDict) -> str:
+    """The MJCF of `spec` (identified values applied) with every identified number at full precision.
+
+    `MjSpec.to_xml` rounds to 6 significant digits; the identified attributes are rewritten with repr(), and
+    every full inertia tensor is written as the tensor (to_xml writes its rounded principal form).
+    """
+    root = ET.fromstring(with_full_inertia_text(spec, spec.to_xml()))
+    for p in specs:
+        if p.kind in SIGNAL_KINDS:
+            continue
+        if p.kind.startswith("body_"):
+            body, el = spec.body(p.target), _find(root, "body", p.target)
+            if el is None:
+                raise ConfigError("identified body missing from the written MJCF", body=p.target)
+            inertial = el.find("inertial")
+            if inertial is None:
+                inertial = ET.SubElement(el, "inertial")
+                el.remove(inertial)
+                el.insert(0, inertial)
+            inertial.set("mass", repr(float(body.mass)))
+            inertial.set("pos", full_precision(body.ipos))
+            if not has_full_inertia(body):  # a full tensor is written already (with_full_inertia_text)
+                inertial.set("diaginertia", full_precision(body.inertia))
+                if not np.any(np.isnan(body.iquat)):
+                    inertial.set("quat", full_precision(body.iquat))
+        elif p.kind == "joint_effort_offset":
+            motor = joint_motor(spec, p.target)
+            actuators = root.find("actuator")
+            el = None if actuators is None else next((a for a in actuators if a.get("name") == motor.name), None)
+            if el is None:
+                raise ConfigError("identified joint motor missing from the written MJCF", joint=p.target)
+            el.tag = "general"  # a <motor> cannot hold a bias; <general> with the motor's defaults can
+            el.set("biastype", "affine")
+            el.set("biasprm", full_precision(motor.biasprm[:3]))
+        elif p.kind.startswith("joint_"):
+            el = _find(root, "joint", p.target)
+            if el is None:
+                raise ConfigError("identified joint missing from the written MJCF", joint=p.target)
+            el.set(p.kind.split("_", 1)[1], repr(joint_value(spec, p)))
+        elif p.kind == "actuator_gain":
+            actuators = root.find("actuator")
+            el = None if actuators is None else next((a for a in actuators if a.get("name") == p.target), None)
+            if el is None:
+                raise ConfigError("identified actuator missing from the written MJCF", actuator=p.target)
+            el.set("gear", full_precision(spec.actuator(p.target).gear))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode") + "\n"

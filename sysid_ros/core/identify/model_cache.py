@@ -2,7 +2,7 @@
 model file (a fleet) compiles it once and hands each run its own copy of the spec and the compiled model.
 
 Keyed by the resolved file, its size and modification time (an edited file is compiled again) and the
-bodies the problem identifies masses of (`load_spec` gives those explicit inertials).
+bodies the problem identifies masses of (`problem_spec` gives those explicit inertials).
 Copies, not the cached objects: a run may edit its spec (parameter modifiers) or its model's data.
 """
 
@@ -15,7 +15,8 @@ import mujoco
 
 from ..errors import ConfigError
 from ..files.paths import model_path
-from .problem import Problem, load_spec
+from .problem import Problem
+from .problem_model import problem_spec
 
 _CACHE: OrderedDict[tuple, tuple[mujoco.MjSpec, mujoco.MjModel]] = OrderedDict()
 MAXSIZE = 8
@@ -24,7 +25,7 @@ stats = {"compiles": 0, "hits": 0}
 
 
 def compiled_model(problem: Problem) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
-    """(spec, model) of the problem's model as `load_spec` prepares it and compiled, both private copies.
+    """(spec, model) of the problem's model as `problem_spec` prepares it and compiled, both private copies.
     ConfigError when the model does not compile."""
     path = model_path(problem.model)
     st = path.stat()
@@ -32,7 +33,7 @@ def compiled_model(problem: Problem) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
     key = (str(path), st.st_size, st.st_mtime_ns, bodies)
     cached = _CACHE.get(key)
     if cached is None:
-        spec = load_spec(problem)
+        spec = problem_spec(problem)
         try:
             model = spec.compile()
         except Exception as exc:

@@ -10,7 +10,6 @@ the optimiser can reach is a physical body, written as mass, `ipos` and `fulline
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from typing import Callable, Sequence
 
@@ -21,26 +20,9 @@ from mujoco import sysid
 from ..errors import ConfigError
 from . import inertia
 from .problem import VALUE_WIDTH, ParameterSpec
+from .spec_values import has_full_inertia, joint_motor
 
 SIGNAL_KINDS = ("signal_delay", "signal_gain", "signal_bias")
-
-
-def has_full_inertia(body: mujoco.MjsBody) -> bool:
-    """Whether the body's inertia is given as a full tensor (`fullinertia`) rather than diagonal + `iquat`."""
-    return bool(np.isfinite(body.fullinertia[0]))
-
-
-def inertia_tensor(body: mujoco.MjsBody) -> np.ndarray:
-    """The body's 3x3 inertia about its centre of mass in the body frame, from `fullinertia` (ixx iyy izz
-    ixy ixz iyz) or from the diagonal inertia rotated by `iquat` (R diag R^T)."""
-    if has_full_inertia(body):
-        xx, yy, zz, xy, xz, yz = (float(v) for v in body.fullinertia)
-        return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-    rot = np.zeros(9)
-    quat = np.asarray(body.iquat, dtype=float)
-    mujoco.mju_quat2Mat(rot, quat / np.linalg.norm(quat))
-    rot = rot.reshape(3, 3)
-    return rot @ np.diag(np.asarray(body.inertia, dtype=float)) @ rot.T
 
 
 def _body_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
@@ -77,7 +59,7 @@ def _inertia_modifier(p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parame
         b.explicitinertial = True
         b.mass, b.ipos = mass, com
         b.inertia = np.zeros(3)  # MuJoCo refuses a diagonal and a full tensor together,
-        b.iquat = np.array([1.0, 0, 0, 0])  # and rotates the full tensor by iquat (load_spec's principal frame)
+        b.iquat = np.array([1.0, 0, 0, 0])  # and rotates the full tensor by iquat (problem_spec's principal frame)
         b.fullinertia = inertia.tensor_entries(tensor)
 
     return modify
@@ -95,20 +77,6 @@ def _joint_modifier(p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Paramete
     if field == "damping":  # a 3-vector on MjsJoint in MuJoCo 4.0; [0] is the linear damping
         return lambda s, param: s.joint(target).damping.__setitem__(0, float(param.value[0]))
     return lambda s, param: setattr(s.joint(target), field, float(param.value[0]))
-
-
-def joint_motor(spec: mujoco.MjSpec, joint: str) -> mujoco.MjsActuator | None:
-    """The first actuator that drives `joint` directly (the joint's motor), or None."""
-    return next((a for a in spec.actuators if a.trntype == mujoco.mjtTrn.mjTRN_JOINT and a.target == joint), None)
-
-
-def effort_offset_value(spec: mujoco.MjSpec, joint: str) -> float:
-    """`joint_effort_offset` in `spec`: measured effort minus the torque the joint gets, i.e. minus the constant
-    bias its motor adds (gear * biasprm[0] with an affine bias; 0 without a bias)."""
-    motor = joint_motor(spec, joint)
-    if motor is None or motor.biastype != mujoco.mjtBias.mjBIAS_AFFINE:
-        return 0.0
-    return -float(motor.gear[0]) * float(motor.biasprm[0])
 
 
 def _offset_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
@@ -205,73 +173,3 @@ class CachedBuild:
         else:
             self._cache.move_to_end(key)
         return model
-
-
-def full_precision(values: Sequence[float]) -> str:
-    """Numbers as text at full precision (repr), space-separated."""
-    return " ".join(repr(float(v)) for v in values)
-
-
-def joint_value(spec: mujoco.MjSpec, p: ParameterSpec) -> float:
-    """A joint parameter's value in `spec` (damping is MuJoCo 4's 3-vector: its linear term)."""
-    joint = spec.joint(p.target)
-    field = p.kind.split("_", 1)[1]
-    return float(joint.damping[0] if field == "damping" else getattr(joint, field))
-
-
-def _find(root: ET.Element, tag: str, name: str) -> ET.Element | None:
-    for el in root.iter(tag):
-        if el.get("name") == name:
-            return el
-    return None
-
-
-def identified_xml(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], params: sysid.ParameterDict) -> str:
-    """The MJCF of `spec` (identified values applied) with every identified number at full precision.
-
-    `MjSpec.to_xml` rounds to 6 significant digits; the identified attributes are rewritten with repr(), and
-    every full inertia tensor is written as the tensor (to_xml writes its rounded principal form).
-    """
-    from .arm_models import with_full_inertia_text
-
-    root = ET.fromstring(with_full_inertia_text(spec, spec.to_xml()))
-    for p in specs:
-        if p.kind in SIGNAL_KINDS:
-            continue
-        if p.kind.startswith("body_"):
-            body, el = spec.body(p.target), _find(root, "body", p.target)
-            if el is None:
-                raise ConfigError("identified body missing from the written MJCF", body=p.target)
-            inertial = el.find("inertial")
-            if inertial is None:
-                inertial = ET.SubElement(el, "inertial")
-                el.remove(inertial)
-                el.insert(0, inertial)
-            inertial.set("mass", repr(float(body.mass)))
-            inertial.set("pos", full_precision(body.ipos))
-            if not has_full_inertia(body):  # a full tensor is written already (with_full_inertia_text)
-                inertial.set("diaginertia", full_precision(body.inertia))
-                if not np.any(np.isnan(body.iquat)):
-                    inertial.set("quat", full_precision(body.iquat))
-        elif p.kind == "joint_effort_offset":
-            motor = joint_motor(spec, p.target)
-            actuators = root.find("actuator")
-            el = None if actuators is None else next((a for a in actuators if a.get("name") == motor.name), None)
-            if el is None:
-                raise ConfigError("identified joint motor missing from the written MJCF", joint=p.target)
-            el.tag = "general"  # a <motor> cannot hold a bias; <general> with the motor's defaults can
-            el.set("biastype", "affine")
-            el.set("biasprm", full_precision(motor.biasprm[:3]))
-        elif p.kind.startswith("joint_"):
-            el = _find(root, "joint", p.target)
-            if el is None:
-                raise ConfigError("identified joint missing from the written MJCF", joint=p.target)
-            el.set(p.kind.split("_", 1)[1], repr(joint_value(spec, p)))
-        elif p.kind == "actuator_gain":
-            actuators = root.find("actuator")
-            el = None if actuators is None else next((a for a in actuators if a.get("name") == p.target), None)
-            if el is None:
-                raise ConfigError("identified actuator missing from the written MJCF", actuator=p.target)
-            el.set("gear", full_precision(spec.actuator(p.target).gear))
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode") + "\n"

@@ -29,7 +29,9 @@ import mujoco
 import numpy as np
 
 from ..errors import ConfigError
-from .problem import Problem, model_value
+from .inertia import com_half_width
+from .problem import Problem
+from .spec_values import inertia_tensor, joint_motor, model_value
 
 MASS_RANGE = (0.5, 2.0)
 DRIVE_ACCELERATION_RAD_S2 = 100.0
@@ -72,9 +74,6 @@ def _joint_bounds(kind: str, nominal: float, limit: float) -> tuple[float, str]:
 
 def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel) -> tuple[Problem, list[str]]:
     """The problem with every missing `min`/`max` filled from physics, and one note per filled parameter."""
-    from .inertia import com_half_width
-    from .parameters import inertia_tensor, joint_motor
-
     out, notes = [], []
     for p in problem.parameters:
         if p.min_value is not None and p.max_value is not None:

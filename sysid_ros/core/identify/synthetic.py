@@ -5,11 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
+import mujoco
 import numpy as np
+from rosbags.typesys import Stores, get_typestore
 
+from ..bags import BagWriter
 from ..gains.pid import PidGains
+from ..linear.arm_regressor import ArmRegressor
 from ..signals.arrays import JointCommands, JointSamples
+from ..signals.derivatives import smooth_like_acceleration
 from ..sim.robot import FeedbackNoise, SimRobot, SmoothFriction
+from . import sysid_data as sd
+from .data import load_source
+from .problem import DataSource
+from .torque_check import measured_velocity, rms_per_joint, torque_rows
 
 EPOCH_NS = 1_700_000_000_123_456_789
 EFFORT_TOPIC = "/effort_controller/commands"
@@ -81,10 +90,6 @@ def write_effort_bag(path: str | Path, samples: JointSamples, commands: JointCom
     """A rosbag2 bag (mcap) as a recorder writes it: JointState feedback and Float64MultiArray effort commands
     stamped alike, and the recording's metadata. With `conflicting_every` = n, every n-th joint state is
     published twice at the same stamp, the first copy 0.02 rad off (a damaged recording)."""
-    from rosbags.typesys import Stores, get_typestore
-
-    from ..bags import BagWriter
-
     ts = get_typestore(Stores.ROS2_JAZZY)
     js, f64 = ts.types["sensor_msgs/msg/JointState"], ts.types["std_msgs/msg/Float64MultiArray"]
     stamp_t, header_t = ts.types["builtin_interfaces/msg/Time"], ts.types["std_msgs/msg/Header"]
@@ -217,15 +222,6 @@ def true_torque_rms(model_path: str | Path, robot: SimRobot, bag: str | Path) ->
     """Held-out joint torque RMS of the true model (the robot's inertials and damping, its true smooth friction
     and offset) on `bag`, filtered as `torque_check` filters every model's record (friction on the measured
     velocity, smoothed like the torque)."""
-    import mujoco
-
-    from . import sysid_data as sd
-    from ..linear.arm_regressor import ArmRegressor
-    from .data import load_source
-    from .problem import DataSource
-    from ..signals.derivatives import smooth_like_acceleration
-    from .torque_check import measured_velocity, rms_per_joint, torque_rows
-
     model = mujoco.MjModel.from_xml_path(str(model_path))
     joints = list(robot.joint_names)
     maps = sd.joint_maps(model, joints, {})

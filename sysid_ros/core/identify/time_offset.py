@@ -23,6 +23,7 @@ from mujoco import sysid
 from ..errors import SysidRosError
 from ..signals.arrays import JointCommands, JointSamples
 from . import sysid_data as sd
+from .start_error import segment_rows
 
 COARSE_MS = (2, 5, 10, 20, 40, 80, 150, 300, 500)
 MIN_COST_DROP = 0.05
@@ -107,8 +108,6 @@ def residual_builder(ms: sysid.ModelSequences, sources: Sequence[tuple[sd.Segmen
     through `residual_fn_for(model sequences)`, several shifts in one batched rollout (up to `BATCH_STEPS`).
     The trajectories keep their start-state arrays, so an `InitialStateRollout` still finds its estimated
     start states. Each residual's rows are in the order of `residual_fn_for(ms)`, the Jacobian's."""
-    from .start_error import segment_rows
-
     order = residual_fn_for(ms).segment_names
     steps = sum(len(traj.control) for traj in ms.measured_rollout)
 

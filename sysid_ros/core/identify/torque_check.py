@@ -23,7 +23,7 @@ import numpy as np
 from ..linear.arm_friction import ArmFrictionFit, concatenate, coulomb_columns, fit_arm_friction
 from ..linear.arm_regressor import JOINT_TERMS, ArmRegressor
 from ..signals.arrays import JointCommands, JointSamples
-from ..signals.derivatives import Derivatives
+from ..signals.derivatives import Derivatives, savgol_derivatives, smooth_like_acceleration
 from . import sysid_data as sd
 
 FRICTIONLOSS_BAND_RAD_S = 0.01
@@ -35,8 +35,6 @@ def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: Joi
                 commands: JointCommands | None, every: int = 1) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
     """Derivatives of the positions, the torque filtered the same way (in model DOF order), valid rows
     (every `every`-th); None for a record under 200 samples."""
-    from ..signals.derivatives import savgol_derivatives, smooth_like_acceleration
-
     if len(samples) < 200:
         return None
     dofs = [int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps]

@@ -13,13 +13,11 @@ docs/identification.md; false-alarm and detection rates in bench/bench_verdict.p
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .residual_stats import SignalFit
+from .results import ParameterResult
 from .time_offset import OffsetScan
-
-if TYPE_CHECKING:
-    from .pipeline import ParameterResult
 
 OK, SUSPECT = "ok", "suspect"
 BOUND_FRACTION = 1e-3
@@ -54,7 +52,7 @@ def residual_warnings(fits: Sequence[SignalFit], joints: Mapping[str, str]) -> l
     return out
 
 
-def bound_warnings(parameters: Sequence["ParameterResult"]) -> list[str]:
+def bound_warnings(parameters: Sequence[ParameterResult]) -> list[str]:
     out = []
     for p in parameters:
         if p.frozen:
@@ -70,7 +68,7 @@ def bound_warnings(parameters: Sequence["ParameterResult"]) -> list[str]:
     return out
 
 
-def warm_start_warnings(parameters: Sequence["ParameterResult"], regression: Mapping[str, tuple[float, float]]
+def warm_start_warnings(parameters: Sequence[ParameterResult], regression: Mapping[str, tuple[float, float]]
                         ) -> list[str]:
     """`regression`: parameter -> (regression estimate, its 95 % half-width), before clipping to the bounds."""
     out = []

@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import mujoco
 import numpy as np
 from mujoco import sysid
 
+from ..errors import ModelError, SysidRosError
+from ..linear.arm_regressor import ArmRegressor
+from ..linear.joint_model import fit_pendulum
 from ..signals.arrays import JointCommands, JointSamples
+from ..signals.derivatives import savgol_derivatives
 from . import sysid_data as sd
 from .problem import Problem
+from .torque_check import held_out_split, joint_order, torque_rows
+
 
 def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
                          data: Sequence[tuple[str, list]]) -> dict[str, tuple[float, float]]:
     """The regression estimate (fit_pendulum) of mass, damping and friction loss of a one-joint pendulum,
     each as (value, 95 % half-width of its block bootstrap)."""
-    from ..signals.derivatives import savgol_derivatives
-    from ..linear.joint_model import fit_pendulum
-
     if len(maps) != 1:
         return {}
     jid = model.joint(maps[0].mjcf_joint).id
@@ -109,10 +112,6 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
     The check: held-out RMS torque error per joint with the start values and with the estimate (the
     validation data, else the last quarter of the training record, which the fit then leaves out).
     """
-    from ..linear.arm_regressor import ArmRegressor
-    from ..errors import ModelError
-    from .torque_check import held_out_split, joint_order, torque_rows
-
     if len(maps) < 2 or len(maps) != model.nv:
         return None
     wanted = [p for p in problem.parameters if not p.frozen and (p.kind == "body_mass" or p.kind in ARM_JOINT_TERMS)]
@@ -168,3 +167,26 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
 
     return ArmWarmStart({p.name: float(v) for p, v in zip(wanted, values) if math.isfinite(v)}, rms(start),
                         rms(values), label)
+
+
+def arm_warm_start_if_better(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap], train_data: Sequence,
+                             val_data: Sequence, params: sysid.ParameterDict, notes: list[str],
+                             metrics: dict[str, Any]) -> dict[str, float]:
+    """The whole-arm regression warm start, used only when it predicts held-out torque better than the start."""
+    try:
+        arm = arm_warm_start(problem, model, maps, train_data, val_data)
+    except SysidRosError as exc:
+        notes.append(f"whole-arm regression warm start failed: {exc}")
+        return {}
+    if arm is None:
+        return {}
+    metrics["warm_start_torque_check"] = {"held_out": arm.held_out, "start_rms_nm": arm.torque_rms_start_nm,
+                                          "warm_start_rms_nm": arm.torque_rms_warm_nm, "used": arm.better}
+    total = lambda rms: math.sqrt(sum(v ** 2 for v in rms.values()))  # noqa: E731
+    text = (f"held-out torque RMS {total(arm.torque_rms_warm_nm):.3g} N m with the regression estimate, "
+            f"{total(arm.torque_rms_start_nm):.3g} N m with the start values ({arm.held_out})")
+    if not arm.better:
+        notes.append(f"whole-arm regression warm start not used: {text}")
+        return {}
+    notes.append(f"whole-arm regression warm start: {text}")
+    return apply_warm_start(params, arm.values)

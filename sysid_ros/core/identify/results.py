@@ -1,0 +1,88 @@
+"""What an identification run returns: one `ParameterResult` per parameter inside an `IdentificationResult`,
+and `results_document`, the content of `identified.yaml` (the report, the node and the fleet read it)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import mujoco
+import numpy as np
+from mujoco import sysid
+
+from ..report.identification import Trace
+from .problem import Problem
+
+Progress = Callable[[str, float, str], None]
+"""progress(stage, fraction 0..1 of the whole run, message)."""
+
+
+@dataclass(frozen=True)
+class ParameterResult:
+    """One identified parameter: value, 95 % half-width (inf when not identifiable), start and bounds."""
+
+    name: str
+    kind: str
+    target: str
+    value: tuple[float, ...]
+    half_width_95: tuple[float, ...]
+    start: tuple[float, ...]
+    min_value: tuple[float, ...]
+    max_value: tuple[float, ...]
+    frozen: bool
+    identifiable: bool
+    warm_start: tuple[float, ...] | None = None
+    coordinates: dict[str, tuple] | None = None
+    """`body_inertia`: the optimiser's log-Cholesky coordinates (`names`, `value`, `half_width_95`, `min`,
+    `max`); `value` etc. above are then mass, com and tensor (`inertia.PHYSICAL`), half-widths propagated."""
+
+
+@dataclass(eq=False)
+class IdentificationResult:
+    problem: Problem
+    parameters: tuple[ParameterResult, ...]
+    metrics: dict[str, Any]
+    identified_spec: mujoco.MjSpec
+    initial_params: sysid.ParameterDict
+    opt_params: sysid.ParameterDict
+    opt_result: Any
+    residual_fn: Callable[..., Any]
+    model_sequences: sysid.ModelSequences
+    covariance: np.ndarray
+    traces: tuple[Trace, ...]
+    objective: tuple[float, ...]
+    notes: tuple[str, ...] = ()
+    timings_s: dict[str, float] = field(default_factory=dict)
+    verdict: str = "ok"  # "ok" | "suspect": suspect when there is any warning
+    warnings: tuple[str, ...] = ()  # one line each, naming the signal/parameter/file and the number that tripped
+    friction: dict[str, Any] = field(default_factory=dict)  # per joint: the regression's friction and offset
+
+    def value(self, name: str) -> float:
+        """The first component of a parameter's identified value."""
+        return next(p.value[0] for p in self.parameters if p.name == name)
+
+
+def results_document(result: IdentificationResult) -> dict[str, Any]:
+    """The content of `identified.yaml`."""
+    def scalar(v: tuple[float, ...]) -> float | list[float]:
+        return v[0] if len(v) == 1 else list(v)
+
+    return {
+        "verdict": result.verdict,
+        "warnings": list(result.warnings),
+        "model": result.problem.model,
+        "parameters": {p.name: {"kind": p.kind, "target": p.target, "value": scalar(p.value),
+                                "half_width_95": scalar(tuple(x if math.isfinite(x) else float("inf")
+                                                              for x in p.half_width_95)),
+                                "start": scalar(p.start), "min": scalar(p.min_value), "max": scalar(p.max_value),
+                                "frozen": p.frozen, "identifiable": p.identifiable,
+                                **({"warm_start": scalar(p.warm_start)} if p.warm_start else {}),
+                                **({"coordinates": {key: list(v) for key, v in p.coordinates.items()}}
+                                   if p.coordinates else {})}
+                       for p in result.parameters},
+        "metrics": result.metrics,
+        **({"friction": result.friction} if result.friction else {}),
+        "notes": list(result.notes),
+        "timings_s": result.timings_s,
+    }
