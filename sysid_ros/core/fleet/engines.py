@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import multiprocessing
 import os
-import socket
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -21,17 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
+from .ray_engine import map_on_ray
+from .workers import Outcome, Warm, warm_up
 
 ENGINES = ("serial", "local", "ray")
 STARTUP_TIMEOUT_S = 600.0
 """How long a pool worker waits for the others to be warm before it takes jobs anyway (a loaded machine)."""
-
-Outcome = tuple[int, Any, BaseException | None]
-"""(index of the job, fn(job) or None, the exception that escaped fn or None)."""
-Warm = Callable[[int], "dict[str, Any] | None"]
-"""Run once per worker before its first job, given the cores that worker may use (its share of the
-machine); returns facts about it (e.g. models compiled) or None."""
-
 
 @dataclass(frozen=True)
 class Startup:
@@ -60,8 +54,6 @@ def map_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], *, engine: str = "lo
         return _serial(fn, jobs, warm, started)
     if engine == "local":
         return _pool(fn, jobs, local_workers(workers)[0], warm, started)
-    from .ray_engine import map_on_ray
-
     return map_on_ray(fn, jobs, workers, address, warm, started)
 
 
@@ -102,25 +94,6 @@ def check_engine(engine: str, workers: int | None = None, address: str | None = 
         raise ConfigError("address joins a Ray cluster: use it with engine ray")
     if engine == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError("engine ray needs Ray: pip install ray (see requirements.txt)")
-
-
-def warm_up(warm: Warm | None, cores: int) -> dict[str, Any]:
-    """Warm this process for jobs that may use `cores`; its facts: pid, host, cores, the CPU seconds it took to
-    get ready (its imports and `warm`), and what `warm` returned (or the error it raised).
-
-    A worker given fewer than all of the machine's cores also gets its native thread pools (BLAS, OpenMP)
-    cut to its share: an idle OpenBLAS thread spins (1.4 s of CPU beside 3.4 s of work in one 30 s pendulum
-    identification here), and two workers' spinning threads take the cores from each other's work."""
-    try:
-        facts = (warm(cores) if warm is not None else None) or {}
-    except Exception as exc:  # a job meeting the same fault reports it as that robot's failure
-        facts = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-    if cores < (os.cpu_count() or 1):
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=cores)  # the libraries loaded by now (warm's imports); for this process's life
-    return {"pid": os.getpid(), "host": socket.gethostname(), "cores": cores,
-            "cpu_seconds": round(time.process_time(), 3), **facts}
 
 
 def _serial(fn: Callable[[Any], Any], jobs: Sequence[Any], warm: Warm | None,

@@ -15,7 +15,7 @@ from collections import deque
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
-from .engines import Outcome, Warm, warm_up
+from .workers import Outcome, Warm, warm_up
 
 STARTS = 3
 """Attempts to start Ray: its raylet must register within a fixed 30 s, which a loaded machine can miss."""
