@@ -2,6 +2,17 @@
 
 ROS-free (rosbags, numpy, pyyaml). Errors are `BagError` (the bag cannot be read as asked) and `DataError`
 (its data is unusable), each naming the bag, topic, joint and time at fault.
+
+- `read`: open any bag rosbags reads (rosbag2 mcap / sqlite3, ROS 1) and stream its messages.
+- `fastcdr`: fast CDR decoders for JointState and Float64MultiArray.
+- `joint_states`: JointState topics -> `JointSamples`; `commands`: command topics -> `JointCommands`.
+- `trajectory`: JointTrajectory messages expanded into setpoints as ros2_control's controller samples them.
+- `timing`: header stamps vs record times, offsets, duplicates, gaps; `logger_clock`: real loggers' time bases.
+- `recording`: `read_recording`, feedback, commands and metadata of one bag on one time base.
+- `summary`: `inspect_bag`, what a bag holds and what of it can serve identification.
+- `write`: `BagWriter`, crash-tolerant recording; `arrays_io`: `.npz` and CSV without a bag.
+- `repair`: a killed recording made readable in a new folder (`mcap_salvage` reads what is left of an mcap).
+- `replay_safe`: bags that cannot drive a robot (command topics marked and renamed).
 """
 
 from .arrays_io import export_csv, load_csv_samples, load_npz, save_npz

@@ -16,6 +16,7 @@ import yaml
 from ..errors import DataError
 from ..files.reading import npz_headers
 from ..signals.arrays import JointCommands, JointSamples
+from .write import metadata_yaml
 
 FIELDS = ("position", "velocity", "effort")
 
@@ -37,8 +38,6 @@ def save_npz(path: str | Path, samples: JointSamples | None = None,
         arrays[f"command{k}_values"] = cmd.values
         arrays[f"command{k}_interface"] = np.array(cmd.interface)
     if metadata is not None:
-        from .write import metadata_yaml
-
         arrays["metadata_yaml"] = np.array(metadata_yaml(metadata))
     path = Path(path)
     np.savez_compressed(path, **arrays)

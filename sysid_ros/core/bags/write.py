@@ -9,6 +9,7 @@ joint names, envelope, parameters) travels inside the bag as YAML on a `std_msgs
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import threading
 import time
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 import yaml
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 
 from ..errors import BagError
 from .read import BagSource, typestore_for
@@ -94,8 +96,6 @@ class BagWriter:
 
     def open(self) -> None:
         """Create the bag directory (it must not exist)."""
-        from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
-
         plugin = StoragePlugin.MCAP if self.storage == "mcap" else StoragePlugin.SQLITE3
         try:
             writer = Writer(self.path, version=9, storage_plugin=plugin)
@@ -196,8 +196,6 @@ class BagWriter:
 
     def abort(self) -> None:
         """Give up the bag being written: close what is open and remove its folder."""
-        import shutil
-
         with self._lock:
             writer, self._writer = self._writer, None
         if writer is not None:

@@ -10,6 +10,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import mujoco
+import numpy
+
+from ... import __version__
 from ..errors import ConfigError
 from ..files.paths import model_path
 from ..identify.problem import Problem
@@ -69,10 +73,5 @@ def utc_now() -> str:
 
 
 def software() -> dict[str, Any]:
-    import mujoco
-    import numpy
-
-    from ... import __version__
-
     return {"sysid_ros": __version__, "mujoco": mujoco.__version__, "numpy": numpy.__version__,
             "python": platform.python_version(), "host": socket.gethostname()}

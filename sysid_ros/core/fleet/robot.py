@@ -20,6 +20,10 @@ import yaml
 
 from ..errors import ConfigError, SysidRosError
 from ..files.reading import load_yaml
+from ..identify import identify, load_problem, model_cache, write_results
+from ..identify.overrides import with_data
+from ..identify.results import results_document
+from ..identify.residual import set_rollout_threads
 from .manifest import RobotJob
 from .provenance import input_hashes, software, utc_now
 
@@ -66,7 +70,7 @@ def _replace_dir(tmp: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-WARM_MODULES = ("sysid_ros.core.identify.pipeline", "sysid_ros.core.identify.report", "plotly.graph_objects",
+WARM_MODULES = ("sysid_ros.core.identify.pipeline", "sysid_ros.core.identify.write", "plotly.graph_objects",
                 "plotly.offline")
 """What a robot's job imports (mujoco.sysid, scipy, the report's plotly): ~2 s in a fresh process."""
 
@@ -76,9 +80,6 @@ def warm_worker(problem_files: Sequence[str | Path], cores: int) -> dict[str, An
     each problem's model into this process's cache (`model_cache`), so that no robot pays for either, and
     give its rollouts `cores` threads (its share of the machine). A problem that does not load is left for
     its robots' jobs to report."""
-    from ..identify import load_problem, model_cache
-    from ..identify.residual import set_rollout_threads
-
     set_rollout_threads(cores)
 
     for module in WARM_MODULES:
@@ -98,11 +99,6 @@ def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", f
     """Identify one robot into `<out_dir>/<name>/`; a plain dict (status ok|suspect|failed, reason,
     verdict, warnings, parameters, provenance, resumed) that pickles across any engine. Results of other
     inputs already in that folder fail the robot unless `force` (they are replaced only when told)."""
-    from ..identify import identify, load_problem, write_results
-    from ..identify import model_cache
-    from ..identify.overrides import with_data
-    from ..identify.pipeline import results_document
-
     out = Path(out_dir)
     final = out / job.name
     started, t0, cpu0 = utc_now(), time.perf_counter(), time.process_time()

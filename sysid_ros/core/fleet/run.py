@@ -16,9 +16,12 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from ..errors import ConfigError, SysidRosError
+from ..files.paths import model_path
 from ..files.reading import load_yaml
 from ..files.writing import folder_lock, refuse_inputs_inside, remove_stale, replace_file
+from ..identify import load_problem
 from .engines import Startup, check_engine, local_workers, map_jobs
+from .html import write_fleet_html
 from .manifest import Manifest, RobotJob, load_manifest
 from .provenance import data_files, software, utc_now
 from .robot import identify_robot, warm_worker
@@ -56,8 +59,6 @@ def load_baseline(folder: str | Path) -> dict[str, Any]:
 
 def _data_bytes(robot: RobotJob) -> int:
     """The size of a robot's bags (its own, else its problem's): roughly how long its job takes."""
-    from ..identify import load_problem
-
     try:
         paths = [*robot.training, *robot.validation]
         if not robot.training or not robot.validation:
@@ -110,9 +111,6 @@ def fleet_document(outcomes: dict[str, dict], meta: dict[str, Any], baseline: di
 
 def run_inputs(fleet: Manifest, baseline: str | Path | None = None) -> list[Path]:
     """Every file and folder the run reads: the manifest, each robot's problem, model and bags, the baseline."""
-    from ..identify import load_problem
-    from ..files.paths import model_path
-
     found = [fleet.path, *([Path(baseline)] if baseline is not None else [])]
     for robot in fleet.robots:
         found += [robot.problem, *robot.training, *robot.validation]
@@ -177,7 +175,5 @@ def _run(fleet: Manifest, out: Path, engine: str, workers: int | None, address: 
             "jobs_seconds": round(jobs_done - t0 - (startup[0].seconds if startup else 0.0), 3)}
     doc = fleet_document(outcomes, meta, before, None if baseline is None else str(Path(baseline).resolve()))
     replace_file(out / FLEET_YAML, yaml.safe_dump(doc, sort_keys=False).encode())
-    from .html import write_fleet_html
-
     write_fleet_html(doc, out / FLEET_HTML)
     return doc

@@ -7,6 +7,11 @@
         est.estimate                          # Estimate: values, confidence, weight per parameter
 
 See docs/online_estimator.md.
+
+- `config`: the estimator's settings and window models; `payload`: a whole arm's payload as a window model.
+- `window`: one window's fit (derivatives, linear fit, confidence per parameter).
+- `estimator`: `OnlineEstimator`, the streaming estimator; `detector`: the residual change detector.
+- `reports`: the estimate, events and window fits it reports; `replay`: the estimator over a recorded bag.
 """
 
 from .config import (DEFAULT_CHANGE_THRESHOLD, DEFAULT_PRECISION, OnlineConfig, WindowModel, joint_window_model,

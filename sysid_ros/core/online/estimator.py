@@ -8,6 +8,7 @@ from collections import deque
 from functools import lru_cache
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ..errors import DataError
 from ..signals.arrays import JointSamples
@@ -356,8 +357,6 @@ class OnlineEstimator:
 @lru_cache(maxsize=1)
 def _blas_controller():
     """threadpoolctl's view of the loaded BLAS, built once (13 us a limit after that, 0.6 ms each without)."""
-    from threadpoolctl import ThreadpoolController
-
     return ThreadpoolController()
 
 

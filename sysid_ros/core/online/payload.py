@@ -23,8 +23,11 @@ import mujoco
 import numpy as np
 
 from ..errors import ConfigError, ModelError
+from ..files.paths import model_path
+from ..identify.arm_models import prepare_urdf_spec
 from ..linear.arm_regressor import ArmRegressor, base_parameters
 from ..linear.regression import RowSelection
+from ..sim.robot import load_spec
 from .config import OnlineConfig
 
 NS = 1_000_000_000
@@ -40,10 +43,6 @@ STATE_TOLERANCE = 1e-6  # rad, rad/s, rad/s^2: a cached row is reused for a stat
 def load_model(path: str | Path) -> mujoco.MjModel:
     """An embedded model name or an MJCF/URDF file as a compiled model (a URDF made ready as `identify` makes
     it: no fusing, contacts off); ModelError naming the file if it does not load."""
-    from ..identify.arm_models import prepare_urdf_spec
-    from ..files.paths import model_path
-    from ..sim.robot import load_spec
-
     try:
         spec = load_spec(path)
         if model_path(str(path)).suffix == ".urdf":

@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import DataError
+from . import identification, tuning
 
 
 def _kinds() -> list[tuple[str, Callable[[Path], Path]]]:
-    from . import identification, tuning
-
     return [("identified.yaml", identification.regenerate), ("proposal.yaml", tuning.write_tuning_report),
             ("canary.yaml", tuning.write_canary_report)]
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..tapes import Tape, probe_times, sample
 from ..tapes.envelope import Envelope
+from ..tuner.arm_plant import inverse_dynamics, nominal_model
 from .page import Page, figure, line
 
 LIMIT = dict(line_color="#d62728", line_dash="dash", line_width=1)
@@ -24,8 +25,6 @@ def _bounds(fig, lower: float | None, upper: float | None) -> None:
 
 def nominal_torque(model: str, tape: Tape, t: np.ndarray) -> np.ndarray:
     """Torque (N, J) the nominal model (no damping, no friction) needs along a position tape."""
-    from ..tuner.arm_plant import inverse_dynamics, nominal_model
-
     got = sample(tape, t)
     return inverse_dynamics(nominal_model(model), tape.joints, got.position, got.velocity, got.acceleration)
 

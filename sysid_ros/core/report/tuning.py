@@ -16,8 +16,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..bags import read_joint_states
+from ..bags.write import read_metadata
 from ..errors import ConfigError, DataError
 from ..files.reading import load_npz, load_yaml
+from ..tapes import Tape, sample
 from .page import Page, back_to_back, figure, line, mark_windows
 
 PLAY_FIELDS = ("time_s", "position", "velocity", "torque", "reference")
@@ -55,10 +58,6 @@ def save_play(path: Path, telemetry: dict[str, Any]) -> None:
 
 def _from_bag(play: dict, bag: str, joints: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
     """The measured motion of a play read back from its bag, on the tape's time (no npz saved)."""
-    from ..bags import read_joint_states
-    from ..bags.write import read_metadata
-    from ..tapes import Tape, sample
-
     meta: dict = {}
     for doc in read_metadata(bag):
         if isinstance(doc, dict):

@@ -5,6 +5,15 @@ Stage 2 `run_sweep` (ringing sweep, deploy ceiling), Stage 3 `refine` (three coo
 cost; optional twin screening), Stage 4 `verify` on held-out tapes; `proposal` / `to_yaml` for a person
 and for the ROS side. `tune_arm` tunes an arm tip to base and checks it whole; `fine_tune` re-tunes a
 deployed joint from its logs and `FineTuneResult.canary` keeps or rolls back.
+
+- `servo`: what the tuner works on: `Servo`, `DriveGains`, `Controller`, `Goal`; `joints`: demonstration joints.
+- `plant`: the `Plant` seam and its MuJoCo `SimPlant`; `arm_plant`: a whole arm on SimRobot;
+  `base_feedforward`: the feed-forward an arm plant adds by itself.
+- `analytic`: Stage 0; `identify`: Stage 1 (`identify_servo`); `sweep`: Stage 2; `refine`: Stage 3;
+  `verify`: Stage 4; `scoring`: ringing, chatter, tracking, the gates and the cost.
+- `pipeline`: `tune`, the stages in order; `arm`: `tune_arm`; `fine_tune`: re-tuning from logs.
+- `proposal`: what a tune would change; `canary`: keep or roll back; `feedforward_check`: does the
+  controller add the trajectory's effort.
 """
 
 from .analytic import AnalyticStart, analytic_start
