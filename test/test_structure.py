@@ -1,0 +1,135 @@
+"""The core's shape, read from its source with `ast`: no import circles, imports at the top of a module (but an
+optional dependency's), no rclpy, and every module inside a subpackage named for what it holds."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+CORE = Path(__file__).resolve().parents[1] / "sysid_ros" / "core"
+OPTIONAL = {"ray", "plotly", "ament_index_python"}
+"""Imported where they are used: Ray (only with `--engine ray`), plotting (only for a report), the ament index
+(only in a ROS install). Every other dependency is imported at the top of the module."""
+SHARED_BASICS = {"__init__.py", "errors.py"}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted name -> (file, is a package's __init__) for every module of the core."""
+    out = {}
+    for path in CORE.rglob("*.py"):
+        parts = list(path.relative_to(CORE.parent.parent).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if package else parts)] = (path, package)
+    return out
+
+
+def _target(module: str, package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if package else module.split(".")[:-1]
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(tree: ast.Module) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """(imports run when the module loads, imports inside a function or class)."""
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    top += [m for n in tree.body if isinstance(n, (ast.If, ast.Try)) for m in ast.walk(n)
+            if isinstance(m, (ast.Import, ast.ImportFrom))]
+    inner = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and n not in top]
+    return top, inner
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the core modules loading it loads (a submodule's packages included)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, (path, package) in modules.items():
+        top, _ = _imports(ast.parse(path.read_text()))
+        edges = set()
+        for node in top:
+            if isinstance(node, ast.ImportFrom):
+                base = _target(name, package, node)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                targets = [a.name for a in node.names]
+            for target in targets:
+                parts = target.split(".")
+                for k in range(1, len(parts) + 1):  # importing a.b.c runs a, a.b and a.b.c
+                    prefix = ".".join(parts[:k])
+                    if prefix in modules and prefix != name and not name.startswith(prefix + "."):
+                        edges.add(prefix)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles():
+    """No two core modules need each other, through packages' `__init__` files included."""
+    assert _cycles(_graph()) == []
+
+
+def test_imports_at_the_top_but_optional_dependencies():
+    """An import inside a function only for an optional dependency (no import hides a circle or a slow start)."""
+    inside = []
+    for name, (path, _) in _modules().items():
+        _, inner = _imports(ast.parse(path.read_text()))
+        for node in inner:
+            root = (node.module if isinstance(node, ast.ImportFrom) else node.names[0].name) or ""
+            if getattr(node, "level", 0) or root.split(".")[0] not in OPTIONAL:
+                inside.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    assert inside == []
+
+
+def test_core_never_imports_rclpy():
+    """The core runs without ROS: no module imports rclpy, anywhere in it."""
+    users = [name for name, (path, _) in _modules().items()
+             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, (ast.Import, ast.ImportFrom))
+             and any(n.split(".")[0] == "rclpy" for n in ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                                                           else [a.name for a in node.names]))]
+    assert users == []
+
+
+def test_no_loose_modules_in_core():
+    """Beside the subpackages, `core/` holds only the shared basics (the error family)."""
+    assert {p.name for p in CORE.glob("*.py")} == SHARED_BASICS
+    assert all((d / "__init__.py").is_file() for d in CORE.iterdir() if d.is_dir() and d.name != "__pycache__")
+
+
+def test_every_subpackage_has_a_map():
+    """Each subpackage's docstring names its modules, so a newcomer finds a thing from the folder names."""
+    for package in (d for d in CORE.iterdir() if (d / "__init__.py").is_file()):
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+        missing = [m.stem for m in package.glob("*.py") if m.stem != "__init__" and f"`{m.stem}`" not in doc]
+        assert missing == [], f"{package.name}/__init__.py does not name {missing}"
