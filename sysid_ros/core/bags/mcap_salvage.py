@@ -12,16 +12,14 @@ import struct
 from pathlib import Path
 from typing import Iterator
 
-import zstandard
-from mcap.records import Chunk
-from mcap.stream_reader import StreamReader, breakup_chunk, get_chunk_data_stream
-
 MAGIC = b"\x89MCAP0\r\n"
 _CHUNK_OPCODE = 0x06
 
 
 def _records(raw: bytes) -> tuple[list, int, str]:
     """The complete records at the start of a chunk's (uncompressed) record bytes: (records, bytes, error)."""
+    from mcap.stream_reader import StreamReader
+
     stream = io.BytesIO(raw)
     reader = iter(StreamReader(stream, skip_magic=True, record_size_limit=len(raw) + 1).records)
     out, used = [], 0
@@ -56,6 +54,8 @@ def _cut_chunk(tail: bytes) -> tuple[list, int, str]:
         return records, start + used if records else 0, f"the last chunk is cut: {len(records)} complete " \
                                                          "records recovered from it"
     if compression == "zstd":
+        import zstandard
+
         try:
             raw = zstandard.ZstdDecompressor().decompressobj().decompress(body)
         except zstandard.ZstdError as exc:
@@ -67,6 +67,8 @@ def _cut_chunk(tail: bytes) -> tuple[list, int, str]:
 
 
 def _chunk_bytes(chunk) -> bytes:
+    from mcap.stream_reader import get_chunk_data_stream
+
     try:
         stream, size = get_chunk_data_stream(chunk)
         return stream.read(size)
@@ -76,6 +78,9 @@ def _chunk_bytes(chunk) -> bytes:
 
 def mcap_records(src_file: Path) -> tuple[Iterator, dict]:
     """Every readable record of a summary-less mcap, in file order; `status` holds what was lost."""
+    from mcap.records import Chunk
+    from mcap.stream_reader import StreamReader, breakup_chunk
+
     status = {"good_offset": 0, "note": ""}
 
     def walk() -> Iterator:

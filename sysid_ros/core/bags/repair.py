@@ -26,10 +26,6 @@ from pathlib import Path
 from typing import Iterator
 
 import yaml
-from mcap.records import Channel, Message, Schema
-from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.rosbag2.metadata import parse_qos
-from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 
 from ..errors import BagError
 from ..files.writing import STALE, process_alive
@@ -177,6 +173,8 @@ def _complete(data_file: Path) -> bool:
 
 def _rihs01(msgtype: str, encoding: str, text: str) -> tuple[str, str]:
     """(definition, RIHS01 hash) of a schema; falls back to the jazzy typestore for empty schemas."""
+    from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
+
     store = get_typestore(Stores.EMPTY)
     if text:
         types = get_types_from_idl(text) if encoding.endswith("idl") else get_types_from_msg(text, msgtype)
@@ -199,6 +197,10 @@ def _custom_data(path: Path) -> dict[str, str]:
 
 def _repair_mcap(path: Path, src_file: Path, target: Path) -> RepairReport:
     """Stream the readable records of a summary-less mcap into a fresh, indexed bag at `target`."""
+    from mcap.records import Channel, Message, Schema
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.rosbag2.metadata import parse_qos
+
     schemas: dict[int, Schema] = {}
     conns: dict[int, object] = {}
     topics: dict[str, int] = {}

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import yaml
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
-from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 
 from ..errors import BagError
 from .read import BagSource, typestore_for
@@ -96,6 +95,8 @@ class BagWriter:
 
     def open(self) -> None:
         """Create the bag directory (it must not exist)."""
+        from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+
         plugin = StoragePlugin.MCAP if self.storage == "mcap" else StoragePlugin.SQLITE3
         try:
             writer = Writer(self.path, version=9, storage_plugin=plugin)
