@@ -31,7 +31,8 @@ import numpy as np
 from ..errors import ConfigError
 from .inertia import com_half_width
 from .problem import Problem
-from .spec_values import inertia_tensor, joint_motor, model_value
+from ..sim.motors import joint_motor
+from .spec_values import inertia_tensor, model_value
 
 MASS_RANGE = (0.5, 2.0)
 DRIVE_ACCELERATION_RAD_S2 = 100.0
@@ -79,8 +80,6 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
         if p.min_value is not None and p.max_value is not None:
             out.append(p)
             continue
-        if p.min_value is not None or p.max_value is not None:
-            raise ConfigError("give both min and max, or neither (bounds from physics)", parameter=p.name)
         if p.kind.startswith("body_") and spec.body(p.target) is None or \
                 p.kind.startswith("joint_") and spec.joint(p.target) is None or \
                 p.kind == "joint_effort_offset" and joint_motor(spec, p.target) is None:

@@ -6,6 +6,7 @@ The problem is checked against its model (targets exist, starts inside bounds) b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,10 @@ class ParameterSpec:
     max_value: tuple[float, ...] | None
     start: tuple[float, ...] | None = None
     frozen: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.min_value is None) != (self.max_value is None):
+            raise ConfigError("give both min and max, or neither (bounds from physics)", parameter=self.name)
 
 
 CONTROLS = ("auto", "commands", "effort")
@@ -105,6 +110,10 @@ class Problem:
     name: str = "identified"
     regularization_weight: float = 0.0  # > 0: a prior toward the start values (`plausibility.Prior`)
 
+    def __post_init__(self) -> None:
+        if self.window_s is not None and not (math.isfinite(self.window_s) and self.window_s >= MIN_WINDOW_S):
+            raise ConfigError(f"window_s must be >= {MIN_WINDOW_S:g} s, got {self.window_s}")
+
     @property
     def estimate_initial_state(self) -> bool:
         return self.initial_state == "estimate" or (self.initial_state == "auto" and self.window_s is None)
@@ -163,15 +172,16 @@ def _parameter(entry: dict[str, Any], path: str) -> ParameterSpec:
     if len(targets) != 1:
         raise ConfigError(f"{path}: a parameter must name exactly one body, joint, actuator or signal",
                           parameter=name)
-    if (entry["min"] is None) != (entry["max"] is None):
-        raise ConfigError(f"{path}: give both min and max, or neither (bounds from physics)", parameter=name)
     for key in ("min", "max", "start"):
         width = 1 if kind == "body_inertia" and key != "start" else VALUE_WIDTH.get(kind, 1)
         if entry[key] is not None and len(entry[key]) not in ((width,) if kind == "body_inertia" else (1, width)):
             raise ConfigError(f"{path}.{key}: {kind} takes {width} value(s), got {len(entry[key])}",
                               parameter=name)
-    return ParameterSpec(name, kind, entry[targets[0]], entry["min"], entry["max"], entry["start"],
-                         entry["frozen"])
+    try:
+        return ParameterSpec(name, kind, entry[targets[0]], entry["min"], entry["max"], entry["start"],
+                             entry["frozen"])
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _source(entry: Any, base: Path, path: str) -> DataSource:

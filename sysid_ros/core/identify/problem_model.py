@@ -12,11 +12,12 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..files.paths import model_path
+from ..sim.motors import joint_motor
 from ..sim.robot import load_spec
 from .arm_models import explicit_inertials, prepare_urdf_spec
 from .inertia import from_physical
 from .problem import VALUE_WIDTH, ParameterSpec, Problem
-from .spec_values import joint_motor, model_value
+from .spec_values import model_value
 
 
 def problem_spec(problem: Problem) -> mujoco.MjSpec:
@@ -70,8 +71,6 @@ def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
         if p.kind.startswith("body_") and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, p.target) < 0:
             raise ConfigError(f"body {p.target!r} disappears when the model compiles (fused into its parent)",
                               parameter=p.name)
-        if p.min_value is None or p.max_value is None:
-            raise ConfigError("give both min and max, or neither (bounds from physics)", parameter=p.name)
         start = p.start if p.start is not None else model_value(spec, p)
         width = VALUE_WIDTH.get(p.kind, 1)
         if len(start) != width:
@@ -103,6 +102,4 @@ def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
     for src in (*problem.training, *problem.validation):
         if not src.path.exists():
             raise ConfigError("data file does not exist", bag=str(src.path))
-    if problem.window_s is not None and not problem.window_s > 0:
-        raise ConfigError(f"window_s must be > 0, got {problem.window_s}")
     return starts

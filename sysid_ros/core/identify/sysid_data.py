@@ -272,8 +272,6 @@ def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], sampl
     if window_s is None:
         bounds = [(0, len(t))]
     else:
-        if not window_s > 0:
-            raise ConfigError(f"window length must be > 0 s, got {window_s}")
         width_ns = int(round(window_s * 1e9))
         grid_points(int(t[-1] - t[0]), width_ns, f"cutting into {window_s:g} s windows", topic=samples.source or None)
         starts = np.searchsorted(t, t[0] + np.arange(0, int(t[-1] - t[0]), width_ns, dtype=np.int64))
