@@ -23,7 +23,8 @@ import yaml
 pytest.importorskip("pybullet_data")
 
 from sysid_ros.core.linear.arm_friction import fit_arm_friction  # noqa: E402
-from sysid_ros.core.linear.arm_regressor import JOINT_TERMS, ArmRegressor, effort_offsets  # noqa: E402
+from sysid_ros.core.linear.arm_regressor import JOINT_TERMS, ArmRegressor  # noqa: E402
+from sysid_ros.core.sim.motors import effort_offsets  # noqa: E402
 from sysid_ros.core.bags.logger_clock import repeated_rows  # noqa: E402
 from sysid_ros.core.signals.derivatives import Derivatives  # noqa: E402
 from sysid_ros.core.errors import ConfigError  # noqa: E402

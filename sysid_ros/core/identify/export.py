@@ -15,7 +15,8 @@ from mujoco import sysid
 from ..errors import ConfigError, ModelError
 from .arm_models import with_full_inertia_text
 from .parameters import SIGNAL_KINDS
-from .spec_values import full_precision, has_full_inertia, inertia_tensor, joint_motor, joint_value
+from ..sim.motors import joint_motor
+from .spec_values import full_precision, has_full_inertia, inertia_tensor, joint_value
 from .problem import ParameterSpec
 
 _URDF_JOINT_FIELDS = {"joint_damping": "damping", "joint_frictionloss": "friction"}

@@ -18,9 +18,10 @@ import numpy as np
 from mujoco import sysid
 
 from ..errors import ConfigError
+from ..sim.motors import constant_bias, joint_motor, set_effort_offset
 from . import inertia
 from .problem import VALUE_WIDTH, ParameterSpec
-from .spec_values import has_full_inertia, joint_motor
+from .spec_values import has_full_inertia
 
 SIGNAL_KINDS = ("signal_delay", "signal_gain", "signal_bias")
 
@@ -80,21 +81,18 @@ def _joint_modifier(p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Paramete
 
 
 def _offset_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:
-    """A torque sensor's offset as the closest MuJoCo term: a constant bias on the joint's motor, so the
-    effort replayed as its control reaches the joint less the offset (the motor's other bias terms stay 0)."""
+    """A torque sensor's offset as a constant bias on the joint's motor (`sim.motors`)."""
     motor = joint_motor(spec, p.target)
     if motor is None:
         raise ConfigError("joint_effort_offset needs a motor on the joint", parameter=p.name, joint=p.target)
-    if motor.biastype not in (mujoco.mjtBias.mjBIAS_NONE, mujoco.mjtBias.mjBIAS_AFFINE) or np.any(
-            np.asarray(motor.biasprm[1:], dtype=float)):
+    plain = motor.biastype == mujoco.mjtBias.mjBIAS_NONE and not np.any(np.asarray(motor.biasprm[1:], dtype=float))
+    if not (plain or constant_bias(motor.biastype, motor.biasprm)):
         raise ConfigError("the joint's motor has a bias of its own (not a plain torque motor)", parameter=p.name,
                           actuator=motor.name)
     name, gear = motor.name, float(motor.gear[0])
 
     def modify(s: mujoco.MjSpec, param: sysid.Parameter) -> None:
-        a = s.actuator(name)
-        a.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-        a.biasprm[0] = -float(param.value[0]) / gear
+        set_effort_offset(s.actuator(name), float(param.value[0]), gear)
 
     return modify
 

@@ -1,5 +1,5 @@
 """Values read out of a model's MjSpec for a problem's parameters: the model's value of a parameter (its
-default start), a body's inertia tensor, a joint's motor and effort offset, and numbers at full precision."""
+default start), a body's inertia tensor, a joint's parameters, and numbers at full precision."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
+from ..sim.motors import effort_offset
 from .inertia import tensor_entries
 from .problem import ParameterSpec
 
@@ -28,20 +29,6 @@ def inertia_tensor(body: mujoco.MjsBody) -> np.ndarray:
     mujoco.mju_quat2Mat(rot, quat / np.linalg.norm(quat))
     rot = rot.reshape(3, 3)
     return rot @ np.diag(np.asarray(body.inertia, dtype=float)) @ rot.T
-
-
-def joint_motor(spec: mujoco.MjSpec, joint: str) -> mujoco.MjsActuator | None:
-    """The first actuator that drives `joint` directly (the joint's motor), or None."""
-    return next((a for a in spec.actuators if a.trntype == mujoco.mjtTrn.mjTRN_JOINT and a.target == joint), None)
-
-
-def effort_offset_value(spec: mujoco.MjSpec, joint: str) -> float:
-    """`joint_effort_offset` in `spec`: measured effort minus the torque the joint gets, i.e. minus the constant
-    bias its motor adds (gear * biasprm[0] with an affine bias; 0 without a bias)."""
-    motor = joint_motor(spec, joint)
-    if motor is None or motor.biastype != mujoco.mjtBias.mjBIAS_AFFINE:
-        return 0.0
-    return -float(motor.gear[0]) * float(motor.biasprm[0])
 
 
 def full_precision(values: Sequence[float]) -> str:
@@ -69,7 +56,7 @@ def model_value(spec: mujoco.MjSpec, p: ParameterSpec) -> tuple[float, ...]:
     if p.kind == "joint_damping":
         return (float(spec.joint(p.target).damping[0]),)
     if p.kind == "joint_effort_offset":  # measured minus applied: the joint motor's constant bias, negated
-        return (effort_offset_value(spec, p.target),)
+        return (effort_offset(spec, p.target),)
     if p.kind in ("joint_frictionloss", "joint_armature"):
         return (float(getattr(spec.joint(p.target), p.kind.split("_", 1)[1])),)
     if p.kind == "actuator_gain":

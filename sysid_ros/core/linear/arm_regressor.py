@@ -20,6 +20,7 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import DataError, ModelError
+from ..sim.motors import effort_offsets
 from ..signals.derivatives import Derivatives, same_filter
 from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance, excitation,
                          fit_linear, select_rows)
@@ -53,19 +54,6 @@ def body_inertial_parameters(model: mujoco.MjModel, body: int) -> np.ndarray:
     i_com = rot @ np.diag(model.body_inertia[body]) @ rot.T
     i_o = i_com + m * (c @ c * np.eye(3) - np.outer(c, c))
     return np.array([m, *(m * c), i_o[0, 0], i_o[0, 1], i_o[1, 1], i_o[0, 2], i_o[1, 2], i_o[2, 2]])
-
-
-def effort_offsets(model: mujoco.MjModel) -> np.ndarray:
-    """Per DOF, the offset of a measured effort that the model's joint motors represent by a constant bias:
-    an affine-bias motor adds gear * biasprm[0] to the joint, so the effort it was commanded with reads that
-    much less than the joint gets (offset = -gear * biasprm[0])."""
-    out = np.zeros(model.nv)
-    for a in range(model.nu):
-        if (int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)
-                and int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE)):
-            dof = int(model.jnt_dofadr[model.actuator_trnid[a, 0]])
-            out[dof] -= float(model.actuator_gear[a, 0] * model.actuator_biasprm[a, 0])
-    return out
 
 
 class ArmRegressor:

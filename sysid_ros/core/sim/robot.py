@@ -21,6 +21,7 @@ from ..errors import ConfigError, DataError, ModelError
 from ..files.paths import model_path
 from ..gains.pid import GainGuard, PidGains
 from ..signals.joint_trajectory import Trajectory
+from .motors import constant_bias
 
 PHYSICAL_FIELDS = ("damping", "frictionloss", "armature")  # per joint; bodies have `mass`
 INTERFACES = ("effort", "position", "velocity")
@@ -241,9 +242,8 @@ class SimRobot:
         m = self.model
         for a in range(m.nu):
             if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and m.actuator_trnid[a, 0] == joint_id:
-                constant_bias = m.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE and not np.any(
-                    m.actuator_biasprm[a, 1:])  # an identified effort offset (joint_effort_offset)
-                if (m.actuator_biastype[a] != mujoco.mjtBias.mjBIAS_NONE and not constant_bias
+                offset = constant_bias(m.actuator_biastype[a], m.actuator_biasprm[a])  # an identified effort offset
+                if (m.actuator_biastype[a] != mujoco.mjtBias.mjBIAS_NONE and not offset
                         or m.actuator_gainprm[a, 0] != 1.0):
                     raise ModelError(f"actuator {m.actuator(a).name} is not a plain torque motor")
                 return a
