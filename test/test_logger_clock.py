@@ -110,7 +110,7 @@ def test_no_clock_resampled_and_stated(logs):
     out, fix = regularize(logged)
     assert fix.kind == "resampled"
     assert len(np.unique(np.diff(out.time_ns))) == 1
-    assert "linear interpolation" in fix.describe("x") and fix.interpolation_error > 0
+    assert "cubic spline" in fix.describe("x") and fix.interpolation_error > 0
 
 
 def test_inspect_states_what_it_will_do(logs):
@@ -149,6 +149,6 @@ parameters:
                           str(tmp_path / "out"), "--quiet"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr + run.stdout
-    assert re.search(r"no device clock in the data: resampled onto a uniform [0-9.]+ ms grid by linear "
-                     r"interpolation", run.stdout + run.stderr)
+    assert re.search(r"no device clock in the data: resampled onto a uniform [0-9.]+ ms grid \(positions by a "
+                     r"cubic spline", run.stdout + run.stderr)
     assert "verdict: suspect" in run.stdout + run.stderr

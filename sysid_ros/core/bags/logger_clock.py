@@ -3,10 +3,12 @@
 A logger that polls a robot faster than the robot publishes writes rows that repeat the previous state
 exactly, and stamps each row when it polled (jitter), not when the robot measured. When every new state
 advances a whole number of a base period (the device clock, e.g. 1 ms), the ticks are recovered and the
-samples placed on them; missed ticks are filled (positions and velocities linearly, effort held). When no
-such clock is in the data, the samples are resampled onto a uniform grid by linear interpolation and the
-interpolation error is stated. Either way every window cut from the result has the same number of samples,
-which `mujoco.sysid` needs (it stacks the windows' residuals). Integer nanoseconds throughout.
+samples placed on them; missed ticks are filled (positions by a cubic spline, velocities linearly, effort
+held). When no such clock is in the data, the samples are resampled onto a uniform grid (the same
+interpolation) and the interpolation error is stated. A log on a steady clock that missed ticks (every step a
+whole number of periods) keeps its rows, repeats included, and gets the missed ticks filled. Either way every
+window cut from the result has the same number of samples, which `mujoco.sysid` needs (it stacks the windows'
+residuals). Integer nanoseconds throughout.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.interpolate import CubicSpline
 
 from ..signals.arrays import JointSamples
 
@@ -44,10 +47,11 @@ class TimeBaseFix:
             return (head + f"stamp steps {lo:.2f}-{hi:.2f} ms; device clock recovered: every new state advances "
                     f"a whole number of {self.period_ns * 1e-6:.4g} ms ticks (stamps within "
                     f"{self.jitter_ns * 1e-6:.3f} ms of their tick); samples placed on it, {self.filled} missed "
-                    "ticks filled (positions, velocities linear; effort held)")
+                    "ticks filled (positions cubic, velocities linear; effort held)")
         if self.kind == "resampled":
             return (head + f"stamp steps {lo:.2f}-{hi:.2f} ms and no device clock in the data: resampled onto a "
-                    f"uniform {self.period_ns * 1e-6:.4g} ms grid by linear interpolation (effort held); "
+                    f"uniform {self.period_ns * 1e-6:.4g} ms grid (positions by a cubic spline, velocities linearly, "
+                    "effort held); "
                     f"interpolation error (leave-one-out RMS, includes noise) {self.interpolation_error:.2g} rad")
         return head + f"steps of whole {self.period_ns * 1e-6:.4g} ms periods"
 
@@ -92,18 +96,21 @@ def _device_ticks(time_ns: np.ndarray, period_ns: int | None) -> tuple[np.ndarra
 
 
 def _on_grid(samples: JointSamples, time_ns: np.ndarray, grid_ns: np.ndarray) -> JointSamples:
-    """Positions and velocities linearly interpolated onto `grid_ns`, effort held (the last one in force)."""
+    """Positions by a cubic spline onto `grid_ns` (a line through a missed tick puts a kink, i.e. an acceleration
+    spike, into every derivative), velocities linearly, effort held (the last one in force)."""
     rel = (time_ns - time_ns[0]).astype(np.float64)
     at = (grid_ns - time_ns[0]).astype(np.float64)
 
     def lin(v: np.ndarray | None) -> np.ndarray | None:
         return None if v is None else np.column_stack([np.interp(at, rel, v[:, j]) for j in range(v.shape[1])])
 
+    position = None
+    if samples.position is not None:
+        position = CubicSpline(rel, samples.position, axis=0)(at) if len(rel) > 3 else lin(samples.position)
     held = None
     if samples.effort is not None:
         held = samples.effort[np.clip(np.searchsorted(time_ns, grid_ns, side="right") - 1, 0, len(time_ns) - 1)]
-    return JointSamples(samples.joint_names, grid_ns, lin(samples.position), lin(samples.velocity), held,
-                        samples.source)
+    return JointSamples(samples.joint_names, grid_ns, position, lin(samples.velocity), held, samples.source)
 
 
 def _loo_error(time_ns: np.ndarray, values: np.ndarray | None) -> float:
@@ -128,15 +135,26 @@ def regularize(samples: JointSamples, period_ns: int | None = None) -> tuple[Joi
         return samples, TimeBaseFix("uniform", 0, 0)
     median = int(np.median(steps))
     ratio = steps / max(median, 1)
+    step_range = (int(steps.min()), int(steps.max()))
     if period_ns is None and np.all((np.abs(ratio - np.round(ratio)) <= UNIFORM_TOLERANCE) & (ratio > 0.5)):
-        return samples, TimeBaseFix("uniform", 0, median, step_range_ns=(int(steps.min()), int(steps.max())))
+        ticks = np.r_[0, np.cumsum(np.round(ratio).astype(np.int64))]
+        if ticks[-1] == len(ticks) - 1:
+            return samples, TimeBaseFix("uniform", 0, median, step_range_ns=step_range)
+        # a steady clock that missed ticks: every state keeps its stamp and the missed ticks are filled in
+        # equal steps (whatever takes derivatives reads one row as one period)
+        whole = np.diff(ticks)
+        step = np.repeat(np.arange(len(whole)), whole)
+        k = np.arange(int(ticks[-1])) - np.repeat(ticks[:-1], whole)
+        t = samples.time_ns
+        grid = np.r_[t[step] + (t[step + 1] - t[step]) * k // whole[step], t[-1]]
+        off = int(np.max(np.abs(steps - whole * median)))
+        return _on_grid(samples, t, grid), TimeBaseFix("device_clock", 0, median, len(grid) - len(t), off, step_range)
     repeated = repeated_rows(samples)  # only in an irregular log: a still robot repeats rows on a steady clock
     keep = np.flatnonzero(~repeated)
     s = samples if not repeated.any() else JointSamples(
         samples.joint_names, samples.time_ns[keep], *(None if getattr(samples, f) is None else getattr(samples, f)[keep]
                                                       for f in ("position", "velocity", "effort")), samples.source)
     n_rep = int(repeated.sum())
-    step_range = (int(steps.min()), int(steps.max()))
     if len(s) < 3:
         return s, TimeBaseFix("uniform", n_rep, median, step_range_ns=step_range)
     median = int(np.median(np.diff(s.time_ns)))
