@@ -3,7 +3,8 @@
 "Turn it up until it oscillates, then back off", one rung at a time on the step tape: wn x1.2 per rung
 (zeta 0.8), at most 14 rungs; stop at the first rung that rings past the threshold, crosses the target 4
 or more times in one stop, aborts, or chatters past the limit (chatter alone must repeat on a second
-run). If the first rung rings, walk down /1.2 until quiet. The ceiling is wn_quiet / sqrt(gain_margin),
+run). If the first rung rings, walk down the /1.2 ladder to its highest quiet rung (bracketed, not played
+rung by rung: `_walk_down`). The ceiling is wn_quiet / sqrt(gain_margin),
 or wn_quiet itself when the stop was chatter growing like sensor noise through kd, or the guard when
 nothing rang.
 """
@@ -11,6 +12,7 @@ nothing rang.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -138,21 +140,52 @@ def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: SweepLimits
     if start_wn_rad_s > ceiling:
         notes.append(f"start wn {start_wn_rad_s:.4g} clipped to the guard {ceiling:.4g} rad/s")
     rungs = [play(wn)]
-    if rungs[0].stop:  # walk down until quiet
-        while len(rungs) < goal.max_rungs and rungs[-1].stop:
-            rungs.append(play(rungs[-1].wn_rad_s / goal.rung_ratio))
-        quiet = [r for r in rungs if not r.stop]
-        if not quiet:
-            wn_low = rungs[-1].wn_rad_s / goal.rung_ratio
-            notes.append("no quiet rung found walking down: the ceiling is one rung below the last")
-            return SweepResult(tuple(rungs), None, wn_low / math.sqrt(goal.gain_margin), "walked down", tuple(notes))
-        stopper = rungs[-2]
-        return _ceiling(tuple(rungs), quiet[0], stopper, goal, ceiling, notes)
+    if rungs[0].stop:
+        return _walk_down(rungs[0], play, servo, model, limits, goal, ceiling, notes)
     while len(rungs) < goal.max_rungs and not rungs[-1].stop and rungs[-1].wn_rad_s < ceiling * (1 - 1e-9):
         rungs.append(play(min(rungs[-1].wn_rad_s * goal.rung_ratio, ceiling)))
     stopper = rungs[-1] if rungs[-1].stop else None
     quiet = [r for r in rungs if not r.stop]
     return _ceiling(tuple(rungs), quiet[-1], stopper, goal, ceiling, notes)
+
+
+def _walk_down(first: Rung, play: Callable[[float], Rung], servo: Servo, model: JointModel,
+               limits: SweepLimits, goal: Goal, guard_wn: float, notes: list[str]) -> SweepResult:
+    """Below a first rung that stops, the ladder wn0 / 1.2^k (k < max_rungs) down to its highest quiet rung and
+    the stopping rung just above it, without playing every rung between: the next rung tried is where the
+    chatter would fall to the limit if it grows with kd (after a chatter-only stop; else the next rung down);
+    once a rung is quiet, the one above it, then the middle of the gap, until a stopping rung and a quiet one
+    are neighbours. Where lower rungs are quieter, that is the rung the walk one by one stops at. The rungs
+    played come back in ladder order (highest wn first)."""
+    wn0, last = first.wn_rad_s, goal.max_rungs - 1
+    ladder = lambda k: wn0 / goal.rung_ratio**k  # noqa: E731
+    played = {0: first}
+    hi, lo = 0, None  # the lowest rung known to stop, the highest known quiet
+    while (lo is None and hi < last) or (lo is not None and lo > hi + 1):
+        if lo is None:
+            k = _quiet_guess(played[hi], hi, ladder, servo, model, limits, goal)
+        else:
+            k = lo - 1 if lo - 1 not in played else (hi + lo) // 2
+        played[k] = rung = play(ladder(k))
+        hi, lo = (k, lo) if rung.stop else (hi, k)
+    if lo is None:
+        notes.append("no quiet rung found walking down: the ceiling is one rung below the last")
+        return SweepResult(tuple(played[k] for k in sorted(played)), None,
+                           ladder(last + 1) / math.sqrt(goal.gain_margin), "walked down", tuple(notes))
+    notes.append(f"walked down to rung {lo} (wn {ladder(lo):.4g}) in {len(played)} of its {lo + 1} rungs")
+    return _ceiling(tuple(played[k] for k in sorted(played)), played[lo], played[hi], goal, guard_wn, notes)
+
+
+def _quiet_guess(rung: Rung, k: int, ladder: Callable[[int], float], servo: Servo, model: JointModel,
+                 limits: SweepLimits, goal: Goal) -> int:
+    """The rung below a stopping rung k to try next: after a chatter-only stop, the first whose kd brings the
+    chatter (taken as proportional to kd: sensor noise through the derivative) under the limit."""
+    last = goal.max_rungs - 1
+    if not (rung.stop or "").startswith("chatter only") or rung.gains.kd <= 0:
+        return k + 1
+    per_kd = rung.score.chatter_nm / rung.gains.kd
+    return next((j for j in range(k + 1, last) if gains_for(ladder(j), goal.zeta, model, servo, servo.gains)[0].kd
+                 * per_kd <= limits.chatter_nm), last)
 
 
 def _ceiling(rungs: tuple[Rung, ...], quiet: Rung, stopper: Rung | None, goal: Goal, guard_wn: float,
