@@ -150,7 +150,8 @@ def test_the_tuning_report_states_units_cost_keep_rule_and_the_feed_forward(tmp_
         "joints": ["hinge"], "controller": "sim_robot", "improved": True, "predicted_cost_ratio": 0.01,
         "summary": "poor factory gains", "as_found": {"gains.hinge.p": 5.0, "gains.hinge.d": 0.2},
         "parameters": {"gains.hinge.p": 80.0, "gains.hinge.d": 1.57}, "host_feedforward": {"hinge": feedforward},
-        "bags": [], "seconds_of_motion": 300.0}))
+        "bags": [], "seconds_of_motion": 300.0,
+        "seconds_by_stage": {"identify": 87.0, "as found": 35.0, "sweep": 35.0, "refine": 83.0, "verify": 60.0}}))
     canary = tmp_path / "canary_20261202T001000Z"
     canary.mkdir()
     (canary / "canary.yaml").write_text(yaml.safe_dump({
@@ -163,6 +164,7 @@ def test_the_tuning_report_states_units_cost_keep_rule_and_the_feed_forward(tmp_
     assert "Cost, on the same tapes" in page and "As found scores about 2" in page
     assert "Keep rule: the change is kept only if the live cost ratio &lt;= 1 - (1 - predicted ratio) / 2" in text
     assert "Host feed-forward (part of the proposal)" in page and "gravity_sin_nm" in page and "6.4" in page
+    assert re.search(r"300 s of motion in 0 plays \(identify 87 s, as found 35 s, sweep 35 s, refine 83 s, verify 60 s\)", page), page
     assert '"type":"log"' in page.replace(" ", "") and "keep threshold 0.505" in page
     check_offline_page(run / "report.html", 1)
 

@@ -297,6 +297,11 @@ class ServoTunerNode(LifecycleNode):
             else:
                 result = tune_arm(servos, arm, c["goal"])
                 proposal = from_arm(result, arm_check_tapes(arm, {j: o.model for j, o in result.outcomes.items()}))
+        stages: dict[str, float] = {}  # seconds of motion per stage (over the joints), the arm check apart
+        for one in ([result] if len(servos) == 1 else [o.result for o in result.outcomes.values() if o.result]):
+            for stage, seconds in one.seconds.items():
+                if stage != "total":
+                    stages[stage] = stages.get(stage, 0.0) + seconds
         path = folder / "proposal.yaml"
         document = {**proposal.to_dict(), "controller": c["controller"],
                     "controller_style": self._gains.style.name,
@@ -307,7 +312,7 @@ class ServoTunerNode(LifecycleNode):
                     else None,
                     "ff_velocity_scale_as_found": self._ff_velocity_scales(),
                     "notes": list(arm.notes), "bags": arm.bags,
-                    "seconds_of_motion": arm.motion_s}
+                    "seconds_of_motion": arm.motion_s, "seconds_by_stage": stages}
         text = yaml.safe_dump(document, sort_keys=False, width=110)
         write_file(path, lambda tmp: tmp.write_text(text), force=True)  # `apply` never reads half a proposal
         self._proposal = (proposal, path)

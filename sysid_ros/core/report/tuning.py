@@ -45,6 +45,9 @@ STAGES = (("identify", "1. identify: excitation tapes, the model fitted to them"
           ("canary", "canary: held-out tapes under the applied gains"))
 
 
+MOTION_ORDER = ("identify", "as found", "sweep", "refine", "verify")
+"""The tuner's stages in the order they move the joint (seconds of motion by stage)."""
+
 def save_play(path: Path, telemetry: dict[str, Any]) -> None:
     """What a play measured, per joint (a `Telemetry` each), next to its tape: `play_NNNN_<tape>.npz`."""
     arrays = {}
@@ -257,7 +260,11 @@ def tuning_page(folder: Path) -> Page:
                  "ok" if improved else "none", [doc.get("summary", "")])
     if canary is not None:
         canary_verdict(page, canary[1])
-    page.text(f"{doc.get('seconds_of_motion', 0):.0f} s of motion in {len(doc.get('bags') or [])} plays.")
+    got = doc.get("seconds_by_stage") or {}
+    stages = {k: got[k] for k in sorted(got, key=lambda k: MOTION_ORDER.index(k) if k in MOTION_ORDER
+                                                      else len(MOTION_ORDER))}
+    page.text(f"{doc.get('seconds_of_motion', 0):.0f} s of motion in {len(doc.get('bags') or [])} plays"
+              + (f" ({', '.join(f'{k} {v:.0f} s' for k, v in stages.items())})" if stages else "") + ".")
     page.text(COST)
     page.heading("Gains")
     found, proposed = doc.get("as_found") or {}, doc.get("parameters") or {}
