@@ -5,12 +5,19 @@ against as found (2.0), the identified model against the hidden truth, and the w
 plays refine candidates on a MuJoCo twin of the identified model first and the plant only those the twin
 cannot rule out; its sweep starts two rungs below where the twin's own sweep stopped ringing.
 
-    .venv/bin/python bench/bench_tuner.py [--quick]
+    .venv/bin/python bench/bench_tuner.py [--quick] [--twin-only] [--before OLD_TREE]
+
+`--before OLD_TREE` also tunes each joint (twin screening) with the code of another checkout (e.g. `git worktree
+add /tmp/old d74658d`), in a subprocess, and prints its seconds of motion beside this tree's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -60,19 +67,40 @@ def run(make: Callable[[], DemoJoint], twin: bool) -> dict[str, Any]:
             "wn_max": result.sweep.wn_max_rad_s, "rungs": len(result.sweep.rungs)}
 
 
+BEFORE = """import json, sys
+sys.path.insert(0, {tree!r})
+from bench.bench_tuner import joints, run
+r = run(joints(True)[{name!r}], True)
+print(json.dumps({{"plant_s": r["plant_s"], "seconds": r["seconds"], "cost": r["cost"]}}))
+"""
+
+
+def before(tree: str, name: str) -> dict[str, Any]:
+    """The twin-screened tune of joint `name` by the code in checkout `tree` (a subprocess on that tree)."""
+    out = subprocess.run([sys.executable, "-c", BEFORE.format(tree=tree, name=name)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": tree}, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="three joints only")
+    parser.add_argument("--twin-only", action="store_true", help="twin screening only (no full grid)")
+    parser.add_argument("--before", metavar="OLD_TREE", help="a checkout whose tuner to run beside this one")
     args = parser.parse_args()
     print(f"{'joint':<42} {'mode':<6} {'plant s':>8} {'cost':>6} {'played':>7} {'rungs':>5} {'J err':>7} "
           f"{'tc err':>7} {'delay ms':>12} {'wall s':>7}")
     for name, make in joints(args.quick).items():
-        for twin in (False, True):
+        for twin in (True,) if args.twin_only else (False, True):
             r = run(make, twin)
             print(f"{name:<42} {'twin' if twin else 'grid':<6} {r['plant_s']:8.0f} {r['cost']:6.3f} "
                   f"{r['played']:>3}/{r['tried']:<3} {r['rungs']:5d} {r['J_err']:+7.1%} {r['tc_err']:+7.1%} "
                   f"{r['delay_ms']:5.2f}/{r['delay_true_ms']:<5.1f} {r['wall_s']:7.1f}")
             print(f"{'':<42} stages: " + ", ".join(f"{k} {v:.0f}" for k, v in r["seconds"].items()))
+        if args.before:
+            b = before(args.before, name)
+            print(f"{'':<42} before ({args.before}), twin: {b['plant_s']:.0f} s of motion, cost {b['cost']:.3f}; "
+                  "stages: " + ", ".join(f"{k} {v:.0f}" for k, v in b["seconds"].items()), flush=True)
 
 
 if __name__ == "__main__":
