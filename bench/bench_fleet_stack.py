@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -132,6 +134,7 @@ def main() -> None:
     parser.add_argument("--layout", choices=("composed", "separate", "both"), default="composed",
                         help="recorder, tuner and manager in one process per robot, or a process each")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # `timeout` too stops every stack it started
     isolate_ros_environment()
     folder = Path(tempfile.mkdtemp(prefix="bench_fleet_"))
     print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.1f}")
