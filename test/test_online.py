@@ -1,4 +1,4 @@
-"""The online estimator (seed 002) on the embedded pendulum in SimRobot, whose pole mass changes mid-run.
+"""The online estimator on the embedded pendulum in SimRobot, whose pole mass changes mid-run.
 
 The pendulum (1.3 kg at 0.5 m, damping 0.08, friction loss 0.05, armature 1e-4, motor capped at 3 N m)
 tracks a five-sine reference (0.2-1.5 Hz, about 0.3 rad peak) with a PD drive; SimRobot reports the angle

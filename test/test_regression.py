@@ -1,4 +1,4 @@
-"""The linear estimator on lesson 18.1's pendulum: hidden mass, damping and friction loss, simulated in MuJoCo.
+"""The linear estimator on a point-mass pendulum: hidden mass, damping and friction loss, simulated in MuJoCo.
 
 The record is the lesson's: 10 s at 500 Hz, a five-sine torque (0.2-3 Hz, peak 2.5 N m, generator seed 1),
 the angle measured with 0.5 mrad of Gaussian noise (seed 0). The lesson's Savitzky-Golay estimate was

@@ -18,7 +18,7 @@ DT = 0.002
 
 
 def test_window_in_seconds_is_odd_and_matches_the_lesson() -> None:
-    assert window_samples(0.1, DT, 3) == 51  # lesson 18.1: 51 samples at 2 ms
+    assert window_samples(0.1, DT, 3) == 51  # 0.1 s at 2 ms: 51 samples (odd, centred)
     assert window_samples(0.11, DT, 4) == 55
     assert window_samples(0.11, 0.001, 4) == 111
     with pytest.raises(DataError):

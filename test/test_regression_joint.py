@@ -91,7 +91,7 @@ def test_geared_joint_is_recovered() -> None:
         assert fit.fit.value(name) == pytest.approx(truth[name], rel=rel), name
         assert getattr(fit.model, name) == fit.fit.value(name)
     assert fit.fit.warnings == ()
-    assert fit.fit.condition_number < 100  # seed 004 refuses above 100
+    assert fit.fit.condition_number < 100  # the tuner refuses a fit above 100
 
 
 def test_saturated_rows_are_left_out() -> None:

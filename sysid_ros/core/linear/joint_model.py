@@ -1,7 +1,7 @@
 """Single-joint inverse-dynamics models that are linear in their parameters, and their least-squares fits.
 
-`JointModel` is seed 004's servo model, tau = J qdd + b qd + tc tanh(qd/0.01) + gs sin q + gc cos q
-(+ a constant, which is gravity on a linear axis). `PendulumModel` is lesson 18.1's,
+`JointModel` is the servo tuner's joint model, tau = J qdd + b qd + tc tanh(qd/0.01) + gs sin q + gc cos q
+(+ a constant, which is gravity on a linear axis). `PendulumModel` is a point mass on a massless rod,
 tau - Ic qdd = m (L^2 qdd + g L sin q) + b qd + f sign(qd). Terms known in advance (a rotor inertia, a
 model feed-forward) move to the left-hand side; the rest go through `regression.fit_linear`.
 
@@ -81,7 +81,7 @@ def joint_columns(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, terms: Sequenc
 
 @dataclass(frozen=True)
 class PendulumModel:
-    """A point mass on a massless rod with a known rotor inertia: lesson 18.1's pendulum."""
+    """A point mass on a massless rod with a known rotor inertia."""
 
     mass_kg: float
     damping_nm_s_rad: float

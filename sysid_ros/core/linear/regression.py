@@ -23,9 +23,9 @@ from ..errors import DataError, ModelError
 class RowSelection:
     """Which samples enter a fit.
 
-    `moving_speed_rad_s`: |qd| must reach it at every sample of the derivative window (seed 004, 0.02).
+    `moving_speed_rad_s`: |qd| must reach it at every sample of the derivative window (0.02 rad/s by default).
     `slow_speed_rad_s`: samples slower than this are left out, where MuJoCo's soft friction loss (and
-    real stiction) is not f sign(qd) (lesson 18.1, 0.1 rad/s); 0 keeps them.
+    real stiction) is not f sign(qd) (below ~0.1 rad/s); 0 keeps them.
     `torque_cap_fraction`: samples at or above this share of the torque cap are saturated and left out.
     """
 
@@ -47,13 +47,13 @@ class BootstrapSettings:
 class FitThresholds:
     """When to refuse or warn.
 
-    `min_rows`: fewer usable rows raise DataError (seed 004 falls back to priors under 50).
-    `max_condition`: above it, the column-normalized regressor is ill conditioned (seed 004: 100).
+    `min_rows`: fewer usable rows raise DataError (the tuner falls back to priors under 50).
+    `max_condition`: above it, the column-normalized regressor is ill conditioned (100: the tuner refuses such a fit).
     `max_relative_half_width`: a 95 % half-width wider than this share of |value| is flagged.
     `min_column_snr`: a column whose RMS over the used rows is below this many times its noise is flagged.
     `max_noise_bias`: without noise compensation, a column whose noise variance exceeds this share of
     its variance is flagged (errors-in-variables: least squares shrinks its coefficient by about that share).
-    `friction_band_rad_s`: below this speed friction is not f sign(qd) (lesson 18.1: 0.1 rad/s); a record
+    `friction_band_rad_s`: below this speed friction is not f sign(qd) (0.1 rad/s); a record
     that spends more than `max_slow_share` of its valid samples there, or never leaves it, is flagged.
     `min_peak_to_noise`: peak speed and acceleration must exceed their noise by this factor.
     """

@@ -1,4 +1,4 @@
-"""Online identification of a joint's linear parameters, following changes with a confidence score (seed 002).
+"""Online identification of a joint's linear parameters, following changes with a confidence score.
 
     est = OnlineEstimator(pendulum_config("hinge", length_m=0.5, rotor_inertia_kg_m2=1e-4))
     for chunk in stream:                      # JointSamples with position and effort

@@ -8,7 +8,7 @@ and raise a change on a constant payload. The record says how much to trust the 
 no sample and fit the same parameter should differ by z = (x_k - x_j) / sqrt(s_k^2 + s_j^2) ~ N(0, 1); the
 robust scale of the recent z (1.4826 x their median |z|; a change in between makes a few outliers, not the
 median) is the factor by which the standard errors are too small. It is applied (never below 1) to every
-window's standard error before seed 002's confidence and change rules.
+window's standard error before the confidence and change rules use it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The online estimator's settings: the model a window is fitted with and seed 002's hyper-parameters."""
+"""The online estimator's settings: the model a window is fitted with and the estimator's hyper-parameters."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ DEFAULT_CHANGE_THRESHOLD = 0.05
 class WindowModel:
     """What a window is fitted with: tau - known = columns(q, qd, qdd) theta, for one joint.
 
-    `kind` is `pendulum` (theta = mass, damping, friction of lesson 18.1's point-mass pendulum; a known
-    rotor inertia moves to the left) or `joint` (seed 004's terms, `joint_model.joint_columns`).
+    `kind` is `pendulum` (theta = mass, damping, friction of a point-mass pendulum on a massless rod; a known
+    rotor inertia moves to the left) or `joint` (the servo model's terms, `joint_model.joint_columns`).
     `scale_floor` gives each parameter the smallest scale its confidence and change threshold are
     relative to (a friction near zero is judged against this, not against its own value).
     """
@@ -89,7 +89,7 @@ def joint_window_model(terms: Sequence[str] = REVOLUTE_TERMS, scale_floor: Mappi
 
 @dataclass(frozen=True)
 class OnlineConfig:
-    """The estimator's settings (seed 002's H = `window_s`, eps1 = `change_threshold`, eps2 =
+    """The estimator's settings (the horizon H = `window_s`, eps1 = `change_threshold`, eps2 =
     `confidence_threshold`, N_his = `request_after_s` / `hop_s`).
 
     `precision`: the relative standard error (of a parameter's scale) at which a window's confidence is 0.5.
@@ -200,7 +200,7 @@ class OnlineConfig:
 
 
 def pendulum_config(joint: str, length_m: float, rotor_inertia_kg_m2: float = 0.0, **settings: object) -> OnlineConfig:
-    """Settings for lesson 18.1's pendulum: mass judged to 1 % and changes of 5 %; damping and friction,
+    """Settings for the point-mass pendulum: mass judged to 1 % and changes of 5 %; damping and friction,
     which a few seconds of motion pin only to tens of percent, to 25 % and changes of 50 %."""
     defaults: dict[str, object] = {
         "precision": {"mass_kg": 0.01, "damping_nm_s_rad": 0.25, "friction_nm": 0.25},

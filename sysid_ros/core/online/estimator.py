@@ -1,4 +1,4 @@
-"""The streaming estimator: a bounded buffer, a fit every hop, seed 002's accept / replace / discard, and
+"""The streaming estimator: a bounded buffer, a fit every hop, accept / replace / discard, and
 (optionally) the residual change detector every `detect_hop_s`. Model-agnostic: one joint or a whole arm."""
 
 from __future__ import annotations

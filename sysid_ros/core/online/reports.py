@@ -49,7 +49,7 @@ class Estimate:
 
 @dataclass(frozen=True)
 class ChangeDetected:
-    """Confident windows far from the estimate, confirmed: seed 002's change. The named parameters were
+    """Confident windows far from the estimate, confirmed: a change. The named parameters were
     replaced by the window's values; for one window length every confident window replaces (settling),
     then a `ParameterChange` reports each parameter that ended up different."""
 

@@ -1,6 +1,6 @@
 """One window: Savitzky-Golay derivatives, the project's linear fit, and a confidence per parameter.
 
-The confidence follows seed 002 (excitation from the equations of motion): the noise a window leaves in
+The confidence is the excitation seen through the equations of motion: the noise a window leaves in
 parameter i is var_i = [A^-1 S A^-1]_ii, with A = Phi' Phi over the used rows (the column energies and
 their overlaps; 1 / [A^-1]_ii is the energy of column i that the other columns do not explain) and S the
 long-run covariance of phi_t e_t (Newey-West with Bartlett weights over one derivative window, because

@@ -112,7 +112,7 @@ def savgol_derivatives(q: np.ndarray, dt_s: float, window_s: float = 0.1, polyor
 
 
 def quartic_derivatives(q: np.ndarray, dt_s: float, window_s: float = 0.11) -> Derivatives:
-    """Local quartic fit over `window_s` (seed 004's 110 ms): a Savitzky-Golay filter of order 4."""
+    """Local quartic fit over `window_s` (110 ms by default): a Savitzky-Golay filter of order 4."""
     return savgol_derivatives(q, dt_s, window_s=window_s, polyorder=4)
 
 

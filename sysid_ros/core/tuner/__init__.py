@@ -1,4 +1,4 @@
-"""The servo tuner (seed 004), ROS-free: every motion goes through the `Plant` seam.
+"""The servo tuner, ROS-free: every motion goes through the `Plant` seam.
 
 Stage 0 `analytic_start` (moves nothing), then `tune`: Stage 1 `identify`, limits from the as-found run,
 Stage 2 `run_sweep` (ringing sweep, deploy ceiling), Stage 3 `refine` (three coordinate passes, gates,

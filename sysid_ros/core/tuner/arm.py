@@ -134,7 +134,8 @@ def _run(arm: Arm, tapes_: Sequence[Tape], controllers: dict[str, Controller]) -
 def offences(arm: Arm, tapes_: Sequence[Tape], runs: list[dict[str, Telemetry]],
              base_runs: list[dict[str, Telemetry]], controllers: dict[str, Controller],
              outcomes: dict[str, JointOutcome], goal: Goal) -> ArmRound:
-    """Judge every joint of one whole-arm run against the as-found arm's run, by the seed's offender rules."""
+    """Judge every joint of one whole-arm run against the as-found arm's run: above its deploy ceiling, never
+    seen still, ringing over the cap (in company, and alone with its partners still), or worse than as found."""
     changed = {j for j in arm.joints if controllers[j] != outcomes[j].servo.as_found}
     cap = goal.ringing_mrad if goal.ringing_mrad is not None else goal.ringing_cap_mrad
     scores, costs, why_all = {}, {}, {}

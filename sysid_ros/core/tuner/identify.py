@@ -3,7 +3,7 @@
 Rows: moving (|qd| >= 0.02 rad/s over the whole 110 ms quartic window) and under 98 % of the torque cap.
 Each reported torque is corrected to its command interval's mean (`torque_sample_phase`) and paired with
 the state at mid-interval. A state/torque delay is bisected in [0, 20 ms] over plays that include the chirp
-at kd x0.6 and x1.6; where the logged torque is the torque applied, the kd contrast the seed bisects on
+at kd x0.6 and x1.6; where the logged torque is the torque applied, the kd contrast a bisection on the torque requested uses
 (inertia J - kd d) carries no information, so the bisection runs on the slope of the fit's residual (see
 `bisect_delay`) and reports both chirps' inertias at the result. A loop too fast for the command rate
 (wn dt > 0.5) is identified again at (0.5 / wn dt)^2 of its gains, up to twice. Under 50 rows, or a
@@ -211,7 +211,7 @@ def sag_floor_kp(servo: Servo, model: JointModel) -> float:
 
 
 def identify_servo(servo: Servo, plant: Plant, *, seed: Controller | None = None) -> Identification:
-    """Stage 1 as the seed writes it: fit, delay bisection, softer re-identification, refusal to priors."""
+    """Stage 1: fit, delay bisection, softer re-identification, refusal to priors."""
     envelopes = servo.envelopes()
     rate = plant.command_rate_hz
     ident_tapes = identification(envelopes, rate)

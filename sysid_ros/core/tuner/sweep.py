@@ -205,7 +205,7 @@ def _ceiling(rungs: tuple[Rung, ...], quiet: Rung, stopper: Rung | None, goal: G
 
 
 def limits_from(as_found: list[Score], goal: Goal, torque_limit_nm: float) -> tuple[SweepLimits, tuple[str, ...]]:
-    """Ringing threshold and chatter limit from the as-found run(s), as the seed sets them."""
+    """Ringing threshold and chatter limit from the as-found run(s)."""
     noise = max(s.noise_mrad for s in as_found)
     ringing_af = max(s.ringing_mrad for s in as_found)
     chatter_af = max(s.chatter_nm for s in as_found)
