@@ -27,6 +27,15 @@ class PidGains:
         return PidGains(**{**self.as_dict(), **changes})
 
 
+def gain_refusal(name: str, value: object, upper: float = math.inf) -> str | None:
+    """Why `value` cannot be gain `name`: a gain is a finite number in [0, upper]. None when it can."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return f"gain {name} must be a finite number, got {value!r}"
+    if value < 0.0 or value > upper:
+        return f"gain {name}={value} outside the guard [0, {upper}]"
+    return None
+
+
 @dataclass(frozen=True)
 class GainGuard:
     """Largest value each gain may take; every gain must also be finite and >= 0."""
@@ -41,12 +50,7 @@ class GainGuard:
         """Why `value` may not be set as gain `name` (p, i, d, ...), or None when it may."""
         if name not in GAIN_FIELDS:
             return f"unknown gain {name!r}; expected one of {', '.join(GAIN_FIELDS)}"
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-            return f"gain {name} must be a finite number, got {value!r}"
-        upper = getattr(self, f"{name}_max")
-        if value < 0.0 or value > upper:
-            return f"gain {name}={value} outside the guard [0, {upper}]"
-        return None
+        return gain_refusal(name, value, getattr(self, f"{name}_max"))
 
     def check(self, gains: PidGains, joint: str = "") -> None:
         """Raise GainsError naming the joint and gain when any gain is outside the guard."""

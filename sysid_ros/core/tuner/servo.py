@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import ConfigError, GainsError
-from ..gains.pid import GainGuard, PidGains
+from ..gains.pid import GainGuard, PidGains, gain_refusal
 from ..linear.joint_model import ALL_TERMS, JointModel
 from ..tapes.envelope import Envelope
 
@@ -28,10 +28,10 @@ class DriveGains:
 
     def __post_init__(self) -> None:
         for name in ("kp", "kd", "ki", "i_clamp_nm"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
-                raise GainsError(f"gain {name} must be finite and >= 0, got {value!r}")
-            object.__setattr__(self, name, float(value))
+            reason = gain_refusal(name, getattr(self, name))
+            if reason:
+                raise GainsError(reason)
+            object.__setattr__(self, name, float(getattr(self, name)))
 
     def scaled(self, factor: float) -> "Gains":
         return DriveGains(self.kp * factor, self.kd * factor, self.ki * factor, self.i_clamp_nm)
