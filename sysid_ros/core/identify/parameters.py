@@ -146,6 +146,16 @@ def signal_transform(specs: Sequence[ParameterSpec], params: sysid.ParameterDict
     return transform
 
 
+def general_inertial_frames(model: mujoco.MjModel) -> mujoco.MjModel:
+    """`model` with MuJoCo's shortcuts for inertial frames that coincide with their bodies' (`body_sameframe`,
+    `body_simple`) cleared: the compiler sets them for a centre of mass within ~1e-6 m of the body's origin,
+    so a payload written `<inertial pos="0 0 0">` ignores every finite-difference step of its centre (zero
+    gradient, "not identifiable"). The general path gives the same dynamics for every body."""
+    model.body_sameframe[:] = 0
+    model.body_simple[:] = 0
+    return model
+
+
 class CachedBuild:
     """`build_model` for the residual that compiles each distinct parameter vector once per spec.
 
@@ -163,7 +173,7 @@ class CachedBuild:
         key = (id(spec), np.concatenate(values).tobytes() if values else b"")
         model = self._cache.get(key)
         if model is None:
-            model = sysid.apply_param_modifiers(params, spec)
+            model = general_inertial_frames(sysid.apply_param_modifiers(params, spec))
             self.compiles += 1
             self._cache[key] = model
             if len(self._cache) > self._maxsize:

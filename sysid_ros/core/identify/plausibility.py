@@ -1,8 +1,11 @@
 """Bounds from physics for parameters given without `min`/`max`, and the optional prior toward the nominal model.
 
 Defaults (each stated in a note of the result; docs/identification.md "Plausibility" gives the sources):
-- masses (`body_mass`, `body_mass_com`, `body_inertia`): `MASS_RANGE` times the nominal model's mass;
-- centres of mass (`body_mass_com`): within the body's rms radius of the nominal (`inertia.com_half_width`);
+- masses (`body_mass`, `body_mass_com`, `body_inertia`): `MASS_RANGE` times the nominal model's mass; a payload
+  (a body with no joint of its own in its chain below the last joint: a tool, a load) has no trustworthy
+  nominal, so `PAYLOAD_FRACTION` of the arm's moving mass up to that whole mass (or twice the nominal);
+- centres of mass (`body_mass_com`): within the body's rms radius of the nominal (`inertia.com_half_width`),
+  also when only a scalar mass `min`/`max` is given (those bound the mass alone);
 - armature: 0 .. torque limit / `DRIVE_ACCELERATION_RAD_S2` (a drive's reflected rotor inertia J_rotor N^2
   lets it accelerate its own rotor at far more than this at peak torque);
 - damping: 0 .. torque limit / `DAMPING_SPEED_RAD_S` (viscous friction never eats the whole drive at 1 rad/s);
@@ -35,6 +38,8 @@ from ..sim.motors import joint_motor
 from .spec_values import inertia_tensor, model_value
 
 MASS_RANGE = (0.5, 2.0)
+PAYLOAD_FRACTION = 1e-3
+"""A payload's lower mass bound, as a fraction of the arm's moving mass (bounds must stay > 0)."""
 DRIVE_ACCELERATION_RAD_S2 = 100.0
 DAMPING_SPEED_RAD_S = 1.0
 FRICTION_FRACTION = 0.5
@@ -77,6 +82,16 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
     """The problem with every missing `min`/`max` filled from physics, and one note per filled parameter."""
     out, notes = [], []
     for p in problem.parameters:
+        if p.kind == "body_mass_com" and p.min_value is not None and p.max_value is not None and \
+                len(p.min_value) == len(p.max_value) == 1 and spec.body(p.target) is not None:
+            nominal = model_value(spec, p)
+            half = com_half_width(nominal[0], inertia_tensor(spec.body(p.target)))
+            centre = nominal[1:4] if p.start is None else p.start[1:4]
+            out.append(replace(p, min_value=(p.min_value[0], *(c - half for c in centre)),
+                               max_value=(p.max_value[0], *(c + half for c in centre))))
+            notes.append(f"{p.name}: min/max bound the mass; the centre of mass from physics: within {half:.3g} m of "
+                         "the start")
+            continue
         if p.min_value is not None and p.max_value is not None:
             out.append(p)
             continue
@@ -87,8 +102,16 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
             continue
         nominal = model_value(spec, p)
         if p.kind.startswith("body_"):
-            lo, hi = [MASS_RANGE[0] * nominal[0]], [MASS_RANGE[1] * nominal[0]]
-            text = f"mass {lo[0]:.4g}..{hi[0]:.4g} kg ({MASS_RANGE[0]:g}-{MASS_RANGE[1]:g}x the model's {nominal[0]:.4g})"
+            arm_kg = _carrying_arm_mass(model, p.target)
+            if arm_kg > 0:
+                hi = [max(arm_kg, MASS_RANGE[1] * nominal[0])]
+                lo = [PAYLOAD_FRACTION * hi[0]]
+                text = (f"payload mass {lo[0]:.4g}..{hi[0]:.4g} kg (up to the {arm_kg:.4g} kg of arm that carries "
+                        f"it; the model's {nominal[0]:.4g} kg is not trusted)")
+            else:
+                lo, hi = [MASS_RANGE[0] * nominal[0]], [MASS_RANGE[1] * nominal[0]]
+                text = (f"mass {lo[0]:.4g}..{hi[0]:.4g} kg ({MASS_RANGE[0]:g}-{MASS_RANGE[1]:g}x the model's "
+                        f"{nominal[0]:.4g})")
             if p.kind == "body_mass_com":
                 body = spec.body(p.target)
                 half = com_half_width(nominal[0], inertia_tensor(body))
@@ -116,6 +139,25 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
         out.append(replace(p, min_value=tuple(lo), max_value=tuple(hi)))
         notes.append(f"{p.name}: bounds from physics: {text}")
     return replace(problem, parameters=tuple(out)), notes
+
+
+def _carrying_arm_mass(model: mujoco.MjModel, body: str) -> float:
+    """The moving mass of the arm that carries `body` when it is a payload (no joint of its own, and none
+    below it, but moved by joints above it); 0 for any other body."""
+    b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
+    subtree = [k for k in range(1, model.nbody) if _descends(model, k, b)]
+    if b <= 0 or model.body_weldid[b] == 0 or any(model.body_jntnum[k] for k in subtree):
+        return 0.0
+    moving = [k for k in range(1, model.nbody) if model.body_weldid[k] != 0 and k not in subtree]
+    return float(sum(model.body_mass[k] for k in moving))
+
+
+def _descends(model: mujoco.MjModel, k: int, ancestor: int) -> bool:
+    while k > 0:
+        if k == ancestor:
+            return True
+        k = int(model.body_parentid[k])
+    return k == ancestor
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,9 @@ def joint_maps(model: mujoco.MjModel, ros_joints: Sequence[str],
         aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, actuator)
         if aid < 0:
             raise ConfigError("the model has no such actuator", joint=ros, actuator=actuator)
-        if (model.actuator_biastype[aid] != mujoco.mjtBias.mjBIAS_NONE
+        constant_bias = (model.actuator_biastype[aid] == mujoco.mjtBias.mjBIAS_AFFINE
+                         and not np.any(model.actuator_biasprm[aid, 1:]))  # an identified effort offset
+        if (model.actuator_biastype[aid] != mujoco.mjtBias.mjBIAS_NONE and not constant_bias
                 or model.actuator_gaintype[aid] != mujoco.mjtGain.mjGAIN_FIXED
                 or model.actuator_dyntype[aid] != mujoco.mjtDyn.mjDYN_NONE):
             raise ConfigError("actuator is not a plain torque motor (effort control needs one)",
