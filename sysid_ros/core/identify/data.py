@@ -53,6 +53,9 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
         except (DataError, BagError) as exc:
             raise type(exc)(f"cannot read joints {list(joints)}: {exc}") from exc
         segments = list(getattr(rec.feedback, "segments", None) or [rec.samples])
+        if rec.feedback.dropped_rows and warnings is not None:
+            warnings.append(f"{src.path}: {rec.feedback.dropped_rows} joint states dropped as garbage (non-finite or "
+                            "beyond any physical range)")
         conflicts = rec.feedback.timing.conflicting_duplicates
         if conflicts and warnings is not None:
             warnings.append(f"{src.path}: {conflicts} joint state values stamped twice with different data "
