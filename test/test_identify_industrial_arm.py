@@ -8,11 +8,11 @@
    which MuJoCo marks `body_sameframe`), its mass and centre free with bounds from physics (the model's
    1 kg is a guess, the truth is 4.2 kg).
 
-Measured (seed 0, 12 s runs; 01:40 UTC 2026-12-02 on the shared 2 cores): payload 4.194 kg (-0.15 %), its
-centre within 1 mm of the truth, 95 % half-width 0.042 kg (1 %). Before the fixes step 2 was refused (the
+Measured (seed 0, 12 s runs, bench/bench_industrial_arm.py): payload 4.194 kg (-0.15 %), its centre within
+1 mm of the truth, 95 % half-width 0.042 kg (1 %); about 30 s of CPU. Before the fixes step 2 was refused (the
 motors "not a plain torque motor"), the centre stayed at its start with an infinite interval, and the scalar
 bounds of the issue's problem bounded the centre too. The tolerance, 3 %, is the issue's; the payload's own
-statistical interval is 1 %, and what remains is the arm of step 1 (its masses 10-20 % off where the data
+statistical interval is 1 %, and what remains is the arm of step 1 (its link masses 2-26 % off where the data
 cannot tell them apart; their sum and moments are what the payload's torques meet).
 """
 
