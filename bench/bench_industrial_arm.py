@@ -26,7 +26,7 @@ from industrial_arm import LINKS, PAYLOAD_KG, TRUE_LINK_MASS_KG, loaded_and_unlo
 from test_identify_industrial_arm import JOINTS, _arm_problem, _with_tool  # noqa: E402
 
 from sysid_ros.core.identify import identify, problem_from_dict, write_results  # noqa: E402
-from sysid_ros.core.paths import model_path  # noqa: E402
+from sysid_ros.core.files.paths import model_path  # noqa: E402
 
 
 def main() -> None:
@@ -48,11 +48,13 @@ def main() -> None:
         (tmp / "tool.xml").write_text(_with_tool(mjcf.read_text()))
         doc = {"model": str(tmp / "tool.xml"), "joints": list(JOINTS), "window_s": 0.25,
                "training": [{"path": str(loaded.path), "control": "effort"}], "initial_state": "measured",
-               "optimizer": {"max_iters": 20}, "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}]}
+               "optimizer": {"max_iters": 20},
+               "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}]}  # bounds from physics
         payload = identify(problem_from_dict(doc))
         t3 = time.process_time()
     (p,) = payload.parameters
-    print(f"{args.seconds:g} s runs, seed {args.seed}; CPU s: logs {t1 - t0:.1f}, arm {t2 - t1:.1f}, payload {t3 - t2:.1f}")
+    print(f"{args.seconds:g} s runs, seed {args.seed}; CPU s: logs {t1 - t0:.1f}, arm {t2 - t1:.1f}, "
+          f"payload {t3 - t2:.1f}")
     print(f"payload mass {p.value[0]:.4f} kg (truth {PAYLOAD_KG}, {100 * (p.value[0] / PAYLOAD_KG - 1):+.2f} %), "
           f"95 % half-width {p.half_width_95[0]:.4f} kg; bounds {p.min_value[0]:.3g}..{p.max_value[0]:.3g} kg")
     print("payload centre (m, truth 0 0 0): " + " ".join(f"{c:+.4f}+-{h:.4f}" for c, h in zip(p.value[1:],
