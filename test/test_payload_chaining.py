@@ -15,7 +15,7 @@ from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.identify import problem_from_dict
 from sysid_ros.core.identify.parameters import CachedBuild, build_parameters
 from sysid_ros.core.identify.plausibility import physical_bounds
-from sysid_ros.core.identify.problem import check_problem, load_spec
+from sysid_ros.core.identify.problem_model import check_problem, problem_spec
 from sysid_ros.core.files.paths import model_path
 
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
@@ -41,7 +41,7 @@ def test_a_payload_centre_starting_at_its_origin_moves_the_dynamics_by_any_step(
     of 1.5e-8 m (the optimiser's) changed nothing, so the centre was "not identifiable"."""
     problem = _problem(tmp_path, [{"name": "p", "kind": "body_mass_com", "body": "payload",
                                    "min": [0.1, -0.1, -0.1, -0.1], "max": [20.0, 0.1, 0.1, 0.1]}])
-    spec = load_spec(problem)
+    spec = problem_spec(problem)
     params = build_parameters(spec, problem.parameters, {"p": (2.0, 0.0, 0.0, 0.0)})
     build = CachedBuild()
     before = _gravity(build(params, spec))
@@ -57,7 +57,7 @@ def test_a_payload_centre_starting_at_its_origin_moves_the_dynamics_by_any_step(
 
 
 def test_scalar_bounds_on_body_mass_com_bound_the_mass_and_vectors_each_component(tmp_path):
-    spec = load_spec(_problem(tmp_path, [{"name": "p", "kind": "body_mass", "body": "payload"}]))
+    spec = problem_spec(_problem(tmp_path, [{"name": "p", "kind": "body_mass", "body": "payload"}]))
     model = spec.copy().compile()
     scalar = _problem(tmp_path, [{"name": "p", "kind": "body_mass_com", "body": "payload", "min": 0.1, "max": 10.0}])
     filled, notes = physical_bounds(scalar, spec, model)
@@ -74,7 +74,7 @@ def test_scalar_bounds_on_body_mass_com_bound_the_mass_and_vectors_each_componen
 def test_a_payload_s_default_bounds_do_not_trust_its_guessed_mass(tmp_path):
     problem = _problem(tmp_path, [{"name": "payload", "kind": "body_mass", "body": "payload"},
                                   {"name": "forearm", "kind": "body_mass", "body": "forearm_link"}])
-    spec = load_spec(problem)
+    spec = problem_spec(problem)
     model = spec.copy().compile()
     filled, notes = physical_bounds(problem, spec, model)
     payload, forearm = filled.parameters

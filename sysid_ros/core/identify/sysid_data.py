@@ -26,6 +26,7 @@ from scipy.signal import savgol_filter
 from ..errors import ConfigError, DataError
 from ..signals.arrays import JointCommands, JointSamples
 from ..signals.size_bounds import grid_points
+from ..sim.motors import constant_bias
 
 STATE_FIELDS = {"position": "qpos", "velocity": "qvel"}
 
@@ -77,9 +78,8 @@ def joint_maps(model: mujoco.MjModel, ros_joints: Sequence[str],
         aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, actuator)
         if aid < 0:
             raise ConfigError("the model has no such actuator", joint=ros, actuator=actuator)
-        constant_bias = (model.actuator_biastype[aid] == mujoco.mjtBias.mjBIAS_AFFINE
-                         and not np.any(model.actuator_biasprm[aid, 1:]))  # an identified effort offset
-        if (model.actuator_biastype[aid] != mujoco.mjtBias.mjBIAS_NONE and not constant_bias
+        offset = constant_bias(model.actuator_biastype[aid], model.actuator_biasprm[aid])  # joint_effort_offset's
+        if (model.actuator_biastype[aid] != mujoco.mjtBias.mjBIAS_NONE and not offset
                 or model.actuator_gaintype[aid] != mujoco.mjtGain.mjGAIN_FIXED
                 or model.actuator_dyntype[aid] != mujoco.mjtDyn.mjDYN_NONE):
             raise ConfigError("actuator is not a plain torque motor (effort control needs one)",
