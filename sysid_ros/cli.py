@@ -354,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # unreadable or unwritable files: the path and the reason, no traceback
         where = f" ({exc.filename})" if exc.filename else ""
         return _error(args, f"{exc.strerror or exc}{where}")
-    except KeyboardInterrupt:
-        return _error(args, "interrupted", 130)
+    except KeyboardInterrupt as exc:  # a verb that cancels its job says how it ended
+        return _error(args, f"interrupted: {exc}" if str(exc) else "interrupted", 130)
     except Exception as exc:  # noqa: BLE001 - the last guard: whatever escaped, one line and no traceback
         kind = type(exc).__name__ if type(exc).__module__ == "builtins" else \
             f"{type(exc).__module__.split('.')[0]}.{type(exc).__name__}"

@@ -36,7 +36,7 @@ def test_cancel_stops_a_run_and_writes_nothing(tmp_path):
         assert node._on_cancel(Trigger.Request(), Trigger.Response()).success
         node._worker.join(60.0)
         level, message, document = node._done
-        assert (level, message, document) == ("warn", "identification cancelled by request: nothing written", "")
+        assert (level, message, document) == ("info", "identification cancelled by request: nothing written", "")
         assert not list(out.rglob("identified.yaml"))
         # the node is not stuck: the next run goes through
         assert node._on_identify(Trigger.Request(), Trigger.Response()).success
@@ -75,3 +75,54 @@ def test_cancel_over_dds_from_another_process(tmp_path, nodes, client):
     wait_for(lambda: said("cancelled by request"), timeout_s=120, what="the cancelled run's diagnostic")
     assert not said("identified pendulum") and not list(out.rglob("identified.yaml"))
     assert client.call(Trigger, "/robot_c/identifier/identify", Trigger.Request()).success  # not stuck: runs again
+
+
+@pytest.mark.ros
+def test_identify_action_feedback_cancel_and_result(tmp_path, nodes, client):
+    """The `~/identify` action from another process: feedback (stage, fraction, the optimizer's cost) while it
+    runs, a cancel that ends CANCELED with nothing written, then a run that answers with its results and verdict."""
+    import math
+    import time
+
+    from action_msgs.msg import GoalStatus
+    from rclpy.action import ActionClient
+    from sysid_ros_interfaces.action import Identify
+
+    samples, commands = pendulum_record(20.0)
+    save_npz(tmp_path / "data.npz", samples, {"/effort_controller/commands": commands})
+    problem = tmp_path / "problem.yaml"
+    problem.write_text(yaml.safe_dump({
+        "name": "pendulum", "model": "pendulum", "joints": ["hinge"], "training": [str(tmp_path / "data.npz")],
+        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 0.5,
+                        "min": 0.2, "max": 5.0}]}))
+    out = tmp_path / "identified"
+    nodes("identifier", "identifier", {"problem_file": str(problem), "output_dir": str(out)}, namespace="robot_d")
+    wait_for(lambda: ("identifier", "/robot_d") in client.node.get_node_names_and_namespaces(), 180.0,
+             "the identifier to start")  # imports can take over a minute on a loaded 2-core machine
+    assert client.change_state("/robot_d/identifier", "configure") == (True, "inactive")
+    assert client.change_state("/robot_d/identifier", "activate") == (True, "active")
+    action = ActionClient(client.node, Identify, "/robot_d/identifier/identify")
+    assert action.wait_for_server(timeout_sec=60.0)
+
+    def run(cancel_when=None):
+        feedback: list[tuple[float, Identify.Feedback]] = []
+        sent = action.send_goal_async(Identify.Goal(), feedback_callback=lambda m: feedback.append(
+            (time.monotonic(), m.feedback)))
+        goal = wait_for(lambda: sent.result() if sent.done() else None, 60.0, "the goal to be answered")
+        assert goal.accepted
+        done = goal.get_result_async()
+        if cancel_when is not None:
+            wait_for(lambda: any(cancel_when(f) for _, f in feedback), 300.0, "feedback to cancel on")
+            goal.cancel_goal_async()
+        return wait_for(lambda: done.result() if done.done() else None, 600.0, "the result"), feedback
+
+    cancelled, feedback = run(cancel_when=lambda f: f.stage == "optimize" and math.isfinite(f.cost_so_far))
+    assert cancelled.status == GoalStatus.STATUS_CANCELED, cancelled.result.message
+    assert "nothing written" in cancelled.result.message and not list(out.rglob("identified.yaml"))
+    assert all(0.0 <= f.progress <= 1.0 for _, f in feedback)
+    finished, feedback = run()
+    assert finished.status == GoalStatus.STATUS_SUCCEEDED, finished.result.message
+    assert finished.result.verdict in ("ok", "suspect") and finished.result.results_file.endswith("identified.yaml")
+    assert yaml.safe_load(finished.result.outcome)["verdict"] == finished.result.verdict
+    times = [t for t, _ in feedback]
+    assert max((b - a for a, b in zip(times, times[1:])), default=0.0) <= 5.0

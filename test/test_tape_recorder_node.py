@@ -56,6 +56,8 @@ def start_pair(nodes, client, tmp_path, sim_extra=None, rec_extra=None):
     nodes("sim_robot", "sim_robot", {**SIM, **(sim_extra or {})})
     recorder = nodes("tape_recorder", "tape_recorder", recorder_params(tmp_path / "bags", **(rec_extra or {})))
     diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
+    # a node's start-up (imports) can take over a minute on a loaded 2-core machine
+    wait_for(lambda: "tape_recorder" in client.node.get_node_names(), 180.0, "the tape_recorder to start")
     assert client.change_state("tape_recorder", "configure") == (True, "inactive")
     assert client.change_state("tape_recorder", "activate") == (True, "active")
     wait_for(lambda: client.node.count_subscribers("/forward_command_controller/commands") > 0
@@ -338,3 +340,44 @@ def test_cleanup_undoes_configure(tmp_path):
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_record_action_feedback_cancel_and_completion(nodes, client, tmp_path):
+    """The `~/record` action: feedback every second with the seconds of motion left; a client's cancel holds at
+    once (CANCELED, logged at INFO), the next goal plays the tape to its end and answers with a readable bag."""
+    import time
+
+    from action_msgs.msg import GoalStatus
+    from rclpy.action import ActionClient
+    from sysid_ros_interfaces.action import Record
+
+    recorder, _ = start_pair(nodes, client, tmp_path, rec_extra={"tape.kind": "steps"})
+    action = ActionClient(client.node, Record, "tape_recorder/record")
+    assert action.wait_for_server(timeout_sec=60.0)
+
+    def run(cancel_after: float | None = None):
+        feedback: list = []
+        sent = action.send_goal_async(Record.Goal(), feedback_callback=lambda m: feedback.append(
+            (time.monotonic(), m.feedback)))
+        goal = wait_for(lambda: sent.result() if sent.done() else None, 60.0, "the goal to be answered")
+        assert goal.accepted
+        done = goal.get_result_async()
+        if cancel_after is not None:
+            wait_for(lambda: any(f.progress >= cancel_after for _, f in feedback), 120.0, "the play to get going")
+            goal.cancel_goal_async()
+        return wait_for(lambda: done.result() if done.done() else None, 300.0, "the result"), feedback
+
+    cancelled, feedback = run(cancel_after=0.1)
+    assert cancelled.status == GoalStatus.STATUS_CANCELED and not cancelled.result.success
+    assert cancelled.result.message == "aborted: cancelled by request"
+    assert read_metadata(cancelled.result.bag)[-1]["result"]["abort_reason"] == "cancelled by request"
+    lines = [line for line in recorder.log().splitlines() if "cancelled by request" in line]
+    assert lines and all("[INFO]" in line for line in lines), lines
+    finished, feedback = run()
+    assert finished.status == GoalStatus.STATUS_SUCCEEDED, finished.result.message
+    playing = [f for _, f in feedback if f.stage == "playing"]
+    assert playing and playing[0].seconds_left > playing[-1].seconds_left >= 0.0 and playing[0].play == "steps"
+    times = [t for t, _ in feedback]
+    assert max(b - a for a, b in zip(times, times[1:])) <= 5.0
+    assert read_metadata(finished.result.bag)[-1]["result"]["completed"] is True
+    assert len(read_joint_states(finished.result.bag, joints=["hinge"], time_source="header").samples.time_ns) > 0

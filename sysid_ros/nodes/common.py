@@ -12,9 +12,11 @@ from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+from rclpy.task import Future
 
 from ..core.bags.write import offered_qos
 from .parameters import Spec
@@ -88,6 +90,35 @@ def _spin_quietly(executor: SingleThreadedExecutor) -> None:
     except Exception:  # shut down under it; a real failure in the process shows on the main thread's node
         if rclpy.ok():
             raise
+
+
+def ticker(node: Node, period_s: float) -> Callable[[], Future]:
+    """A function giving a Future that completes at the node's next tick (every `period_s`, steady clock): what
+    an action's async execute callback awaits between feedbacks, so a single-threaded executor never blocks."""
+    waiting: list[Future] = []
+
+    def tick() -> None:
+        while waiting:
+            waiting.pop().set_result(None)
+
+    def wait() -> Future:
+        future = Future()
+        waiting.append(future)
+        return future
+
+    node.create_timer(period_s, tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
+    return wait
+
+
+def end_goal(goal_handle: Any, result: Any, cancelled: bool = False) -> Any:
+    """Close an action goal by how its job ended (canceled, else succeeded or aborted by `result.success`)."""
+    if cancelled or goal_handle.is_cancel_requested:
+        goal_handle.canceled()
+    elif result.success:
+        goal_handle.succeed()
+    else:
+        goal_handle.abort()
+    return result
 
 
 ENVELOPE_FIELDS = ("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm", "max_accel_rad_s2")

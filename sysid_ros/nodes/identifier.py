@@ -7,20 +7,28 @@ and the identified values go to `/diagnostics` and `~/result` (std_msgs/String, 
 `verdict` and `warnings` come first; a `suspect` result is reported at level WARN with its warnings).
 `~/cancel` (std_srvs/Trigger) stops a run at its next progress step (each optimizer evaluation); nothing
 is written for a cancelled run.
+
+The action `~/identify` (sysid_ros_interfaces/action/Identify) does the same with feedback every FEEDBACK_S
+(stage, fraction done, the optimizer's latest cost) and cancel, and answers with the results file and the
+verdict; the `~/identify` Trigger service is deprecated (kept for one release).
 """
 
 from __future__ import annotations
 
+import math
+import re
 import threading
 import time
 from pathlib import Path
 
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.parameter import Parameter
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
+from sysid_ros_interfaces.action import Identify
 
 from ..core.errors import Cancelled, ConfigError, SysidRosError
 from ..core.files.outputs import check_writable
@@ -28,7 +36,7 @@ from ..core.identify import identify, load_problem, write_results
 from ..core.identify.overrides import with_data
 from ..core.identify.results import results_document
 from ..core.identify.write import result_names
-from .common import DIAGNOSTICS, ROBOT, diagnostic, node_path, publish_diagnostics, run
+from .common import DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics, run, ticker
 from .parameters import ParameterTable, Spec, lifecycle_configured
 
 PARAMETERS = (
@@ -42,6 +50,9 @@ PARAMETERS = (
     ROBOT,
 )
 
+FEEDBACK_S = 1.0
+COST = re.compile(r"cost ([-+0-9.eE]+|inf|nan)")  # the optimizer's progress message: "evaluation N: cost X"
+
 
 class IdentifierNode(LifecycleNode):
     """Runs `sysid_ros.core.identify` on request and publishes what it found."""
@@ -53,6 +64,10 @@ class IdentifierNode(LifecycleNode):
         self.result_pub = self.create_publisher(String, "~/result", 10)
         self.create_service(Trigger, "~/identify", self._on_identify)
         self.create_service(Trigger, "~/cancel", self._on_cancel)
+        self._tick = ticker(self, 0.5)
+        self._action = ActionServer(self, Identify, "~/identify", self._execute,
+                                    cancel_callback=self._cancel_goal)
+        self._finished: dict | None = None  # the last run's outcome, for the action's result
         self._cancel = threading.Event()
         self._problem = None
         self._worker: threading.Thread | None = None
@@ -79,25 +94,58 @@ class IdentifierNode(LifecycleNode):
         self._problem = None
         return TransitionCallbackReturn.SUCCESS
 
-    def _on_identify(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def _busy(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _begin(self) -> tuple[bool, str]:
+        """Start a run on the worker thread: (started, what happens or why not)."""
         if self._state_machine.current_state[1] != "active":
-            response.success, response.message = False, "not active: configure and activate identifier first"
-        elif self._worker is not None and self._worker.is_alive():
-            response.success, response.message = False, "an identification is already running"
-        else:
-            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-            out = node_path(self, self.get_parameter("output_dir").value) / f"{self._problem.name}_{stamp}"
-            try:  # refuse an unwritable folder now, not after the optimisation
-                check_writable(out, list(result_names(self._problem).values()))
-            except SysidRosError as exc:
-                response.success, response.message = False, str(exc)
-                return response
-            self._done, self._progress = None, (0.0, "starting")
-            self._cancel.clear()
-            self._worker = threading.Thread(target=self._run, args=(self._problem, out), daemon=True)
-            self._worker.start()
-            response.success, response.message = True, f"identifying {self._problem.name} into {out}"
+            return False, "not active: configure and activate identifier first"
+        if self._busy():
+            return False, "an identification is already running"
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        out = node_path(self, self.get_parameter("output_dir").value) / f"{self._problem.name}_{stamp}"
+        try:  # refuse an unwritable folder now, not after the optimisation
+            check_writable(out, list(result_names(self._problem).values()))
+        except SysidRosError as exc:
+            return False, str(exc)
+        self._done, self._finished, self._progress = None, None, (0.0, "starting")
+        self._cancel.clear()
+        self._worker = threading.Thread(target=self._run, args=(self._problem, out), daemon=True)
+        self._worker.start()
+        return True, f"identifying {self._problem.name} into {out}"
+
+    def _on_identify(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self._begin()
         return response
+
+    def _cancel_goal(self, goal_handle) -> CancelResponse:
+        if self._busy():
+            self.get_logger().info("cancel requested by an action client: the identification stops")
+            self._cancel.set()
+        return CancelResponse.ACCEPT
+
+    async def _execute(self, goal_handle) -> Identify.Result:
+        """The identify action: a run with feedback every FEEDBACK_S; its results file and verdict at the end."""
+        started, message = self._begin()
+        if not started:
+            goal_handle.abort()
+            return Identify.Result(success=False, message=message)
+        sent, cost = -math.inf, math.nan
+        while self._busy():
+            fraction, stage = self._progress
+            found = COST.search(stage)
+            cost = float(found.group(1)) if found else cost
+            if time.monotonic() - sent >= FEEDBACK_S:
+                goal_handle.publish_feedback(Identify.Feedback(stage=stage.split(":")[0], progress=float(fraction),
+                                                               cost_so_far=cost, message=stage))
+                sent = time.monotonic()
+            await self._tick()
+        done = self._finished or {"message": "the identification ended without an outcome"}
+        result = Identify.Result(success=bool(done.get("results_file")), message=done["message"],
+                                 results_file=done.get("results_file", ""), verdict=done.get("verdict", ""),
+                                 outcome=done.get("document", ""))
+        return end_goal(goal_handle, result)
 
     def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success = self._worker is not None and self._worker.is_alive()
@@ -120,25 +168,35 @@ class IdentifierNode(LifecycleNode):
             document = yaml.safe_dump(results_document(result), sort_keys=False)
             # verdict first: a suspect result is published like any other, with its warnings, at level warn
             reasons = "".join(f"; {w}" for w in result.warnings)
-            self._done = ("ok" if result.verdict == "ok" else "warn",
-                          f"identified {problem.name} ({result.verdict}) -> {paths['yaml']}{reasons}", document)
-        except Cancelled as exc:
-            self._done = ("warn", f"identification {exc}: nothing written", "")
+            message = f"identified {problem.name} ({result.verdict}) -> {paths['yaml']}{reasons}"
+            self._finished = {"message": message, "results_file": str(paths["yaml"]), "verdict": result.verdict,
+                              "document": document}
+            self._done = ("ok" if result.verdict == "ok" else "warn", message, document)
+        except Cancelled as exc:  # a user's decision: INFO
+            self._finished = {"message": f"identification {exc}: nothing written"}
+            self._done = ("info", self._finished["message"], "")
         except Exception as exc:  # a failed run is reported, never fatal to the node
-            self._done = ("error", f"identification failed: {exc}", "")
+            self._finished = {"message": f"identification failed: {exc}"}
+            self._done = ("error", self._finished["message"], "")
 
     def _report(self) -> None:
         done, self._done = self._done, None
         if done is not None:
             level, message, document = done
-            {"ok": self.get_logger().info, "warn": self.get_logger().warning}.get(level, self.get_logger().error)(message)
+            log = {"ok": self.get_logger().info, "info": self.get_logger().info, "warn": self.get_logger().warning}
+            log.get(level, self.get_logger().error)(message)
             if document:
                 self.result_pub.publish(String(data=document))
-            publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message))
-        elif self._worker is not None and self._worker.is_alive():
+            publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok" if level == "info" else level, message))
+        elif self._busy():
             fraction, message = self._progress
             publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok", "identifying",
                                                                 {"progress": f"{fraction:.3f}", "stage": message}))
+
+
+    def destroy_node(self) -> None:
+        self._action.destroy()
+        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:

@@ -61,9 +61,10 @@ def record(args: argparse.Namespace) -> int:
         print(f"\r{_bar(1.0 if result['completed'] else node.progress)}")
         print("completed" if result["completed"] else f"aborted: {result['abort_reason']}", f"-> {result['bag']}")
         return 0 if result["completed"] else 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the motion stops (deactivate holds) and the bag closes with the reason
         node.trigger_deactivate()
-        return 130
+        bag = node.result.get("bag")
+        raise KeyboardInterrupt(f"motion stopped, bag closed: {bag}" if bag else "nothing was playing") from None
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

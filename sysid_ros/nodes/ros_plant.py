@@ -38,6 +38,7 @@ from ..core.tapes.moves import KnotPath
 from ..core.tapes.moves import room
 from ..core.tuner.arm_plant import Arm
 from ..core.tuner.feedforward_check import honours_feedforward
+from ..core.tuner.progress import TuneProgress
 from ..core.tuner.plant import Telemetry
 from ..core.tuner.proposal import TUNED_GAINS, gain_parameters
 from ..core.tuner.servo import Controller, DriveGains
@@ -60,6 +61,7 @@ class RosArm(Arm):
     workdir: Path = Path("tuner")
     play_timeout_s: float = 600.0
     cancel: threading.Event | None = None  # once set: the play running is cancelled, and no other starts
+    progress: TuneProgress | None = None  # told of every play's start and end (the tune action's feedback)
     plays: int = 0
     bags: list[str] = field(default_factory=list)
     # Whether the controller adds the trajectory points' effort: None until two plays with feed-forward agree
@@ -184,6 +186,8 @@ class RosArm(Arm):
         path = self.workdir / f"play_{self.plays:04d}_{tape.name}.yaml"
         path.write_text(yaml.safe_dump(play, sort_keys=False))
         self.plays += 1
+        if self.progress is not None:
+            self.progress.starting(tape.name)
         results = self.client.set_parameters(self.recorder, {"tape.file": str(path.resolve())})
         if not all(r.successful for r in results):
             raise ConfigError(f"{self.recorder} refused tape.file: {[r.reason for r in results]}")
@@ -210,6 +214,8 @@ class RosArm(Arm):
             elif self._ff_verdicts[-2:] == [True, True]:
                 self.feedforward_honoured = True
         save_play(path.with_suffix(".npz"), out)  # what the reports draw, without reading the bag again
+        if self.progress is not None:
+            self.progress.played(tape.name, out, self.motion_s)
         return out
 
     def reference(self, tape: Tape, controllers: dict[str, Controller]) -> tuple[np.ndarray, ...]:

@@ -2,8 +2,10 @@
 
 Lifecycle: configure reads the joints, envelopes, guard and goal, opens the gains journal and rolls back
 every change a crash left unfinished (FAILURE when the controller cannot confirm it); activate accepts
-requests. Services (std_srvs/Trigger):
-- `~/tune` tunes the joints through the tape_recorder (every play in a bag) with trial gains inside a
+requests. The action `~/tune` (sysid_ros_interfaces/action/Tune) tunes with feedback every
+FEEDBACK_S (stage, play, seconds of motion left, cost so far) and cancel (as `~/cancel` below; logged at INFO).
+Services (std_srvs/Trigger):
+- `~/tune` (deprecated: the action of the same name replaces it; kept for one release) tunes the joints through the tape_recorder (every play in a bag) with trial gains inside a
   journaled session, so the controller ends exactly as found; the proposal goes to disk (YAML), to the
   read-only parameters `proposal.<joint>.<gain>`, and to `~/result`;
 - `~/apply` sets the proposal (or `apply.proposal_file`) on the controller all at once, journaled first;
@@ -27,11 +29,13 @@ from pathlib import Path
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
+from sysid_ros_interfaces.action import Tune
 
 from ..core.gains.controller_styles import ALIASES, STYLES
 from ..core.errors import Cancelled, SysidRosError
@@ -41,14 +45,17 @@ from ..core.gains.pid import GainGuard
 from ..core.report.tuning import write_canary_report, write_tuning_report
 from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
 from ..core.tuner.arm import arm_check_tapes
+from ..core.tuner.progress import TuneProgress
 from ..core.tuner.proposal import GainProposal, from_arm, from_tune, load_proposal
 from .client import RosClient
-from .common import DIAGNOSTICS, ROBOT, diagnostic, node_path, publish_diagnostics, read_envelopes, run
+from .common import (DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics,
+                     read_envelopes, run, ticker)
 from .controller_gains import ControllerGains
 from .parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
 from .ros_plant import RosArm
 
 RESULT_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+FEEDBACK_S = 1.0  # the tune action's feedback period (s)
 GOAL_PARAMETERS = ("repeats", "twin_screening", "stop_allocation_mrad", "max_rungs", "refine_seed", "verify_seed")
 GOAL_LIMITS = {"repeats": (1, 100), "stop_allocation_mrad": (1e-6, 1e3), "max_rungs": (1, 1000),
                "refine_seed": (0, 2**31 - 1), "verify_seed": (0, 2**31 - 1)}
@@ -95,6 +102,11 @@ class ServoTunerNode(LifecycleNode):
         for name, handler in (("~/tune", self._on_tune), ("~/apply", self._on_apply), ("~/rollback", self._on_rollback),
                               ("~/cancel", self._on_cancel)):
             self.create_service(Trigger, name, handler)
+        self._tick = ticker(self, 0.5)  # an awaitable every 0.5 s: the action's feedback loop, off no thread
+        self._tune_action = ActionServer(self, Tune, "~/tune", self._execute_tune,
+                                         cancel_callback=self._cancel_goal)
+        self._tune_progress: TuneProgress | None = None
+        self._outcomes: list[dict] = []  # every outcome posted, for the action's result
         self._config: dict | None = None
         self._client: RosClient | None = None
         self._gains: ControllerGains | None = None
@@ -147,6 +159,10 @@ class ServoTunerNode(LifecycleNode):
                 self.get_logger().error(f"cannot deactivate: the cancelled {self._phase} did not end in time")
                 return TransitionCallbackReturn.FAILURE
         return super().on_deactivate(state)
+
+    def destroy_node(self) -> None:
+        self._tune_action.destroy()
+        super().destroy_node()
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         if self._busy():
@@ -204,9 +220,9 @@ class ServoTunerNode(LifecycleNode):
         """A worker: any failure is reported, never fatal to the node."""
         try:
             target(*args)
-        except Cancelled as exc:
+        except Cancelled as exc:  # a user's decision, not a fault
             message = f"{phase} {exc}: the controller has its gains from before"
-            self.get_logger().warning(message)
+            self.get_logger().info(message)
             self._post("warn", message, {"action": phase, "ok": False, "cancelled": True, "message": message})
         except Exception as exc:
             message = f"{phase} failed: {exc}"
@@ -230,6 +246,42 @@ class ServoTunerNode(LifecycleNode):
         if response.success:
             self.cancel()
         return response
+
+    def _cancel_goal(self, goal_handle) -> CancelResponse:
+        if self._busy() and not self._cancel.is_set():
+            self.get_logger().info(f"cancel requested by an action client: stopping the {self._phase}")
+            self.cancel()
+        return CancelResponse.ACCEPT
+
+    async def _execute_tune(self, goal_handle) -> Tune.Result:
+        """The tune action: start a tune, send feedback every FEEDBACK_S until it ends, answer its outcome."""
+        why = self._refusal()
+        if why:
+            goal_handle.abort()
+            return Tune.Result(success=False, message=why)
+        seen = len(self._outcomes)
+        self._tune_progress = None
+        self._start("tune", self._tune, self._folder("tune"))
+        sent = -math.inf
+        while self._busy():
+            if time.monotonic() - sent >= FEEDBACK_S:
+                goal_handle.publish_feedback(self._tune_feedback())
+                sent = time.monotonic()
+            await self._tick()
+        outcome = next((r for r in self._outcomes[seen:] if r.get("action") == "tune"), None) or {
+            "action": "tune", "ok": False, "message": "the tune ended without an outcome"}
+        result = Tune.Result(success=bool(outcome.get("ok")), message=str(outcome.get("message", "")),
+                             proposal_file=str(outcome.get("proposal_file", "")),
+                             outcome=yaml.safe_dump(outcome, sort_keys=False))
+        return end_goal(goal_handle, result, bool(outcome.get("cancelled")))
+
+    def _tune_feedback(self) -> Tune.Feedback:
+        p = self._tune_progress
+        if p is None:
+            return Tune.Feedback(stage="reading the gains", seconds_left=0.0, cost_so_far=math.nan)
+        stage = "cancelling" if self._cancel.is_set() else p.stage
+        return Tune.Feedback(stage=stage, play=p.play, plays=p.plays, seconds_left=p.seconds_left,
+                             cost_so_far=p.cost_so_far)
 
     def _on_tune(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         why = self._refusal()
@@ -289,6 +341,7 @@ class ServoTunerNode(LifecycleNode):
         servos = [Servo(j, found[j], arm.caps[j], c["envelopes"][j], kp_max_nm_rad=c["guard"].p_max,
                         kd_max_nm_s_rad=c["guard"].d_max, encoder_noise_rad=c["noise"], delay_s=c["delay"])
                   for j in c["joints"]]
+        self._tune_progress = arm.progress = TuneProgress.plan(servos, arm.command_rate_hz, c["goal"])
         with arm.trials("servo_tuner: trial gains while tuning"):
             if len(servos) == 1:
                 result = tune(servos[0], arm.joint_plant(servos[0].name, {}), c["goal"])
@@ -401,6 +454,7 @@ class ServoTunerNode(LifecycleNode):
 
     # --- reporting (on the executor thread) ---------------------------------------------------------
     def _post(self, level: str, message: str, result: dict) -> None:
+        self._outcomes.append({**result, "message": message})
         self._outbox.append((level, message, result))
 
     def _report(self) -> None:

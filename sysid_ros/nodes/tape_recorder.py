@@ -5,7 +5,10 @@ parameter is invalid or the output folder is not writable); activate arms the co
 (nothing can move the robot while inactive); deactivate stops any motion safely.
 Services: `~/play` (std_srvs/Trigger) plays the tape named by `tape.kind`/`tape.seed` (or `tape.file`),
 `~/cancel` (or `~/stop`) stops it at once: the hold goes out in the same callback and the bag is closed
-with the reason. Status and progress go to `/diagnostics` and into the bag.
+with the reason. Status and progress go to `/diagnostics` and into the bag. The action `~/record`
+(sysid_ros_interfaces/action/Record) plays the same tape with feedback every FEEDBACK_S (stage, tape, seconds
+of motion left, fraction played), waiting up to FEEDBACK_WAIT_S for fresh feedback first; its cancel stops the
+motion as `~/cancel` does (logged at INFO) and it answers with the bag.
 Every feedback sample is checked against the envelope and a steady-clock watchdog checks it is fresh: a
 breach or stale feedback stops the motion at once (hold position, or zero effort), records the reason
 in the bag and closes the bag.
@@ -27,12 +30,14 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.clock import Clock, ClockType
 from rclpy.parameter import Parameter
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
+from sysid_ros_interfaces.action import Record
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core import tapes
@@ -42,8 +47,8 @@ from ..core.errors import SysidRosError
 from ..core.files.reading import load_yaml
 from ..core.files.ros_params import flatten
 from ..core.tapes.playback import Playback, SafetyMargins
-from .common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, node_path, offered_profiles, publish_diagnostics,
-                     read_envelopes, run)
+from .common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, offered_profiles,
+                     publish_diagnostics, read_envelopes, run, ticker)
 from .controller_states import ControllerStates
 from .feedback import FeedbackDecoder, MatchedSubscription
 from .parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
@@ -51,6 +56,8 @@ from .serialization import float64_array_cdr, msgtype_of, to_cdr
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
+FEEDBACK_S = 1.0  # the record action's feedback period
+FEEDBACK_WAIT_S = 30.0  # how long the record action waits for the robot's first fresh feedback
 TRAJECTORY_POINTS_HZ = 100.0  # waypoint rate of a tape sent to a trajectory controller (cubic between them)
 
 PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_specs)
@@ -112,6 +119,9 @@ class TapeRecorderNode(LifecycleNode):
         self.create_service(Trigger, "~/play", self._on_play)
         self.create_service(Trigger, "~/stop", lambda rq, rs: self._on_stop(rq, rs, "stopped by request"))
         self.create_service(Trigger, "~/cancel", lambda rq, rs: self._on_stop(rq, rs, "cancelled by request"))
+        self._tick = ticker(self, 0.5)
+        self._action = ActionServer(self, Record, "~/record", self._execute_record,
+                                    cancel_callback=lambda goal: CancelResponse.ACCEPT)
         self.add_on_set_parameters_callback(self._check_tape_file)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
 
@@ -241,6 +251,38 @@ class TapeRecorderNode(LifecycleNode):
         response.success, response.message = self.play()
         return response
 
+    async def _execute_record(self, goal_handle) -> Record.Result:
+        """The record action: play the configured tape, feedback every FEEDBACK_S, cancel stops the motion."""
+        waited = time.monotonic()
+        active = self._state_machine.current_state[1] == "active"
+        while (active and not self.feedback_fresh() and not goal_handle.is_cancel_requested
+               and time.monotonic() - waited < FEEDBACK_WAIT_S):
+            goal_handle.publish_feedback(Record.Feedback(stage="waiting for fresh feedback", seconds_left=math.nan))
+            await self._tick()
+        ok, message = self.play() if not goal_handle.is_cancel_requested else (False, "cancelled before it started")
+        if not ok:
+            return end_goal(goal_handle, Record.Result(success=False, message=message))
+        playback, sent = self._playback, -math.inf
+        while self._playback is playback:
+            if goal_handle.is_cancel_requested:
+                self._abort("cancelled by request", requested=True)
+                break
+            if time.monotonic() - sent >= FEEDBACK_S:
+                now = self._now_ns()
+                goal_handle.publish_feedback(Record.Feedback(
+                    stage="playing", play=playback.tape.name, progress=playback.progress(now),
+                    seconds_left=max(playback.end_ns - now, 0) * 1e-9))
+                sent = time.monotonic()
+            await self._tick()
+        result = self.result
+        done = Record.Result(success=bool(result.get("completed")), bag=result.get("bag", ""),
+                             message="completed" if result.get("completed") else f"aborted: {result.get('abort_reason')}")
+        return end_goal(goal_handle, done)
+
+    def destroy_node(self) -> None:
+        self._action.destroy()
+        super().destroy_node()
+
     @property
     def playing(self) -> bool:
         return self._playback is not None
@@ -311,7 +353,7 @@ class TapeRecorderNode(LifecycleNode):
         response.success = self._playback is not None
         response.message = reason if response.success else "nothing is playing"
         if response.success:
-            self._abort(reason)
+            self._abort(reason, requested=True)
         return response
 
     def _open_bag(self, playback: Playback) -> None:
@@ -410,11 +452,12 @@ class TapeRecorderNode(LifecycleNode):
                                                    time_from_start=Duration(nanosec=int(2e9 / c["command_rate_hz"])))]
         self._send(msg, self._now_ns())
 
-    def _abort(self, reason: str) -> None:
+    def _abort(self, reason: str, requested: bool = False) -> None:
+        """Stop the play at once; a stop someone asked for is logged at INFO, one the guards made at ERROR."""
         if self._playback is None:
             return
         self._stop_motion()
-        self.get_logger().error(f"motion stopped: {reason}")
+        (self.get_logger().info if requested else self.get_logger().error)(f"motion stopped: {reason}")
         self._finish(completed=False, reason=reason)
 
     def _finish(self, completed: bool, reason: str) -> None:
