@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import argparse
-import tempfile
+import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -23,7 +24,7 @@ from std_msgs.msg import String
 
 from .core.identify import identify, problem_from_dict, write_results
 from .nodes.client import RosClient, play_tape, status_value, wait_for
-from .nodes.processes import NodeProcess, isolate_ros_environment
+from .nodes.processes import NodeProcess, user_or_own_domain
 from .nodes.servo_tuner import RESULT_QOS
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
@@ -61,8 +62,10 @@ TUNER = {"joints": ["hinge"], "controller": "sim_robot", "model": "pendulum", "c
 
 def activate(client: RosClient, node: str, logs: Path) -> None:
     """Configure and activate a lifecycle node; RuntimeError naming the transition and where its log is."""
+    # first see it in the graph: a node's imports can take a minute on a loaded 2-core machine
+    wait_for(lambda: node in client.node.get_node_names(), 180.0, f"{node} to start (its log: {logs})")
     for transition in ("configure", "activate"):
-        ok, state = client.change_state(node, transition)
+        ok, state = client.change_state(node, transition, timeout_s=120.0)
         if not ok:
             raise RuntimeError(f"{node} did not {transition} (state {state}); see {logs}")
 
@@ -164,6 +167,12 @@ class TuningRig:
 
         return self.client.call(Trigger, f"servo_tuner/{service}", Trigger.Request())
 
+    def tune(self, timeout_s: float, show=None) -> dict:
+        """Tune through the `~/tune` action, `show` called with each feedback; the outcome (as on ~/result)."""
+        from .nodes.tuner_cli import tune_goal
+
+        return tune_goal(self.client, "servo_tuner", timeout_s, timeout_s, show)[1]
+
     def request(self, service: str, outcome: str, timeout_s: float) -> dict:
         """Call `~/<service>` and wait for the tuner's `outcome` on ~/result; RuntimeError when refused."""
         seen = len(self.results)
@@ -187,32 +196,39 @@ class TuningRig:
             process.stop()
 
 
-def tune_pendulum(folder: Path, real_time_factor: float) -> None:
+def tune_pendulum(folder: Path, real_time_factor: float) -> tuple[dict, dict | None]:
     """Tune the hidden pendulum's poor servo over ROS, apply the proposal and let the canary decide."""
     from .core.tuner.proposal import load_proposal
 
+    from .nodes.tuner_cli import feedback_printer
+
     rig = TuningRig(folder, real_time_factor)
     try:
-        tuned = rig.request("tune", "tune", 3600.0)
+        tuned = rig.tune(3600.0, feedback_printer("    "))
+        if not tuned.get("ok"):
+            raise RuntimeError(tuned.get("message"))
         proposal = load_proposal(tuned["proposal_file"])
         model = proposal.details["hinge"]["model"]["model"]
         print(f"  identified by the tuner: m g l {model['gravity_sin_nm']:.3f} N m (true "
               f"{TRUTH['pole_mass'] * 9.81 * 0.5:.3f}), damping + drive {model['viscous_nm_s_rad']:.4f} N m s "
               f"(true {TRUTH['hinge_damping']}), Coulomb {model['coulomb_nm']:.4f} N m (true "
               f"{TRUTH['hinge_frictionloss']}), J {model['inertia_kg_m2']:.4f} kg m^2")
-        print(f"  {proposal.summary}; {tuned['seconds_of_motion']:.0f} s of motion; proposal {tuned['proposal_file']}")
+        print(f"  {proposal.summary}; {tuned['seconds_of_motion']:.0f} s of motion")
+        print(f"  proposal: {tuned['proposal_file']}\n  tuning report: {tuned.get('report') or '(not drawn)'}")
         before, after = tuned["as_found"], tuned["parameters"]
         print(f"  gains before: p {before['gains.hinge.p']:.4g}, d {before['gains.hinge.d']:.4g}; proposed: "
               f"p {after['gains.hinge.p']:.4g}, d {after['gains.hinge.d']:.4g}"
               + (" + host feed-forward" if proposal.feedforward.get("hinge") else ""))
         if not tuned["improved"]:
             print("  nothing to apply: the tuner keeps the gains as found")
-            return
+            return tuned, None
         verdict = rig.request("apply", "canary", 600.0)
         print(f"  applied; canary: predicted cost ratio {verdict['predicted_cost_ratio']:.3f}, live "
               f"{verdict['live_cost_ratio']:.3f} (keep if <= {verdict['threshold']:.3f}): "
               f"{'kept' if verdict['kept'] else 'rolled back'}")
         print(f"  gains on the controller now: {rig.gains()}")
+        print(f"  canary report: {verdict.get('report') or '(not drawn)'}")
+        return tuned, verdict
     finally:
         rig.close()
 
@@ -220,18 +236,33 @@ def tune_pendulum(folder: Path, real_time_factor: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--real-time-factor", type=float, default=3.0)
-    parser.add_argument("--out", type=Path, default=None, help="folder for bags, results and logs")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="folder for bags, results and logs (default: out/demo_<UTC time> here)")
     args = parser.parse_args(argv)
-    domain = isolate_ros_environment()
-    folder = (args.out or Path(tempfile.mkdtemp(prefix="sysid_ros_demo_"))).resolve()
-    print(f"sysid_ros demo on ROS_DOMAIN_ID={domain}; everything it writes goes to {folder}")
+    try:
+        domain, given = user_or_own_domain()
+    except ValueError as exc:
+        print(f"sysid_ros demo: {exc}", file=sys.stderr)
+        return 2
+    folder = (args.out or Path("out") / f"demo_{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}").resolve()
+    if folder.exists() and any(folder.iterdir()):
+        print(f"sysid_ros demo: {folder} holds earlier output: name another --out", file=sys.stderr)
+        return 2
+    folder.mkdir(parents=True, exist_ok=True)
+    whose = "yours" if given else "a free one; set ROS_DOMAIN_ID to choose"
+    print(f"sysid_ros demo on ROS_DOMAIN_ID={domain} ({whose}); everything it writes goes to {folder}")
     print("1-2. record: sim_robot (pendulum, hidden physics) + tape_recorder, multisine torque tapes")
     training, held_out = record(folder, args.real_time_factor)
     print("3. identify: regression warm start, then mujoco.sysid")
     identify_pendulum(folder, training, held_out)
     print("4-6. tune, propose, apply, canary: servo_tuner over ROS on the same hidden pendulum, now a PID")
     print("     position drive with poor factory gains (p 5, d 0.2) and a 0.02 mrad encoder")
-    tune_pendulum(folder, args.real_time_factor)
+    tuned, _ = tune_pendulum(folder, args.real_time_factor)
+    print(f"done: everything is in {folder} (bags/, identified/, tuner/, logs/). Next:")
+    print(f"  sysid-ros identify config/identify_pendulum.yaml --train {training} --validate {held_out} "
+          f"--control effort --out results/")
+    print(f"  sysid-ros export {tuned['proposal_file']} --controller sim_robot   # the gains as a controllers file block")
+    print("  README.md, 'On a robot with a ROS 2 install': the same on your robot")
     return 0
 
 

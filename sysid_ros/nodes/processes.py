@@ -46,6 +46,19 @@ def isolate_ros_environment() -> int:
     return domain
 
 
+def user_or_own_domain() -> tuple[int, bool]:
+    """The ROS_DOMAIN_ID the user set (True), or else a domain of this run's own (False), as `isolate_ros_environment`;
+    discovery stays on this host unless the user chose a range."""
+    given = os.environ.get("ROS_DOMAIN_ID", "").strip()
+    if not given:
+        return isolate_ros_environment(), False
+    if not given.isdigit() or not 0 <= int(given) <= 232:
+        raise ValueError(f"ROS_DOMAIN_ID={given!r}: use 0..232 (233 and up make Fast DDS exit)")
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
+    return int(given), True
+
+
 def namespace_args(namespace: str) -> list[str]:
     """`--ros-args` rules that move a node into `namespace`, with its simulated time: the robot's `<ns>/clock`."""
     if not namespace.strip("/"):
