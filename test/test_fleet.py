@@ -322,3 +322,25 @@ def test_results_of_other_inputs_are_replaced_only_with_force(days, ray_run, tmp
     assert replaced["status"] == "ok" and not replaced["resumed"]
     prov = yaml.safe_load((tmp_path / "r2" / "provenance.yaml").read_text())
     assert all("/day1/" in f for f in prov["inputs"]["bags"]) and not list(tmp_path.glob(".*"))
+
+
+def test_a_robot_with_its_own_training_bags_never_validates_on_the_shared_problems(tmp_path):
+    """README's manifest: the shared problem names held-out data of its own; a robot that names only `train:`
+    is validated on nothing (its provenance says so), one that names `validate:` too on its own, and a robot
+    that names neither keeps the shared problem's data."""
+    from sysid_ros.core.fleet.robot import robot_problem
+
+    shared = tmp_path / "shared.yaml"
+    shared.write_text(yaml.safe_dump({
+        "name": "pendulum", "model": "pendulum", "joints": ["hinge"], "training": ["shared_train.npz"],
+        "validation": ["shared_heldout.npz"],
+        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0}]}))
+    manifest = tmp_path / "fleet.yaml"
+    manifest.write_text(yaml.safe_dump({"problem": "shared.yaml", "robots": [
+        {"name": "r1", "train": ["r1_train.npz"], "control": "effort"},
+        {"name": "r2", "train": ["r2_train.npz"], "validate": ["r2_val.npz"]},
+        {"name": "r3"}]}))
+    r1, r2, r3 = (robot_problem(job) for job in load_manifest(manifest).robots)
+    assert [s.path.name for s in r1.training] == ["r1_train.npz"] and r1.validation == ()
+    assert [s.path.name for s in r2.validation] == ["r2_val.npz"]
+    assert [s.path.name for s in r3.validation] == ["shared_heldout.npz"]

@@ -44,9 +44,9 @@ SKIP = {
     "for robot in r1 r2 r3; do ssh": "ssh to robots",
     "sysid-ros fleet identify fleet/2026-12-01.yaml": "needs the fleet's bags under /data/fleet (recorded over ssh); "
                                                       "test_fleet runs fleet identify on manifests of this shape",
-    "sysid-ros fleet identify MANIFEST.yaml": "known failure, issue 25: with the README's manifest a robot with only "
-                                              "`train:` keeps the shared problem's validation path (to be fixed after "
-                                              "the core move; test_fleet runs fleet identify)",
+    "sysid-ros fleet identify MANIFEST.yaml": "needs a manifest of the fleet's bags and problem files (README's "
+                                              "example names /data/fleet); test_fleet runs fleet identify, and checks "
+                                              "a robot with only train: is not validated on the shared problem's data",
     "grep -A30 '^drift:' results/2026-12-01/fleet.yaml": "reads the skipped fleet run's output",
     "sysid-ros tune --namespace r1": "needs the namespaced stack fleet.launch.py starts; test_fleet_stack tunes /r1",
     "sysid-ros tune  ": "the same tune as `sysid-ros tune --activate` (run here against a stack not yet active): "

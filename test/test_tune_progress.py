@@ -6,16 +6,16 @@ from __future__ import annotations
 import math
 
 from sysid_ros.core.tuner.joints import shoulder
-from sysid_ros.core.tuner.model import Controller, Gains, Goal
-from sysid_ros.core.tuner.pipeline import plan_seconds, stage_tapes
+from sysid_ros.core.tuner.pipeline import stage_tapes, tuning_plan_seconds
+from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal
 from sysid_ros.core.tuner.progress import TuneProgress
 
 
 def test_stage_plan_and_cost_so_far_follow_the_plays():
-    joint = shoulder(gains=Gains(200.0, 20.0))  # soft factory gains: stiffer ones track the same tape better
+    joint = shoulder(gains=DriveGains(200.0, 20.0))  # soft factory gains: stiffer ones track the same tape better
     servo, plant, goal = joint.servo, joint.plant, Goal()
     progress = TuneProgress.plan([servo], plant.command_rate_hz, goal)
-    assert progress.planned_s == sum(plan_seconds(servo, plant.command_rate_hz, goal).values())
+    assert progress.planned_s == sum(tuning_plan_seconds(servo, plant.command_rate_hz, goal).values())
     assert progress.stage == "starting" and math.isnan(progress.cost_so_far)
     tapes = stage_tapes(servo, plant.command_rate_hz, goal)
     ident, refine = tapes["identify"][0], tapes["refine"][0]
@@ -25,7 +25,7 @@ def test_stage_plan_and_cost_so_far_follow_the_plays():
     assert math.isnan(progress.cost_so_far)  # identification plays are not scored
     progress.starting("move_to_start")
     assert progress.stage == "identify" and progress.play == "move_to_start"  # a move keeps its stage
-    for gains in (servo.gains, Gains(800.0, 80.0)):  # the as-found play of the tape first, then a candidate
+    for gains in (servo.gains, DriveGains(800.0, 80.0)):  # the as-found play of the tape first, then a candidate
         progress.starting(refine.name)
         progress.played(refine.name, {"shoulder": plant.play(refine, Controller(gains))}, plant.motion_s)
     assert progress.stage == "refine" and progress.plays == 3

@@ -13,6 +13,7 @@ import os
 import resource
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -94,6 +95,16 @@ def warm_worker(problem_files: Sequence[str | Path], cores: int) -> dict[str, An
             "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
+def robot_problem(job: RobotJob):
+    """The robot's problem: its file with the robot's own bags. A robot that names its own `train:` without
+    `validate:` is validated on nothing, never on the shared problem's held-out data (another robot's, or a
+    path that only made sense next to the shared file)."""
+    problem = load_problem(job.problem)
+    if job.training and not job.validation:
+        problem = replace(problem, validation=())
+    return with_data(problem, job.training, job.validation, job.control)
+
+
 def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", force: bool = False
                    ) -> dict[str, Any]:
     """Identify one robot into `<out_dir>/<name>/`; a plain dict (status ok|suspect|failed, reason,
@@ -106,7 +117,9 @@ def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", f
                             "pid": os.getpid(), "start": started}
     tmp = out / f".{job.name}{PARTIAL}{os.getpid()}"
     try:
-        problem = with_data(load_problem(job.problem), job.training, job.validation, job.control)
+        problem = robot_problem(job)
+        if job.training and not job.validation:
+            prov["validation"] = "none: the robot names its own training data and no validate:"
         inputs = input_hashes(problem, job.problem)
         prov["inputs"] = inputs
         resumed = _resumed(final, inputs)
