@@ -363,7 +363,9 @@ def test_record_action_feedback_cancel_and_completion(nodes, client, tmp_path):
         assert goal.accepted
         done = goal.get_result_async()
         if cancel_after is not None:
-            wait_for(lambda: any(f.progress >= cancel_after for _, f in feedback), 120.0, "the play to get going")
+            wait_for(lambda: done.done() or any(f.progress >= cancel_after for _, f in feedback), 180.0,
+                     "the play to get going")
+            assert not done.done(), (done.result().result.message, [f for _, f in feedback][-3:], recorder.log()[-2000:])
             goal.cancel_goal_async()
         return wait_for(lambda: done.result() if done.done() else None, 300.0, "the result"), feedback
 

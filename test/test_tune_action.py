@@ -31,9 +31,11 @@ def test_tune_action_feedback_and_cancel_restores_the_gains(tmp_path):
         assert goal.accepted
         result = goal.get_result_async()
         # cancel in the middle of a play after the first one ended (a stage and a plan known, motion done)
-        wait_for(lambda: any(f.plays >= 1 and f.play for _, f in feedback), 600.0, "the first play to end")
-        mid = feedback[-1][1]
-        assert mid.stage == "identify" and mid.seconds_left > 0 and math.isnan(mid.cost_so_far)
+        mid = wait_for(lambda: next((f for _, f in reversed(feedback) if f.plays >= 1 and f.stage == "identify"),
+                                    None), 600.0, "the first play to end and an identification tape to start")
+        planned = next(f for _, f in feedback if f.stage not in ("reading the gains", "starting")).seconds_left
+        assert mid.play and 0 < mid.seconds_left <= planned  # the motion done comes off the plan
+        assert math.isnan(mid.cost_so_far)  # identification plays are not scored
         cancelled_at = time.monotonic()
         cancel = goal.cancel_goal_async()
         wait_for(lambda: cancel.done(), 60.0, "the cancel to be answered")
