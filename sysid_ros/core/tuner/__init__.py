@@ -13,7 +13,8 @@ deployed joint from its logs and `FineTuneResult.canary` keeps or rolls back.
   `verify`: Stage 4; `scoring`: ringing, chatter, tracking, the gates and the cost.
 - `pipeline`: `tune`, the stages in order; `arm`: `tune_arm`; `fine_tune`: re-tuning from logs.
 - `proposal`: what a tune would change; `canary`: keep or roll back; `feedforward_check`: does the
-  controller add the trajectory's effort.
+  controller add the trajectory's effort; `progress`: what a running tune has done so far (`TuneProgress`:
+  stage, play, seconds of motion left, cost so far; the tune action's feedback).
 """
 
 from .analytic import AnalyticStart, analytic_start
