@@ -47,13 +47,10 @@ def test_cancel_stops_a_run_and_writes_nothing(tmp_path):
         rclpy.shutdown(context=context)
 
 
-@pytest.mark.ros
-def test_cancel_over_dds_from_another_process(tmp_path, nodes, client):
-    """The node in its own process (namespaced), identify then cancel through its services: it says so, writes
-    nothing, and runs again."""
-    from diagnostic_msgs.msg import DiagnosticArray
-
-    samples, commands = pendulum_record(20.0)  # long enough that the cancel lands mid-run on any machine
+def start_identifier(tmp_path, nodes, namespace: str):
+    """An identifier process in `namespace` on a 20 s pendulum record (long enough that a cancel lands mid-run
+    on any machine); its output folder."""
+    samples, commands = pendulum_record(20.0)
     save_npz(tmp_path / "data.npz", samples, {"/effort_controller/commands": commands})
     problem = tmp_path / "problem.yaml"
     problem.write_text(yaml.safe_dump({
@@ -61,7 +58,17 @@ def test_cancel_over_dds_from_another_process(tmp_path, nodes, client):
         "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 0.5,
                         "min": 0.2, "max": 5.0}]}))
     out = tmp_path / "identified"
-    nodes("identifier", "identifier", {"problem_file": str(problem), "output_dir": str(out)}, namespace="robot_c")
+    nodes("identifier", "identifier", {"problem_file": str(problem), "output_dir": str(out)}, namespace=namespace)
+    return out
+
+
+@pytest.mark.ros
+def test_cancel_over_dds_from_another_process(tmp_path, nodes, client):
+    """The node in its own process (namespaced), identify then cancel through its services: it says so, writes
+    nothing, and runs again."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    out = start_identifier(tmp_path, nodes, "robot_c")
     diagnostics = client.collect(DiagnosticArray, "/diagnostics", 50)
     assert client.change_state("/robot_c/identifier", "configure") == (True, "inactive")
     assert client.change_state("/robot_c/identifier", "activate") == (True, "active")
@@ -88,15 +95,7 @@ def test_identify_action_feedback_cancel_and_result(tmp_path, nodes, client):
     from rclpy.action import ActionClient
     from sysid_ros_interfaces.action import Identify
 
-    samples, commands = pendulum_record(20.0)
-    save_npz(tmp_path / "data.npz", samples, {"/effort_controller/commands": commands})
-    problem = tmp_path / "problem.yaml"
-    problem.write_text(yaml.safe_dump({
-        "name": "pendulum", "model": "pendulum", "joints": ["hinge"], "training": [str(tmp_path / "data.npz")],
-        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 0.5,
-                        "min": 0.2, "max": 5.0}]}))
-    out = tmp_path / "identified"
-    nodes("identifier", "identifier", {"problem_file": str(problem), "output_dir": str(out)}, namespace="robot_d")
+    out = start_identifier(tmp_path, nodes, "robot_d")
     wait_for(lambda: ("identifier", "/robot_d") in client.node.get_node_names_and_namespaces(), 180.0,
              "the identifier to start")  # imports can take over a minute on a loaded 2-core machine
     assert client.change_state("/robot_d/identifier", "configure") == (True, "inactive")
