@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -263,16 +264,22 @@ def test_robust_outliers_and_drift_rules():
     assert set(moved["drifted"]) == {"b"} and moved["compared"] == ["a", "b", "c"]
 
 
-def test_local_pool_warms_each_worker_once_and_agrees_with_serial(days, tmp_path):
-    """Three of day 1's robots on a pool of 2: both workers warmed (imports, the model compiled, one rollout
-    thread each on 2 cores) before any job, every job run in one of them, values bit-identical to serial."""
-    root, manifests, baseline = days
+def three_robots(days, folder: Path) -> Path:
+    """A manifest of three of day 1's robots (r2, r3, r4), with absolute paths."""
+    root, manifests, _ = days
     doc = yaml.safe_load(manifests[1].read_text())
     doc = {"problem": str(root / "day1" / doc["problem"]), "robots": [
         {**r, "train": [str(root / "day1" / p) for p in r["train"]],
          "validate": [str(root / "day1" / p) for p in r["validate"]]} for r in doc["robots"][1:4]]}
-    (tmp_path / "three.yaml").write_text(yaml.safe_dump(doc))
-    doc = run_fleet(tmp_path / "three.yaml", tmp_path / "out", engine="local", workers=2)
+    (folder / "three.yaml").write_text(yaml.safe_dump(doc))
+    return folder / "three.yaml"
+
+
+def test_local_pool_warms_each_worker_once_and_agrees_with_serial(days, tmp_path):
+    """Three of day 1's robots on a pool of 2: both workers warmed (imports, the model compiled, one rollout
+    thread each on 2 cores) before any job, every job run in one of them, values bit-identical to serial."""
+    root, manifests, baseline = days
+    doc = run_fleet(three_robots(days, tmp_path), tmp_path / "out", engine="local", workers=2)
     workers = doc["fleet"]["startup"]["workers"]
     assert len(workers) == 2 and all(w["models_compiled"] == 1 and "error" not in w for w in workers), workers
     assert all(w["cores"] == max((os.cpu_count() or 1) // 2, 1) for w in workers)
@@ -282,6 +289,48 @@ def test_local_pool_warms_each_worker_once_and_agrees_with_serial(days, tmp_path
     values = {n: {k: p["value"] for k, p in r["parameters"].items()} for n, r in doc["robots"].items()}
     assert values == {n: {k: p["value"] for k, p in baseline["robots"][n]["parameters"].items()} for n in values}
     assert sorted(values) == ["r2", "r3", "r4"]
+
+
+def test_cluster_of_two_ray_nodes_joined_by_address(days, tmp_path):
+    """`--address` joins a Ray cluster of two nodes on this machine (`ray.cluster_utils.Cluster`: a head and a
+    second node, each its own raylet with one CPU, as `ray start --head` and `ray start --address` make on two
+    machines). The CLI asks the cluster for its CPUs (2 workers), three of day 1's robots run on both nodes (a
+    worker's node: the raylet that started its process), and every value and interval equals the serial
+    baseline's bit for bit."""
+    from ray.cluster_utils import Cluster
+
+    _, _, baseline = days
+    manifest = three_robots(days, tmp_path)
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's unix sockets live under it
+    node_of: dict[int, int] = {}  # worker pid -> its raylet's pid
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAY_TMPDIR", ray_tmp)
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        try:
+            cluster.add_node(num_cpus=1)
+            cluster.wait_for_nodes()
+            raylets = [psutil.Process(node.all_processes["raylet"][0].process.pid) for node in cluster.list_all_nodes()]
+            proc = cli(str(manifest), "--out", str(tmp_path / "out"), "--engine", "ray", "--address",
+                       cluster.address, env={**os.environ})
+            while proc.poll() is None:  # the workers live only as long as the run
+                for raylet in raylets:
+                    node_of.update({child.pid: raylet.pid for child in raylet.children()})
+                time.sleep(0.2)
+            out, err = proc.communicate(timeout=600)
+        finally:
+            cluster.shutdown()
+            shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert proc.returncode == 0, (out, err)
+    doc = yaml.safe_load((tmp_path / "out" / "fleet.yaml").read_text())
+    workers = [w["pid"] for w in doc["fleet"]["startup"]["workers"]]
+    assert len(workers) == 2 and {node_of[w] for w in workers} == {r.pid for r in raylets}, (workers, node_of)
+    assert {node_of[r["provenance"]["pid"]] for r in doc["robots"].values()} == {r.pid for r in raylets}
+    assert sorted(doc["robots"]) == ["r2", "r3", "r4"]
+    for name, r in doc["robots"].items():
+        assert r["status"] == "ok"
+        for k, p in r["parameters"].items():
+            same = baseline["robots"][name]["parameters"][k]
+            assert (p["value"], p["half_width_95"]) == (same["value"], same["half_width_95"]), (name, k)
 
 
 def test_longest_jobs_first(days):
