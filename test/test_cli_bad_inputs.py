@@ -125,8 +125,8 @@ def test_bad_problem_file_refused_before_any_work(data, tmp_path, capsys, no_opt
 
 
 @pytest.mark.parametrize("text, match", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", r"cannot read the problem file"),
-    (b"model: [pendulum\njoints: x\n", r"not valid YAML at line \d"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", r"the problem file is not UTF-8 text"),
+    (b"model: [pendulum\njoints: x\n", r"not valid YAML: .*line \d"),
     (b"- just\n- a list\n", r"must be a mapping of keys"),
 ])
 def test_unreadable_problem_files(tmp_path, capsys, no_optimisation, text, match):

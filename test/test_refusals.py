@@ -102,17 +102,13 @@ def proposal_file(folder: Path, **changes) -> Path:
 
 # ---- reading: /dev/zero, alias bombs, endless and huge files, forged npz headers ----------------------------
 
-UNTIL_PROBLEM_DOOR = pytest.mark.skip(reason="identify/problem.py reads the problem file through the door once the "
-                                              "identify refactor (issue 24, phase B) has landed")
-
-
 @pytest.mark.parametrize("argv", [
-    pytest.param(["identify", "/dev/zero", "--out", "{tmp}/out"], marks=UNTIL_PROBLEM_DOOR),
+    ["identify", "/dev/zero", "--out", "{tmp}/out"],
     ["fleet", "identify", "/dev/zero", "--out", "{tmp}/out"],
     ["export", "/dev/zero", "--controller", "arm_controller"],
     ["tapes", "plot", "--params-file", "/dev/zero", "--out", "{tmp}/t.html"],
     ["tapes", "plot", "--file", "/dev/zero", "--out", "{tmp}/t.html"],
-    pytest.param(["identify", "{tmp}", "--out", "{tmp}/out"], marks=UNTIL_PROBLEM_DOOR),
+    ["identify", "{tmp}", "--out", "{tmp}/out"],
 ], ids=["identify", "fleet", "export", "tapes-params", "tapes-file", "a-folder"])
 def test_a_device_or_folder_where_a_file_belongs_is_refused(capsys, tmp_path, argv):
     refused(capsys, *[a.format(tmp=tmp_path) for a in argv], match="not a regular file|is a folder")
@@ -144,7 +140,7 @@ def bounded_cli(*argv) -> tuple[int, float, float, str]:
 
 
 @pytest.mark.parametrize("where", ["manifest-name", "manifest-tags", "proposal-summary", "controllers",
-                                   pytest.param("problem", marks=UNTIL_PROBLEM_DOOR), "params-file"])
+                                   "problem", "params-file"])
 def test_an_alias_bomb_is_refused_fast_and_small(tmp_path, data, where):
     bomb = alias_bomb()
     if where == "manifest-name":
@@ -174,7 +170,7 @@ def test_an_alias_bomb_is_refused_fast_and_small(tmp_path, data, where):
 
 
 @pytest.mark.parametrize("argv", [
-    pytest.param(["identify", "/dev/zero", "--out", "{tmp}/out"], marks=UNTIL_PROBLEM_DOOR),
+    ["identify", "/dev/zero", "--out", "{tmp}/out"],
     ["fleet", "identify", "/dev/zero", "--out", "{tmp}/out"],
     ["tapes", "plot", "--file", "/dev/zero", "--out", "{tmp}/t.html"]], ids=["identify", "fleet", "tapes"])
 def test_dev_zero_is_refused_fast_and_small(tmp_path, argv):

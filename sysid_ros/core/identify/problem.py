@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
+from ..files.reading import load_yaml
 from ..files.schema import (REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text,
                             check)
 
@@ -238,13 +237,4 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
 def load_problem(path: str | Path) -> Problem:
     """Read a problem YAML file (paths in it are relative to the file)."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the problem file: {exc}", file=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"the problem file is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}",
-                          file=str(path)) from None
-    return problem_from_dict(doc, path.parent)
+    return problem_from_dict(load_yaml(path, "problem file"), path.parent)
