@@ -280,7 +280,10 @@ def torque_space_mjcf(user_model: Path, theta: np.ndarray, widths: np.ndarray, a
             continue
         params = theta[10 * k:10 * k + 10]
         m, c, i_c = physical_body(params)
-        projected += int(not np.allclose(physical_body(params, -np.inf)[2], i_c) or params[0] < 1e-6)
+        raw = params[4:]
+        i_o = np.array([[raw[0], raw[1], raw[3]], [raw[1], raw[2], raw[4]], [raw[3], raw[4], raw[5]]])
+        moved = i_o - m * (c @ c * np.eye(3) - np.outer(c, c)) - i_c
+        projected += int(params[0] < 1e-6 or np.abs(moved).max() > 1e-6 * np.abs(i_c).max())
         body = spec.body(mujoco.mj_id2name(base, mujoco.mjtObj.mjOBJ_BODY, b))
         body.mass, body.ipos = m, c
         body.fullinertia = [i_c[0, 0], i_c[1, 1], i_c[2, 2], i_c[0, 1], i_c[0, 2], i_c[1, 2]]
