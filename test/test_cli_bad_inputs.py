@@ -162,14 +162,14 @@ def test_identify_outputs_safe(data, tmp_path, capsys, monkeypatch):
     refused(capsys, "identify", file, "--out", blocker / "out", match=r"cannot write into the output folder")
     assert not calls
 
-    from sysid_ros.core.identify import report
+    from sysid_ros.core.identify import write
 
     def disk_full(result, path):
         Path(path).write_text("<html>half")
         raise OSError(28, "No space left on device", str(path))
     out = tmp_path / "out"
     with monkeypatch.context() as m:
-        m.setattr(report, "write_report", disk_full)
+        m.setattr(write, "write_report", disk_full)
         refused(capsys, "identify", file, "--out", out, "--quiet", match=r"No space left on device")
     assert calls and list(out.iterdir()) == []  # no partial file, no staging folder
 
