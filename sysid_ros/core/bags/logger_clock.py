@@ -19,6 +19,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..signals.arrays import JointSamples
+from ..signals.size_bounds import grid_points
 
 UNIFORM_TOLERANCE = 0.01
 """Steps within this fraction of the median step count as already uniform (nothing is done)."""
@@ -143,6 +144,7 @@ def regularize(samples: JointSamples, period_ns: int | None = None) -> tuple[Joi
         # a steady clock that missed ticks: every state keeps its stamp and the missed ticks are filled in
         # equal steps (whatever takes derivatives reads one row as one period)
         whole = np.diff(ticks)
+        grid_points(int(ticks[-1]) * median, median, "the record's steady clock", topic=samples.source or None)
         step = np.repeat(np.arange(len(whole)), whole)
         k = np.arange(int(ticks[-1])) - np.repeat(ticks[:-1], whole)
         t = samples.time_ns
@@ -161,12 +163,14 @@ def regularize(samples: JointSamples, period_ns: int | None = None) -> tuple[Joi
     found = _device_ticks(s.time_ns, period_ns)
     if found is not None:
         ticks, p, worst = found
+        grid_points(int(ticks[-1]) * p, p, "the record's device clock", topic=s.source or None)
         t0 = int(s.time_ns[0])
         placed = t0 + ticks * np.int64(p)
         grid = t0 + np.arange(int(ticks[-1]) + 1, dtype=np.int64) * np.int64(p)
         out = _on_grid(s, placed, grid)
         return out, TimeBaseFix("device_clock", n_rep, p, len(grid) - len(ticks), worst, step_range)
     p = period_ns or int(round(median / 1000.0)) * 1000 or median
+    grid_points(int(s.time_ns[-1] - s.time_ns[0]), p, "resampling the record", topic=s.source or None)
     grid = s.time_ns[0] + np.arange((s.time_ns[-1] - s.time_ns[0]) // p + 1, dtype=np.int64) * np.int64(p)
     err = _loo_error(s.time_ns, s.position)
     return _on_grid(s, s.time_ns, grid), TimeBaseFix("resampled", n_rep, p, 0, 0, step_range, err)
