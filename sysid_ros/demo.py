@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     tuned, _ = tune_pendulum(folder, args.real_time_factor)
     print(f"done: everything is in {folder} (bags/, identified/, tuner/, logs/). Next:")
     print(f"  sysid-ros identify config/identify_pendulum.yaml --train {training} --validate {held_out} "
-          f"--control effort --out results/")
+          f"--control effort --out results/   # the torque the drive applied (the commands' stamps lag it)")
     print(f"  sysid-ros export {tuned['proposal_file']} --controller sim_robot   # the gains as a controllers file block")
     print("  README.md, 'On a robot with a ROS 2 install': the same on your robot")
     return 0

@@ -25,6 +25,16 @@ def _trim(samples: JointSamples, src: DataSource) -> JointSamples:
     return samples.slice(a, b)
 
 
+def _from_first_command(samples: JointSamples, commands: JointCommands) -> JointSamples:
+    """The samples from the first command on (finite for every joint of `samples`): before it no command is in
+    force to replay (a recorder's feedback starts before its first command)."""
+    columns = [commands.joint_names.index(j) for j in samples.joint_names if j in commands.joint_names]
+    finite = np.flatnonzero(np.all(np.isfinite(commands.values[:, columns]), axis=1))
+    if not len(finite):
+        return samples
+    return samples.slice(int(np.searchsorted(samples.time_ns, commands.time_ns[finite[0]])), len(samples))
+
+
 def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | None = None,
                 notes: list[str] | None = None) -> list[tuple[JointSamples, JointCommands | None]]:
     """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort).
@@ -96,6 +106,12 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
             if target is not None:
                 target.append(line)
         seg = _trim(seg, src)
+        if chosen is not None:
+            before = len(seg)
+            seg = _from_first_command(seg, chosen)
+            if len(seg) < before and notes is not None:
+                notes.append(f"{src.path}: {before - len(seg)} joint states before the first command left out "
+                             "(no command was in force to replay)")
         if not seg.source:
             seg = JointSamples(seg.joint_names, seg.time_ns, seg.position, seg.velocity, seg.effort, str(src.path))
         if len(seg) >= 3:
