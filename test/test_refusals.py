@@ -633,3 +633,32 @@ def test_report_refuses_a_play_array_not_named_joint_slash_field(capsys, tmp_pat
     (folder / "play_0000_steps.yaml").write_text("tape: {}\n")
     np.savez(folder / "play_0000_steps.npz", position=np.zeros(3))
     refused(capsys, "report", folder, match="not named <joint>/<field>")
+
+
+# ---- problem values the physics cannot take: each a one-line refusal that names it, before any work ------------
+
+URDF_POLE = """<robot name="p"><link name="base"/><link name="pole"><inertial><origin xyz="0 0 -0.5"/>
+<mass value="MASS"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial></link>
+<joint name="hinge" type="continuous"><parent link="base"/><child link="pole"/><origin xyz="0 0 1"/>
+<axis xyz="0 1 0"/></joint></robot>"""
+DAMPING = [{"name": "d", "kind": "joint_damping", "joint": "hinge", "min": 0, "max": 1}]
+
+
+@pytest.mark.parametrize("case, match", [
+    ("urdf mass 0", r"model does not compile: .*mass and inertia of moving bodies"),
+    ("urdf mass -1", r"model does not compile: .*mass and inertia of moving bodies"),
+    ("noise 1e-300", r"noise\.position_rad: must be >= 1e-09, got 1e-300"),
+    ("delay 100 s", r"signal_delay bounds beyond \+-1 s"),
+])
+def test_values_the_physics_cannot_take_are_refused_in_one_line(capsys, tmp_path, data, case, match):
+    doc = problem(data)
+    if case.startswith("urdf"):
+        (tmp_path / "pole.urdf").write_text(URDF_POLE.replace("MASS", case.split()[-1]))
+        doc.update(model=str(tmp_path / "pole.urdf"), parameters=DAMPING)
+    elif case.startswith("noise"):
+        doc["noise"] = {"position_rad": 1e-300}
+    else:
+        doc["parameters"] = [{"name": "dl", "kind": "signal_delay", "signal": "hinge_qpos", "min": -100, "max": 100}]
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+    refused(capsys, "identify", tmp_path / "p.yaml", "--out", tmp_path / "out", match=match)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())  # nothing written

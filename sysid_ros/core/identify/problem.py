@@ -152,8 +152,9 @@ PROBLEM_SCHEMA = Table({
     "start_velocity": Key(Choice(START_VELOCITIES), "auto"),
     "initial_state": Key(Choice(("auto", "estimate", "measured")), "auto"),
     "start_noise": Key(Choice(("weight", "propagate")), "weight"),
-    "noise": Key(Table({"position_rad": Key(Number(above=0.0), 1e-3),
-                        "velocity_rad_s": Key(Number(above=0.0), 1e-2)})),
+    # 1 nrad / 1 nrad/s: below any encoder (24 bits a turn: 0.37 urad) and far from the floating-point floor
+    "noise": Key(Table({"position_rad": Key(Number(min=1e-9, max=10.0), 1e-3),
+                        "velocity_rad_s": Key(Number(min=1e-9, max=1e3), 1e-2)})),
     "optimizer": Key(Table({"backend": Key(Choice(BACKENDS), "mujoco"),
                             "max_iters": Key(Integer(1, 100_000), 100),
                             "quiet": Key(Flag(), True),

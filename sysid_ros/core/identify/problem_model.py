@@ -10,7 +10,7 @@ from fnmatch import fnmatch
 import mujoco
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ModelError
 from ..files.paths import model_path
 from ..sim.motors import joint_motor
 from ..sim.robot import load_spec
@@ -18,6 +18,9 @@ from .arm_models import explicit_inertials, prepare_urdf_spec
 from .inertia import from_physical
 from .problem import VALUE_WIDTH, ParameterSpec, Problem
 from .spec_values import model_value
+
+
+MAX_SIGNAL_DELAY_S = 1.0  # a sensor's or a transport's delay; a longer shift leaves a record no overlap
 
 
 def problem_spec(problem: Problem) -> mujoco.MjSpec:
@@ -30,14 +33,17 @@ def problem_spec(problem: Problem) -> mujoco.MjSpec:
     """
     path = model_path(problem.model)
     spec = load_spec(path)
-    if path.suffix == ".urdf":
-        prepare_urdf_spec(spec, source=str(path))
-    bodies = [p.target for p in problem.parameters if p.kind.startswith("body_") and spec.body(p.target) is not None]
-    if bodies:
-        try:
+    try:  # MuJoCo's compile errors (a mass <= 0, a mesh it cannot find, a stack overflow) as one line
+        if path.suffix == ".urdf":
+            prepare_urdf_spec(spec, source=str(path))
+        bodies = [p.target for p in problem.parameters
+                  if p.kind.startswith("body_") and spec.body(p.target) is not None]
+        if bodies:
             explicit_inertials(spec, bodies)
-        except Exception as exc:
-            raise ConfigError(f"model does not compile: {exc}", model=problem.model) from exc
+        else:
+            spec.copy().compile()
+    except (ValueError, mujoco.FatalError) as exc:
+        raise ModelError(f"model does not compile: {str(exc).strip()}", model=problem.model) from None
     return spec
 
 
@@ -96,6 +102,9 @@ def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
             raise ConfigError("a mass bound must be > 0", parameter=p.name)
         if p.kind in ("joint_damping", "joint_frictionloss", "joint_armature") and lo[0] < 0:
             raise ConfigError(f"{p.kind} cannot be negative", parameter=p.name)
+        if p.kind == "signal_delay" and max(abs(lo[0]), abs(hi[0])) > MAX_SIGNAL_DELAY_S:
+            raise ConfigError(f"signal_delay bounds beyond +-{MAX_SIGNAL_DELAY_S:g} s: that is no transport delay, "
+                              "and a shift that long leaves the signals no overlap", parameter=p.name)
         starts[p.name] = tuple(float(v) for v in start)
     if all(p.frozen for p in problem.parameters):
         raise ConfigError("every parameter is frozen: nothing to identify")
