@@ -344,3 +344,13 @@ def test_repair_sqlite3_with_a_hot_journal_works_on_a_copy(tmp_path, capsys):
     code, out, _ = _repair_cli(capsys, bag, "--out", tmp_path / "fixed")
     assert code == 0 and digest(bag) == before
     np.testing.assert_array_equal(read_joint_states(tmp_path / "fixed").samples.position, truth["position"])
+
+
+def test_a_continuous_joints_accumulated_angle_is_not_garbage(tmp_path):
+    """A wheel or a turntable accumulates its angle: 5,000 rad after 500 s at 10 rad/s is a measurement, kept."""
+    msgs = []
+    for k in range(40):
+        t = T0_NS + k * 5 * MS
+        msgs.append(("/joint_states", JS, t, joint_state(t, ["wheel"], [5000.0 + 0.05 * k], [10.0], [0.2])))
+    read = read_joint_states(write_bag(tmp_path / "bag", msgs, "mcap"))
+    assert read.dropped_rows == 0 and len(read.samples) == 40 and read.samples.position[0, 0] == 5000.0

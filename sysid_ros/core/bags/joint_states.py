@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import BagError, DataError
 from ..signals.arrays import JointSamples
+from ..signals.plausible import MAX_ABS_POSITION, MAX_ABS_RATE
 from . import timing
 from .fastcdr import JointStateDecoder, decode_error, names_from_key
 from .read import BagSource
@@ -50,21 +51,17 @@ class JointStateRead:
 
 
 INITIAL_ROWS = 1 << 16
-POSITION_LIMIT_RAD = 1e3
-"""Beyond any physical joint position (159 turns; a metre-scale slide): a row holding one is garbage."""
-RATE_LIMIT = 1e6
-"""Beyond any physical joint velocity (rad/s, m/s) or effort (N m, N): a row holding one is garbage."""
 MOSTLY_GARBAGE = 0.5
 """A record whose garbage rows exceed this fraction of its rows is refused."""
 
 
 def _garbage(picked: list) -> bool:
     """Whether one message's values are not a measurement: a position that is not finite or beyond
-    `POSITION_LIMIT_RAD`, a velocity or effort beyond `RATE_LIMIT` (+-inf included; NaN there means missing)."""
+    `MAX_ABS_POSITION`, a velocity or effort beyond `MAX_ABS_RATE` (+-inf included; NaN there means missing)."""
     q = picked[0]
-    if q is not None and not (-POSITION_LIMIT_RAD <= q.min() and q.max() <= POSITION_LIMIT_RAD):
+    if q is not None and not (-MAX_ABS_POSITION <= q.min() and q.max() <= MAX_ABS_POSITION):
         return True
-    return any(v is not None and len(v) and (v.max() > RATE_LIMIT or v.min() < -RATE_LIMIT) for v in picked[1:])
+    return any(v is not None and len(v) and (v.max() > MAX_ABS_RATE or v.min() < -MAX_ABS_RATE) for v in picked[1:])
 
 
 class _Buffers:
@@ -284,14 +281,14 @@ def _assemble(bag: str, topic_names: tuple[str, ...], buffers: _Buffers, columns
     n = buffers.n
     if buffers.garbage > MOSTLY_GARBAGE * (n + buffers.garbage):
         raise DataError(f"mostly garbage: {buffers.garbage} of {n + buffers.garbage} joint states hold non-finite or "
-                        f"impossible values (|position| > {POSITION_LIMIT_RAD:g} rad, |velocity| or |effort| > "
-                        f"{RATE_LIMIT:g})", bag=bag, topic=",".join(topic_names))
+                        f"impossible values (|position| > {MAX_ABS_POSITION:g} rad, |velocity| or |effort| > "
+                        f"{MAX_ABS_RATE:g})", bag=bag, topic=",".join(topic_names))
     if n == 0:
         raise DataError("no JointState message with data for the requested joints", bag=bag,
                         topic=",".join(topic_names))
     if buffers.garbage:
         text = (f"{buffers.garbage} of {n + buffers.garbage} joint states dropped as garbage (non-finite or "
-                f"|position| > {POSITION_LIMIT_RAD:g} rad, |velocity| or |effort| > {RATE_LIMIT:g}; the first at "
+                f"|position| > {MAX_ABS_POSITION:g} rad, |velocity| or |effort| > {MAX_ABS_RATE:g}; the first at "
                 f"record time {buffers.first_garbage_ns} ns)")
         log.warning("%s: %s", bag, text)
         warnings = warnings + [text]

@@ -12,6 +12,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..errors import DataError
 from ..signals.arrays import JointSamples
+from ..signals.plausible import MAX_ABS_POSITION, MAX_ABS_RATE
 from .calibration import ScatterCalibration
 from .config import NS, OnlineConfig
 from .detector import Step, scan, stepped
@@ -20,8 +21,6 @@ from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDe
 from .window import discarded, fit_window, prepare
 
 
-MAX_ABS_POSITION = 1e3  # rad or m: beyond this a row is corrupted, not measured (the bag reader's rule)
-MAX_ABS_EFFORT = 1e6    # N m or N: likewise
 NOISE_WINDOWS = 8  # the detector measures residuals against the largest noise of this many accepted windows
 
 
@@ -99,7 +98,7 @@ class OnlineEstimator:
     def update(self, samples: JointSamples) -> list[Event]:
         """Take new samples (positions and measured effort of `config.joints`); fit each window that fell due
         and run the detector at each of its checks. A row whose position or effort is non-finite or beyond
-        `MAX_ABS_POSITION` / `MAX_ABS_EFFORT` is blanked (counted in `garbage_rows`); the windows step around it.
+        `MAX_ABS_POSITION` / `MAX_ABS_RATE` is blanked (counted in `garbage_rows`); the windows step around it.
 
         BLAS runs on one thread meanwhile (as in `identify`): a window's matrices are small, and on busy
         shared cores extra BLAS threads spin; the iiwa's payload estimator took 3.1 s of CPU for 30 s of data
@@ -113,7 +112,7 @@ class OnlineEstimator:
             return []
         q = np.column_stack([samples.column("position", j) for j in cfg.joints])
         tau = np.column_stack([samples.column("effort", j) for j in cfg.joints])
-        garbage = ~(np.abs(q) <= MAX_ABS_POSITION).all(axis=1) | ~(np.abs(tau) <= MAX_ABS_EFFORT).all(axis=1)
+        garbage = ~(np.abs(q) <= MAX_ABS_POSITION).all(axis=1) | ~(np.abs(tau) <= MAX_ABS_RATE).all(axis=1)
         if garbage.any():  # a corrupted row: its values become NaN (the filter steps around it), time kept
             self.garbage_rows += int(garbage.sum())
             q, tau = np.where(garbage[:, None], np.nan, q), np.where(garbage[:, None], np.nan, tau)
