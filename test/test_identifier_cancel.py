@@ -48,15 +48,19 @@ def test_cancel_stops_a_run_and_writes_nothing(tmp_path):
 
 
 def start_identifier(tmp_path, nodes, namespace: str):
-    """An identifier process in `namespace` on a 20 s pendulum record (long enough that a cancel lands mid-run
-    on any machine); its output folder."""
+    """An identifier process in `namespace` on a 20 s pendulum record, three parameters started far off and no
+    regression warm start (which lands on the answer: a quiet machine then finished in 1.4 s, before any
+    feedback to cancel on), so the optimiser runs for seconds and a cancel lands mid-run; its output folder."""
     samples, commands = pendulum_record(20.0)
     save_npz(tmp_path / "data.npz", samples, {"/effort_controller/commands": commands})
     problem = tmp_path / "problem.yaml"
     problem.write_text(yaml.safe_dump({
         "name": "pendulum", "model": "pendulum", "joints": ["hinge"], "training": [str(tmp_path / "data.npz")],
-        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 0.5,
-                        "min": 0.2, "max": 5.0}]}))
+        "warm_start": False,
+        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 0.5, "min": 0.2, "max": 5.0},
+                       {"name": "damping", "kind": "joint_damping", "joint": "hinge", "start": 0.5, "min": 0, "max": 1},
+                       {"name": "friction", "kind": "joint_frictionloss", "joint": "hinge", "start": 0.3, "min": 0,
+                        "max": 1}]}))
     out = tmp_path / "identified"
     nodes("identifier", "identifier", {"problem_file": str(problem), "output_dir": str(out)}, namespace=namespace)
     return out
