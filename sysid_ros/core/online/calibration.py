@@ -30,8 +30,18 @@ class ScatterCalibration:
     def __init__(self, window_s: float, p: int) -> None:
         self._window_ns = int(round(window_s * 1e9))
         self._windows: deque[tuple[int, np.ndarray, np.ndarray]] = deque(maxlen=HISTORY)
-        self._z: deque[np.ndarray] = deque(maxlen=PAIRS)
+        self._z: deque[tuple[int, int, np.ndarray]] = deque(maxlen=PAIRS)  # (earlier, later window's time, z)
         self.inflation = np.ones(p)
+
+    def restart(self, change_ns: int) -> None:
+        """A change at `change_ns`: pairs of windows across it measure the change, not the scatter. They are
+        forgotten, and windows before it are never paired again (a payload attached made a third of the recent
+        pairs huge, the factor with them, and every later window looked unsure: a wrong settle, a false alarm)."""
+        self._windows.clear()
+        kept = [z for z in self._z if not z[0] < change_ns <= z[1]]
+        self._z.clear()
+        self._z.extend(kept)
+        self._update()
 
     def add(self, win: WindowFit) -> None:
         """Record a window that fitted (finite values and standard errors) and update the factor."""
@@ -39,11 +49,15 @@ class ScatterCalibration:
             return
         earlier = [w for w in self._windows if w[0] <= win.time_ns - self._window_ns]
         if earlier:
-            _, x, s = earlier[-1]  # the latest window that shares no sample with this one
-            self._z.append((win.values - x) / np.sqrt(win.std ** 2 + s ** 2 + 1e-300))
+            t, x, s = earlier[-1]  # the latest window that shares no sample with this one
+            self._z.append((t, int(win.time_ns), (win.values - x) / np.sqrt(win.std ** 2 + s ** 2 + 1e-300)))
         self._windows.append((int(win.time_ns), win.values.copy(), win.std.copy()))
+        self._update()
+
+    def _update(self) -> None:
         if len(self._z) >= MIN_PAIRS:
-            self.inflation = np.maximum(1.0, 1.4826 * np.median(np.abs(np.array(self._z)), axis=0))
+            z = np.array([z for _, _, z in self._z])
+            self.inflation = np.maximum(1.0, 1.4826 * np.median(np.abs(z), axis=0))
 
     def apply(self, win: WindowFit) -> WindowFit:
         """The window with its standard errors times the factor and its confidence recomputed from them

@@ -329,6 +329,7 @@ class OnlineEstimator:
         self._std[idx] = step.std[idx]
         self._settle_until_ns = now + int(round(cfg.window_s * NS))
         self._restart_ns = step.change_ns + int(round(0.5 * cfg.derivative_window_s * NS))
+        self._calibration.restart(step.change_ns)
         self._pending[:] = 0
         self._detect_count = 0
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
