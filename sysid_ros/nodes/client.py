@@ -20,6 +20,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rcl_interfaces.srv import SetParameters, GetParameters
 
+from .common import STARTING_REFUSALS
+
 from .common import SENSOR_QOS
 
 TIMEOUT_S = 30.0
@@ -205,7 +207,6 @@ def status_value(status: Any, key: str, default: str = "") -> str:
     return next((kv.value for kv in status.values if kv.key == key), default)
 
 
-STARTING = ("no fresh feedback", "has not answered yet")  # refusals that only a recorder just started gives
 
 
 def request_play(client: RosClient, recorder: str = "tape_recorder") -> Any:
@@ -213,7 +214,7 @@ def request_play(client: RosClient, recorder: str = "tape_recorder") -> Any:
     feedback, its controller manager)."""
     from std_srvs.srv import Trigger
 
-    return wait_for(lambda: (lambda r: None if any(s in r.message for s in STARTING) else r)(
+    return wait_for(lambda: (lambda r: None if any(s in r.message for s in STARTING_REFUSALS) else r)(
         client.call(Trigger, f"{recorder}/play", Trigger.Request())), what=f"{recorder} to hear the robot")
 
 

@@ -43,6 +43,11 @@ def publishers_reliability(node: Node, topic: str) -> str | None:
     return "best_effort" if ReliabilityPolicy.BEST_EFFORT in offered else "reliable"
 
 
+STARTING_REFUSALS = ("no fresh feedback", "has not answered yet")
+"""Refusals a recorder gives only until it has heard from the robot (its feedback, its controller manager):
+logged at INFO, since callers ask again while the robot comes up."""
+
+
 def offered_profiles(node: Node, topic: str) -> list:
     """The QoS profiles the publishers of `topic` offer, as a bag's `offered_qos_profiles` records them."""
     return [offered_qos(q.reliability.name.lower(), q.durability.name.lower(), q.depth, q.history.name.lower())

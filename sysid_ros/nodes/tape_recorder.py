@@ -47,8 +47,8 @@ from ..core.errors import SysidRosError
 from ..core.files.reading import load_yaml
 from ..core.files.ros_params import flatten
 from ..core.tapes.playback import Playback, SafetyMargins
-from .common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, offered_profiles,
-                     publish_diagnostics, read_envelopes, run, ticker)
+from .common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, STARTING_REFUSALS, diagnostic, end_goal, node_path,
+                     offered_profiles, publish_diagnostics, read_envelopes, run, ticker)
 from .controller_states import ControllerStates
 from .feedback import FeedbackDecoder, MatchedSubscription
 from .parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
@@ -336,8 +336,9 @@ class TapeRecorderNode(LifecycleNode):
             self._open_bag(playback)
         except (SysidRosError, ValueError, OSError) as exc:
             message = f"refused: {exc}"
-            self.get_logger().error(message)
-            self._status("error", message)
+            starting = any(s in message for s in STARTING_REFUSALS)  # the robot not heard yet: a caller asks again
+            (self.get_logger().info if starting else self.get_logger().error)(message)
+            self._status("warn" if starting else "error", message)
             return False, message
         self._playback, self._result = playback, {}
         if c["command_mode"] == "trajectory":
