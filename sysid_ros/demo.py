@@ -62,8 +62,11 @@ TUNER = {"joints": ["hinge"], "controller": "sim_robot", "model": "pendulum", "c
 
 def activate(client: RosClient, node: str, logs: Path) -> None:
     """Configure and activate a lifecycle node; RuntimeError naming the transition and where its log is."""
-    # first see it in the graph: a node's imports can take a minute on a loaded 2-core machine
-    wait_for(lambda: node in client.node.get_node_names(), 180.0, f"{node} to start (its log: {logs})")
+    # first see it in the graph (by namespace and name: `r1/tape_recorder` is `tape_recorder` in `/r1`): a
+    # node's imports can take a minute on a loaded 2-core machine
+    namespace, _, name = client.resolve(node).rpartition("/")
+    wait_for(lambda: (name, namespace or "/") in client.node.get_node_names_and_namespaces(), 180.0,
+             f"{node} to start (its log: {logs})")
     for transition in ("configure", "activate"):
         ok, state = client.change_state(node, transition, timeout_s=120.0)
         if not ok:
