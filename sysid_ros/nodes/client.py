@@ -55,6 +55,7 @@ class RosClient:
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
         self._lock = threading.Lock()
+        self._clients: dict[tuple[type, str], Any] = {}
 
     def _spin(self) -> None:
         try:
@@ -79,24 +80,30 @@ class RosClient:
         """Call a service and wait for its response. `resend_s`, for requests safe to repeat (queries): send the
         request again every `resend_s` while no response came, since DDS can drop the response to a request
         sent before the server has matched this client's response reader (a fresh client, a loaded machine)."""
-        client = self.node.create_client(srv_type, name)
-        try:
-            if not client.wait_for_service(timeout_sec=timeout_s):
-                raise TimeoutError(f"service {name} not available after {timeout_s} s")
-            deadline = time.monotonic() + timeout_s
-            futures = [client.call_async(request)]
-            while True:
-                attempt = min(resend_s or timeout_s, deadline - time.monotonic())
-                try:
-                    done = wait_for(lambda: next((f for f in futures if f.done()), None), max(attempt, 0.0),
-                                    f"a response from {name}")
-                    return done.result()
-                except TimeoutError:
-                    if resend_s is None or time.monotonic() >= deadline:
-                        raise TimeoutError(f"timed out after {timeout_s} s waiting for a response from {name}")
-                    futures.append(client.call_async(request))
-        finally:
-            self.node.destroy_client(client)
+        client = self._client(srv_type, name)
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            raise TimeoutError(f"service {name} not available after {timeout_s} s")
+        deadline = time.monotonic() + timeout_s
+        futures = [client.call_async(request)]
+        while True:
+            attempt = min(resend_s or timeout_s, deadline - time.monotonic())
+            try:
+                done = wait_for(lambda: next((f for f in futures if f.done()), None), max(attempt, 0.0),
+                                f"a response from {name}")
+                return done.result()
+            except TimeoutError:
+                if resend_s is None or time.monotonic() >= deadline:
+                    raise TimeoutError(f"timed out after {timeout_s} s waiting for a response from {name}")
+                futures.append(client.call_async(request))
+
+    def _client(self, srv_type: type, name: str) -> Any:
+        """One service client per name for this client's life: a fresh client's first request is the one whose
+        response DDS can drop (the server has not matched its response reader yet), so none is made twice."""
+        with self._lock:
+            key = (srv_type, name)
+            if key not in self._clients:
+                self._clients[key] = self.node.create_client(srv_type, name)
+            return self._clients[key]
 
     def resolve(self, name: str) -> str:
         """A node, topic or service name as this client resolves it (namespace and remaps applied)."""

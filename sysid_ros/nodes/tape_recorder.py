@@ -255,7 +255,7 @@ class TapeRecorderNode(LifecycleNode):
         """The record action: play the configured tape, feedback every FEEDBACK_S, cancel stops the motion."""
         waited = time.monotonic()
         active = self._state_machine.current_state[1] == "active"
-        while (active and not self.feedback_fresh() and not goal_handle.is_cancel_requested
+        while (active and not self.ready_to_play() and not goal_handle.is_cancel_requested
                and time.monotonic() - waited < FEEDBACK_WAIT_S):
             goal_handle.publish_feedback(Record.Feedback(stage="waiting for fresh feedback", seconds_left=math.nan))
             await self._tick()
@@ -337,7 +337,10 @@ class TapeRecorderNode(LifecycleNode):
         except (SysidRosError, ValueError, OSError) as exc:
             message = f"refused: {exc}"
             starting = any(s in message for s in STARTING_REFUSALS)  # the robot not heard yet: a caller asks again
-            (self.get_logger().info if starting else self.get_logger().error)(message)
+            if starting:  # rclpy refuses one call site logging at two severities (ValueError): two call sites
+                self.get_logger().info(message)
+            else:
+                self.get_logger().error(message)
             self._status("warn" if starting else "error", message)
             return False, message
         self._playback, self._result = playback, {}
@@ -458,7 +461,10 @@ class TapeRecorderNode(LifecycleNode):
         if self._playback is None:
             return
         self._stop_motion()
-        (self.get_logger().info if requested else self.get_logger().error)(f"motion stopped: {reason}")
+        if requested:
+            self.get_logger().info(f"motion stopped: {reason}")
+        else:
+            self.get_logger().error(f"motion stopped: {reason}")
         self._finish(completed=False, reason=reason)
 
     def _finish(self, completed: bool, reason: str) -> None:
