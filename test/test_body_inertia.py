@@ -167,7 +167,7 @@ def test_bound_rule_reads_the_coordinates():
 def test_identifiable_is_judged_in_physical_terms():
     """A 1 kg body known to +-2 % is identifiable (its log-Cholesky alpha, near 0, has a half-width of 0.01);
     a near-zero product of inertia is judged against the tensor's trace; an infinite half-width never passes."""
-    from sysid_ros.core.identify.intervals import identifiable
+    from sysid_ros.core.identify.parameter_results import identifiable
 
     value = (1.0, 0.0, 0.01, -0.1, 0.02, 0.03, 0.04, 1e-6, 0.0, -2e-6)
     half = (0.02, 0.001, 0.001, 0.002, 0.001, 0.001, 0.002, 3e-4, 3e-4, 3e-4)

@@ -5,15 +5,19 @@ The path of the data, in order:
 - `problem_model`: the problem's model prepared (`problem_spec`) and the problem checked against it;
   `model_cache` compiles it once per process; `spec_values` reads parameter values out of the model.
 - `plausibility`: bounds from physics where the problem gives none; the optional prior.
-- `data`: bags and npz files -> joint samples and commands (`load_source`), cut into segments;
-  `sysid_data`: those arrays -> mujoco.sysid data (TimeSeries, ModelSequences); `start_states`, `quiet`.
-- `parameters`: parameter specs -> a mujoco.sysid ParameterDict (modifiers on the spec); `inertia` for a body's
-  10 inertial parameters in log-Cholesky coordinates; `arm_models` for URDF arms.
-- `warm_start`: start values from the linear regression; `torque_check` its held-out torque check.
-- `residual`, `optimize`, `stopping`: the residual of every segment and its minimisation.
-- `intervals`, `start_error`, `residual_stats`, `time_offset`: intervals, misfit and time-offset checks.
-- `validation`: held-out replays and torque; `verdict`: warnings and `ok | suspect`.
-- `pipeline`: `identify`, the run as stages; `results`: what it returns (`IdentificationResult`).
+- `pipeline`: `identify`, the run: six stages, one module each, in this order:
+  - `data` (`load_run`): the model, bounds, the checked problem; bags and npz files -> joint samples and
+    commands (`load_source`), cut into segments; `sysid_data`: those arrays -> mujoco.sysid data
+    (TimeSeries, ModelSequences); `start_states`: how segments start from measured states;
+  - `warm_start` (`start_values`): start values from the linear regression; `torque_check` its held-out
+    torque check; `parameters`: parameter specs -> a mujoco.sysid ParameterDict (modifiers on the spec);
+    `inertia` for a body's 10 inertial parameters in log-Cholesky coordinates; `arm_models` for URDF arms;
+  - `optimize` (`fit_parameters`): `residual`, the residual of every segment, minimised (`stopping`; `quiet`);
+  - `intervals` (`estimate_spread`): intervals; `start_error`, `residual_stats`, `time_offset`: the start
+    states' noise, misfit and time-offset checks;
+  - `validation` (`validate`): metrics, held-out replays and torque;
+  - `parameter_results`: each parameter's result; `verdict`: the warnings that make a run suspect.
+- `results`: what the run returns (`IdentificationResult`), its `RunLog` and verdict.
 - `write`, `export`, `report`: `identified.yaml`, the identified MJCF/URDF and values, the HTML report.
 - `synthetic`, `overrides`: synthetic recordings for tests and demos; a problem with other data files.
 """

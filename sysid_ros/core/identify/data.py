@@ -1,7 +1,9 @@
-"""Loading a problem's data (bags via read_recording, or .npz arrays) and cutting it into segments."""
+"""The run's first stage, `load_run`: the problem's model, bounds from physics, the problem checked against the
+model, its data (bags via read_recording, or .npz arrays) loaded and cut into segments."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import mujoco
@@ -13,7 +15,52 @@ from ..bags.logger_clock import regularize
 from ..errors import BagError, ConfigError, DataError
 from ..signals.arrays import JointCommands, JointSamples
 from . import sysid_data as sd
+from .model_cache import compiled_model
+from .plausibility import physical_bounds
 from .problem import DataSource, Problem
+from .problem_model import check_problem
+from .results import RunLog
+from .start_states import choose_start_states
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The problem (bounds from physics, start states chosen), its model and its data cut into segments."""
+
+    problem: Problem
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    maps: list[sd.JointMap]
+    starts: dict[str, tuple[float, ...]]
+    train_data: list
+    val_data: list
+    train_sources: list
+    train: list
+    val: list
+
+
+def load_run(problem: Problem, log: RunLog) -> Loaded:
+    """The model (compiled once per process and model file), bounds from physics, the checked problem, the data."""
+    log.report("load", 0.0, f"loading model {problem.model}")
+    spec, model = compiled_model(problem)
+    maps = sd.joint_maps(model, problem.joints, problem.mapping)
+    signals = [f"{m.mjcf_joint}_{sd.STATE_FIELDS[f]}" for f in problem.observe for m in maps]
+    problem, bound_notes = physical_bounds(problem, spec, model)  # missing min/max from physics, one note each
+    log.notes += bound_notes
+    starts = check_problem(problem, spec, model, signals)
+    train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
+                  for k, src in enumerate(problem.training)]
+    val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
+                for k, src in enumerate(problem.validation)]
+    if problem.start_velocity == "auto":  # measured start states: from the measured velocity or positions
+        choice = choose_start_states([s for _, parts in train_data for s, _ in parts], problem.joints)
+        problem = replace(problem, start_velocity=choice.velocity, smoothing_samples=choice.smoothing_samples)
+        if not problem.estimate_initial_state:
+            log.notes.append(f"start states: {choice.reason}")
+    train_sources = segment_sources(problem, model, maps, train_data)
+    val = build_segments(problem, model, maps, val_data) if val_data else []
+    return Loaded(problem, spec, model, maps, starts, train_data, val_data, train_sources,
+                  [seg for seg, _ in train_sources], val)
 
 
 def _trim(samples: JointSamples, src: DataSource) -> JointSamples:

@@ -1,11 +1,12 @@
-"""Confidence intervals of the identified parameters beyond the library's white-residual ones: the measured
-start states' noise, a misfit's correlated residuals (block sandwich), the prior's share, the judgement
-whether a parameter is identifiable, and a body_inertia's intervals in physical terms."""
+"""The run's fourth stage, `estimate_spread`: the library's intervals at the optimum and the data's null directions, then
+what they leave out: the measured start states' noise, a misfit's correlated residuals (block sandwich), the
+prior's share; and a scan for a time offset between command and feedback."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+import time
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import mujoco
@@ -13,25 +14,127 @@ import numpy as np
 from mujoco import sysid
 from scipy.special import stdtrit
 
-from ..errors import SysidRosError
 from . import sysid_data as sd
-from .arm_models import mass_sum_groups
-from .inertia import COORDINATES, physical_vector, propagate_half_widths
+from .data import Loaded
+from .optimize import Fit
 from .parameters import CachedBuild
 from .plausibility import Prior
 from .problem import Problem
-from .residual import ScaledResidual, batched_residual_fn
-from .results import ParameterResult
+from .residual import ScaledResidual, batched_residual_fn, null_directions
 from .residual_stats import SignalFit, block_sandwich, signal_fits, time_blocks
+from .results import RunLog
 from .start_error import (ShiftedStartRollout, start_state_covariance, start_state_noise, start_state_row_variance,
                           start_state_sensitivity, weighted_step)
+from .time_offset import OffsetScan, residual_builder, scan_command_offset
+from .verdict import offset_warnings, residual_warnings
+from .warm_start import Start
 
 
-def condition_number(jac: Any) -> float:
-    """Condition number of the Jacobian with unit-norm columns: how well the motion separates the parameters."""
-    jac = np.asarray(jac, dtype=float)
-    norms = np.linalg.norm(jac, axis=0) if jac.ndim == 2 else np.zeros(0)
-    return float(np.linalg.cond(jac / norms)) if norms.size and np.all(norms > 0) else math.inf
+@dataclass(frozen=True)
+class Spread:
+    """The fit's residuals, Jacobian and intervals (after the start states' noise and any misfit widening)."""
+
+    x_hat: np.ndarray
+    res_star: Sequence
+    preds: Sequence
+    records: Sequence
+    jac: np.ndarray | None
+    cov: np.ndarray
+    intervals: np.ndarray
+    null: np.ndarray
+    widening: np.ndarray
+    residual_widening: np.ndarray
+    extra_variance: np.ndarray | None  # each residual row's variance from its measured start state (noise units)
+    fits: list[SignalFit]
+    scan: OffsetScan | None
+
+
+def estimate_spread(run: Loaded, start: Start, fit: Fit, log: RunLog) -> Spread:
+    """The intervals (after the start states' noise and any misfit widening) and the offset scan."""
+    return _misfit(run, fit, _intervals(run, start, fit, log), log)
+
+
+def _intervals(run: Loaded, start: Start, fit: Fit, log: RunLog) -> Spread:
+    """The library's intervals at the optimum and the data's null directions; then the start states' noise."""
+    log.report("intervals", 0.87, "confidence intervals")
+    prior, x_hat = start.prior, np.asarray(fit.opt_result.x, dtype=float)
+    res_star, preds, records = fit.residual_fn(x_hat, fit.opt_params, return_pred_all=True)
+    jac_full = None if fit.opt_result.jac is None else np.asarray(fit.opt_result.jac, dtype=float)
+    jac = jac_full if prior is None or jac_full is None else jac_full[:-len(prior.index)]  # the data's rows
+    cov, intervals = sysid.calculate_intervals(res_star if prior is None else [*res_star, prior.rows(x_hat)],
+                                               jac_full)
+    intervals = np.asarray(intervals, dtype=float)
+    lower, upper = fit.opt_params.get_bounds()
+    null = null_directions(jac, x_hat, lower, upper)  # the data's own null directions (a prior hides them)
+    if prior is not None:
+        log.metrics["regularization"] = prior_metrics(prior, x_hat, res_star, jac, intervals, log.notes)
+    spread = Spread(x_hat, res_star, preds, records, jac, cov, intervals, null, np.ones(len(intervals)),
+                    np.ones(len(intervals)), None, [], None)
+    if not run.problem.estimate_initial_state and np.size(intervals):
+        return _start_state_noise(run, start, fit, spread, log)
+    return spread
+
+
+def _start_state_noise(run: Loaded, start: Start, fit: Fit, spread: Spread, log: RunLog) -> Spread:
+    """Segments that start from measured states: that state's noise carried into the intervals, or (with
+    `start_noise: weight`) one generalized least-squares step that weights each segment by it."""
+    t0 = time.perf_counter()
+    problem = run.problem
+    log.report("intervals", 0.88, "propagating the measured start states' noise")
+    weight = problem.start_noise == "weight" and not spread.null.any()
+    lower, upper = fit.opt_params.get_bounds()
+    cov, intervals, widening, noise, x_new, extra_variance = with_start_state_noise(
+        problem, run.model, run.maps, run.train_sources, fit.ms, fit.build, fit.modify, fit.opt_params, spread.x_hat,
+        spread.jac, spread.res_star, np.asarray(spread.cov, dtype=float), spread.intervals, weight, lower, upper,
+        start.prior)
+    spread = replace(spread, cov=cov, intervals=intervals, widening=widening, extra_variance=extra_variance)
+    if weight:
+        fit.opt_params.update_from_vector(x_new)
+        res_star, preds, records = fit.residual_fn(x_new, fit.opt_params, return_pred_all=True)
+        spread = replace(spread, x_hat=x_new, res_star=res_star, preds=preds, records=records)
+    log.timings["start_state_s"] = time.perf_counter() - t0
+    noise_text = f"{_fmt(noise.position_noise)} rad, {_fmt(noise.velocity_noise)} rad/s"
+    log.notes.append(("segments start from measured states: one generalized least-squares step weights each "
+                      f"segment by its start state's noise ({noise_text}); intervals from that weighting"
+                      if weight else "segments start from measured states: intervals include that state's noise "
+                      f"carried through each segment ({noise_text}; half-widths x{np.nanmin(widening):.2g}-"
+                      f"{np.nanmax(widening):.2g} of the white-residual ones)"))
+    if problem.start_noise == "weight" and not weight:
+        log.notes.append("start_noise: weight skipped (a null direction); intervals propagate it instead")
+    return spread
+
+
+def _misfit(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Spread:
+    """Training residuals against the declared noise (a misfit widens the intervals), and a scan for a time
+    offset between command and feedback."""
+    fits = fits_of(run.problem, spread.res_star, fit.residual_fn.group_sizes, spread.records, spread.extra_variance)
+    log.warnings += residual_warnings(fits, {m.mjcf_joint: m.ros_joint for m in run.maps})
+    intervals, residual_widening = spread.intervals, np.ones(len(spread.intervals))
+    if any(f.too_large for f in fits) and np.size(intervals) and spread.jac is not None:
+        signals = len(spread.records[0][0].signal_mapping)
+        intervals, residual_widening = misfit_intervals(spread.res_star, fit.residual_fn.group_sizes, signals,
+                                                        spread.jac, intervals, fits)
+    t0 = time.perf_counter()
+    log.report("intervals", 0.9, "scanning for a command/feedback time offset")
+    scan = _offset_scan(run, fit, spread)
+    log.timings["offset_scan_s"] = time.perf_counter() - t0
+    log.warnings += offset_warnings(scan)
+    return replace(spread, intervals=intervals, residual_widening=residual_widening, fits=fits, scan=scan)
+
+
+def _offset_scan(run: Loaded, fit: Fit, spread: Spread) -> OffsetScan | None:
+    if spread.jac is None or not np.size(spread.jac):
+        return None
+    make_fn = lambda m: batched_residual_fn([m], build_model=fit.build, modify_residual=fit.modify,  # noqa: E731
+                                            custom_rollout=fit.rollout, resample_true=False)
+    commands = {id(samples): cmd for _, parts in run.train_data for samples, cmd in parts}
+    residuals_at = residual_builder(fit.ms, run.train_sources, commands, run.model, run.maps, make_fn, spread.x_hat,
+                                    fit.opt_params)
+    return scan_command_offset(float(run.model.opt.timestep), np.asarray(spread.jac, dtype=float), residuals_at)
+
+
+def _fmt(values: np.ndarray) -> str:
+    return "/".join(f"{v:.2g}" for v in values)
 
 
 def prior_metrics(prior: Prior, x_hat: np.ndarray, res_star: Sequence, jac: np.ndarray | None,
@@ -51,33 +154,6 @@ def prior_metrics(prior: Prior, x_hat: np.ndarray, res_star: Sequence, jac: np.n
                  f"the posterior's" + (f", x{min(finite):.3g}-{max(finite):.3g} of the data's alone" if finite else ""))
     return {"weight": prior.weight, "prior_sd": {n: float(v) for n, v in zip(prior.names, prior.scale)},
             "prior_cost": 0.5 * float(rows @ rows), "data_cost": data_cost, "half_width_ratio": ratio}
-
-
-def identifiable(kind: str, value: Sequence[float], half: Sequence[float], lo: Sequence[float],
-                 hi: Sequence[float], relative: float) -> bool:
-    """Whether every half-width is finite and at most `relative` x the value, or x a floor for a value near zero:
-    1 % of the bound range (a centre of mass on an axis), for a body_inertia's tensor entries 1 % of its trace.
-    Judged in physical terms (a body_inertia's log-Cholesky coordinates sit near 0 whatever the body)."""
-    floors = [0.01 * (b - a) for a, b in zip(lo, hi)]
-    if kind == "body_inertia":
-        floors[4:] = [0.01 * sum(value[4:7])] * 6
-    return all(math.isfinite(h) and h <= relative * max(abs(v), floor, 1e-12)
-               for h, v, floor in zip(half, value, floors))
-
-
-def inertia_result(theta: np.ndarray, half: tuple[float, ...], cov: np.ndarray, lo: tuple[float, ...],
-                    hi: tuple[float, ...]) -> tuple[dict[str, tuple], tuple[float, ...], tuple[float, ...],
-                                                     tuple[float, ...], tuple[float, ...]]:
-    """A body_inertia result in physical terms: (coordinates, value, half-widths, min, max). The mass and com
-    bounds are the coordinates' images; the tensor entries have no box of their own (-inf..inf)."""
-    theta = np.asarray(theta, dtype=float)
-    value = tuple(float(v) for v in physical_vector(theta))
-    phys_half = tuple(float(v) for v in propagate_half_widths(theta, cov, np.asarray(half, dtype=float)))
-    p_lo = (math.exp(2 * lo[0]), *lo[7:10], *[-math.inf] * 6)
-    p_hi = (math.exp(2 * hi[0]), *hi[7:10], *[math.inf] * 6)
-    coordinates = {"names": COORDINATES, "value": tuple(float(v) for v in theta), "half_width_95": tuple(half),
-                   "min": lo, "max": hi}
-    return coordinates, value, phys_half, p_lo, p_hi
 
 
 def fits_of(problem: Problem, res_star: Sequence, group_sizes: Sequence[int], records: Sequence,
@@ -133,27 +209,3 @@ def with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Sequen
     with np.errstate(invalid="ignore", divide="ignore"):
         widening = np.where(intervals > 0, widened / intervals, np.nan)
     return new_cov, widened, widening, noise, x_new, start_state_row_variance(sens, seg_rows, noise)
-
-
-def flag_mass_sums(model: mujoco.MjModel, results: list[ParameterResult], notes: list[str]) -> list[ParameterResult]:
-    """Masses that joint data sees only as their sum (bodies fixed to one link) are not identifiable apart.
-
-    A mass-only fit still splits them, but only through the centres of mass the model assumes (1 cm off on
-    the iiwa's flange payload moved the split by 19 % / 52 % with sub-0.1 % intervals): report the sum.
-    """
-    masses = [r for r in results if r.kind == "body_mass" and not r.frozen]
-    if len(masses) < 2:
-        return results
-    try:
-        groups = [g for g in mass_sum_groups(model, [r.target for r in masses]) if len(g) > 1]
-    except SysidRosError:
-        return results
-    split = {body for group in groups for body in group}
-    for group in groups:
-        members = [r for r in masses if r.target in group]
-        total = sum(r.value[0] for r in members)
-        bound = math.sqrt(sum(r.half_width_95[0] ** 2 for r in members if math.isfinite(r.half_width_95[0])))
-        notes.append(f"masses {', '.join(r.name for r in members)} enter the joint dynamics only as their sum "
-                     f"{total:.6g} kg (about +- {bound:.2g}); apart they rest on the assumed centres of mass")
-    return [replace(r, identifiable=False, half_width_95=(math.inf,)) if r in masses and r.target in split else r
-            for r in results]

@@ -1,17 +1,61 @@
-"""The optimisation: `sysid.optimize` on the problem's backend; with the `mujoco` backend also the statistical
-stopping rule (`stopping`), and the progress of each residual evaluation."""
+"""The run's third stage, `fit_parameters`: the residual of every training segment minimised by `sysid.optimize` on the
+problem's backend; with the `mujoco` backend also the statistical stopping rule (`stopping`), and the progress
+of each residual evaluation."""
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 from mujoco import sysid
 from scipy.optimize import OptimizeResult
 
+from . import sysid_data as sd
+from .data import Loaded
+from .parameters import CachedBuild, signal_transform
+from .plausibility import with_prior
 from .problem import Problem
-from .results import Progress
+from .quiet import quiet_output
+from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn
+from .results import Progress, RunLog
 from .stopping import NegligibleStep, StoppingJacobian
+from .warm_start import Start
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The optimiser's result and the residual it minimised."""
+
+    ms: sysid.ModelSequences
+    build: CachedBuild
+    modify: ScaledResidual
+    rollout: InitialStateRollout | None
+    residual_fn: Any
+    opt_params: sysid.ParameterDict
+    opt_result: Any
+    evals: list[int]  # residual calls, parameter points (each a rollout of every segment)
+
+
+def fit_parameters(run: Loaded, start: Start, log: RunLog) -> Fit:
+    """The residual of every training segment (scaled by the declared noise) minimised by the optimiser."""
+    problem = run.problem
+    ms = sd.model_sequences(problem.name, run.spec, [s for s in run.train])
+    build = CachedBuild()
+    modify = ScaledResidual(signal_transform(problem.parameters, start.params), problem.position_noise_rad,
+                            problem.velocity_noise_rad_s)
+    rollout = InitialStateRollout(ms, run.model, run.maps, start.params) if problem.estimate_initial_state else None
+    # resample_true=False: the control is already held on the simulation grid (no linear resampling)
+    residual_fn = batched_residual_fn([ms], build_model=build, modify_residual=modify, custom_rollout=rollout,
+                                      resample_true=False)
+    evals = [0, 0]
+    fit_fn = counted(with_prior(residual_fn, start.prior), problem.optimizer.max_iters, log.progress, evals)
+    t0 = time.perf_counter()
+    with quiet_output(problem.optimizer.quiet):
+        opt_params, opt_result = optimize(problem, start.params, fit_fn, log.notes)
+    log.timings["optimize_s"] = time.perf_counter() - t0
+    return Fit(ms, build, modify, rollout, residual_fn, opt_params, opt_result, evals)
 
 
 MU_FACTOR = 10.0 ** 0.5

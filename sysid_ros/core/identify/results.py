@@ -1,11 +1,12 @@
 """What an identification run returns: one `ParameterResult` per parameter inside an `IdentificationResult`,
-and `results_document`, the content of `identified.yaml` (the report, the node and the fleet read it)."""
+and `results_document`, the content of `identified.yaml` (the report, the node and the fleet read it); the
+`RunLog` the stages write notes, warnings, metrics and timings into, and the verdict those warnings give."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import mujoco
 import numpy as np
@@ -16,6 +17,27 @@ from .problem import Problem
 
 Progress = Callable[[str, float, str], None]
 """progress(stage, fraction 0..1 of the whole run, message)."""
+OK, SUSPECT = "ok", "suspect"
+
+
+@dataclass
+class RunLog:
+    """What a run gathers on its way: notes, warnings (each makes the verdict suspect), metrics and timings."""
+
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)  # the warm start's and the prior's, among the fit's
+    timings: dict[str, float] = field(default_factory=dict)
+    progress: Progress | None = None
+
+    def report(self, stage: str, fraction: float, message: str) -> None:
+        if self.progress is not None:
+            self.progress(stage, fraction, message)
+
+
+def verdict(warnings: Sequence[str]) -> str:
+    """`suspect` when there is any warning, else `ok`."""
+    return SUSPECT if warnings else OK
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,12 @@
-"""Checks on held-out data: the identified model replays the validation segments (position traces and RMS),
-and held-out joint torque per joint against the model file's (`torque_check`); the training traces too."""
+"""The run's fifth stage, `validate`: the fit's metrics and training traces, the identified model, its replay of
+the held-out segments (position traces and RMS, against the start values'), and held-out joint torque per
+joint against the model file's (`torque_check`)."""
 
 from __future__ import annotations
 
+import math
+import time
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import mujoco
@@ -12,11 +16,92 @@ from mujoco import sysid
 from ..errors import SysidRosError
 from ..report.identification import Trace
 from . import sysid_data as sd
-from .parameters import CachedBuild
+from .data import Loaded
+from .intervals import Spread
+from .optimize import Fit
+from .parameters import CachedBuild, build_parameters
 from .problem import Problem
 from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn
+from .results import RunLog
 from .torque_check import torque_validation
+
+
+@dataclass(frozen=True)
+class Validated:
+    """The identified model, the fit's metrics (the later stages add to them), the traces and the friction."""
+
+    identified: mujoco.MjSpec
+    metrics: dict[str, Any]
+    traces: list[Trace]
+    friction: dict[str, Any]
+
+
+def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
+    """The fit's metrics and traces, then the identified model on the held-out data."""
+    metrics, traces = _metrics(run, fit, spread, log)
+    identified = run.spec.copy()
+    sysid.apply_param_modifiers_spec(fit.opt_params, identified)
+    traces += _validation(run, fit, identified, metrics, log)
+    t0 = time.perf_counter()
+    log.report("validation", 0.94, "held-out joint torque")
+    friction = held_out_torque(run.problem, run.model, identified, run.maps, run.train_data, run.val_data, metrics,
+                               log.notes)
+    log.timings["torque_check_s"] = time.perf_counter() - t0
+    return Validated(identified, metrics, traces, friction)
+
+
+def _metrics(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> tuple[dict[str, Any], list[Trace]]:
+    """The fit's metrics (training RMS, evaluations, cost, conditioning, residual ratios, time offset) and the
+    training traces."""
+    traces, sq, count = position_traces("training", spread.preds, spread.records, run.maps,
+                                        fit.residual_fn.segment_names)
+    metrics: dict[str, Any] = {
+        "training_position_rms_rad": {m.ros_joint: float(np.sqrt(s / count)) for m, s in zip(run.maps, sq)},
+        "training_segments": len(run.train), "residual_evaluations": fit.evals[0], "parameter_points": fit.evals[1],
+        "model_compiles": fit.build.compiles,
+        "final_cost": 0.5 * float(sum(np.sum(r ** 2) for r in spread.res_star)),
+        "jacobian_condition_number": condition_number(spread.jac), **log.metrics,
+        "training_residual_ratio": {_signal_name(f.signal, run.maps): round(f.ratio, 4) for f in spread.fits},
+    }
+    if spread.scan is not None:
+        metrics["command_offset_ms"] = spread.scan.offset_ms
+        metrics["command_offset_cost_ratio"] = round(spread.scan.cost_ratio, 4)
+    return metrics, traces
+
+
+def _validation(run: Loaded, fit: Fit, identified: mujoco.MjSpec, metrics: dict[str, Any], log: RunLog
+                ) -> list[Trace]:
+    """Held-out segments replayed on the identified model and on the start values (position RMS of each)."""
+    if not run.val:
+        return []
+    problem = run.problem
+    log.report("validation", 0.92, f"replaying {len(run.val)} held-out segments")
+    traces, rms = replay_held_out(problem, identified, run.model, run.maps, run.val, fit.opt_params, fit.modify)
+    metrics["validation_position_rms_rad"] = rms
+    metrics["validation_segments"] = len(run.val)
+    nominal = run.spec.copy()  # the same held-out replay on the start values (the nominal model)
+    nominal_params = build_parameters(nominal, problem.parameters, run.starts)
+    sysid.apply_param_modifiers_spec(nominal_params, nominal)
+    _, start_rms = replay_held_out(problem, nominal, run.model, run.maps, run.val, nominal_params, fit.modify)
+    metrics["validation_position_rms_rad_start"] = start_rms
+    worse = [f"{j} {rms[j] * 1e3:.3g} mrad against {start_rms[j] * 1e3:.3g}" for j in rms if rms[j] > start_rms[j]]
+    if worse:
+        log.notes.append(f"held-out position RMS worse than with the start values: {', '.join(worse)}")
+    return traces
+
+
+def condition_number(jac: Any) -> float:
+    """Condition number of the Jacobian with unit-norm columns: how well the motion separates the parameters."""
+    jac = np.asarray(jac, dtype=float)
+    norms = np.linalg.norm(jac, axis=0) if jac.ndim == 2 else np.zeros(0)
+    return float(np.linalg.cond(jac / norms)) if norms.size and np.all(norms > 0) else math.inf
+
+
+def _signal_name(signal: str, maps: Sequence[sd.JointMap]) -> str:
+    """`<mjcf joint>_qpos` -> `<ros joint>_qpos`."""
+    joint, _, kind = signal.rpartition("_")
+    return f"{next((m.ros_joint for m in maps if m.mjcf_joint == joint), joint)}_{kind}"
 
 
 def position_traces(split: str, preds: Sequence, records: Sequence, maps: Sequence[sd.JointMap],

@@ -1,4 +1,4 @@
-"""The verdict on an identification: `ok`, or `suspect` with one warning line per reason.
+"""The warnings that make an identification's verdict `suspect` (`results.verdict`), one line per reason.
 
 Each rule names the signal, parameter or data file and the number that tripped it (thresholds and why in
 docs/identification.md; false-alarm and detection rates in bench/bench_verdict.py):
@@ -19,17 +19,12 @@ from .residual_stats import SignalFit
 from .results import ParameterResult
 from .time_offset import OffsetScan
 
-OK, SUSPECT = "ok", "suspect"
 BOUND_FRACTION = 1e-3
 """A value closer than this fraction of (max - min) to a bound rests on it (a warm start is kept 1e-3 inside)."""
 WARM_START_Z = 3.29 / 1.96
 """Warm start and fit disagree when they differ by more than this many times their joined 95 % half-widths
 (i.e. beyond the joined 99.9 % intervals, each parameter's false alarm about 1e-3 if both intervals hold)."""
 UNITS = {"qpos": ("position", 1e3, "mrad"), "qvel": ("velocity", 1e3, "mrad/s")}
-
-
-def verdict(warnings: Sequence[str]) -> str:
-    return SUSPECT if warnings else OK
 
 
 def _signal_text(signal: str, joints: Mapping[str, str]) -> tuple[str, float, str]:

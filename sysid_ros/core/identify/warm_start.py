@@ -1,4 +1,5 @@
-"""Warm start from the regression estimator where its parameters overlap the problem's."""
+"""The run's second stage, `start_values`: the parameters at their start values, warm-started from the
+regression estimator where its parameters overlap the problem's, and the optional prior toward them."""
 
 from __future__ import annotations
 
@@ -16,8 +17,46 @@ from ..linear.joint_model import fit_pendulum
 from ..signals.arrays import JointCommands, JointSamples
 from ..signals.derivatives import savgol_derivatives
 from . import sysid_data as sd
+from .data import Loaded
+from .parameters import build_parameters
+from .plausibility import Prior, make_prior
 from .problem import Problem
+from .results import RunLog
 from .torque_check import held_out_split, joint_order, torque_rows
+
+
+@dataclass(frozen=True)
+class Start:
+    """The parameters at their start values (warm-started where the regression helps) and the prior."""
+
+    params: sysid.ParameterDict
+    prior: Prior | None
+    warm: dict[str, float]
+    regression: dict[str, tuple[float, float]]  # the warm start's estimates and half-widths, unclipped
+
+
+def start_values(run: Loaded, log: RunLog) -> Start:
+    """Start values: the regression's estimate where it overlaps the problem (a pendulum, or a whole arm when it
+    predicts held-out torque better), else the given ones; and the prior toward them when asked for."""
+    problem = run.problem
+    params = build_parameters(run.spec, problem.parameters, run.starts)
+    prior = make_prior(problem.regularization_weight, params, [p.name for p in problem.parameters])
+    warm: dict[str, float] = {}
+    regression: dict[str, tuple[float, float]] = {}
+    if problem.warm_start:
+        try:
+            regression = pendulum_warm_start(problem, run.model, run.maps, run.train_data)
+            warm = apply_warm_start(params, {name: v for name, (v, _) in regression.items()})
+        except SysidRosError as exc:
+            log.notes.append(f"regression warm start failed: {exc}")
+        if not warm and len(run.maps) > 1:
+            warm = arm_warm_start_if_better(problem, run.model, run.maps, run.train_data, run.val_data, params,
+                                            log.notes, log.metrics)
+        if not warm:
+            log.notes.append("no regression warm start for this problem (one-joint pendulums, or every joint of an "
+                             "arm with body_mass / joint_damping / joint_frictionloss / joint_armature parameters)")
+    log.report("warm_start", 0.15, f"warm start {warm}" if warm else "starting from the given values")
+    return Start(params, prior, warm, regression)
 
 
 def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
