@@ -75,20 +75,22 @@ def test_encoder_quantization(probe, start_sim):
     assert len(np.unique(np.round(q / 0.001))) > 5  # it swings through many encoder counts
 
 
-@pytest.mark.skip(reason="fails since sim_robot steps on a thread of its own (d6d746f): the free period read "
-                         "from the stamps is 1.655 s against 1.419 s in the lead's quiet fresh-clone run; open in "
-                         "issue 26, not yet explained")
 def test_free_period_matches_small_angle_theory(probe, start_sim):
     start_sim(**{"physics.hinge.damping": 0.0, "physics.hinge.frictionloss": 0.0, "initial_positions": [0.05]})
-    states = states_after(probe.collect(JointState, "/joint_states"), 5000)  # 10 s of motion
-    t = np.array([stamp_ns(m) for m in states]) * 1e-9
-    q = np.array([m.position[0] for m in states])
+    states = states_after(probe.collect(JointState, "/joint_states"), 5000)  # 10 s of motion, 7 periods
+    stamps = np.array([stamp_ns(m) for m in states])
+    t, q = stamps * 1e-9, np.array([m.position[0] for m in states])
     up = np.flatnonzero((q[:-1] < 0) & (q[1:] >= 0))
     crossings = t[up] - q[up] * (t[up + 1] - t[up]) / (q[up + 1] - q[up])
+    # A period counts only when no sample between its two crossings was lost: a crossing lost in a gap (the
+    # collecting process stalled) joins two periods into one interval, and the mean was 7/6 of the truth.
+    gaps = np.flatnonzero(np.diff(stamps) != 2_000_000)
+    whole = np.searchsorted(gaps, up[1:], "right") == np.searchsorted(gaps, up[:-1], "left")
+    periods = np.diff(crossings)[whole]
     inertia = 1.3 * 0.5**2 + 1e-4 + 1e-6  # point mass, armature, the bob's own inertia
     analytic = 2 * math.pi * math.sqrt(inertia / (1.3 * 9.81 * 0.5)) * (1 + 0.05**2 / 16)
-    assert len(crossings) >= 6
-    assert np.mean(np.diff(crossings)) == pytest.approx(analytic, rel=1e-3)
+    assert len(periods) >= 5, f"{len(periods)} whole periods; samples lost after {stamps[gaps].tolist()} ns"
+    assert np.mean(periods) == pytest.approx(analytic, rel=1e-3)
 
 
 def test_trajectory_tracked_and_gain_change_live(probe, start_sim):

@@ -18,12 +18,15 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.srv import SetParameters, GetParameters
 
 from .common import STARTING_REFUSALS
 
-from .common import SENSOR_QOS
-
+# A collector's reader: DDS keeps up to 10 s of a 1 kHz topic while this process's Python is busy (a garbage
+# collection, a loaded host) instead of the publisher's 1 s, so the callback still appends every message. A
+# stalled collector at depth 1000 lost 1500 joint states in one gap; depth costs no memory until it fills.
+COLLECT_QOS = QoSProfile(depth=10_000, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 TIMEOUT_S = 30.0
 RESEND_S = 5.0  # a query with no response by then is sent again (see RosClient.call)
 TRANSITION_GOALS = {"configure": "inactive", "activate": "active", "deactivate": "inactive",
@@ -63,7 +66,7 @@ class RosClient:
         except Exception:  # shutdown while spinning
             pass
 
-    def collect(self, msg_type: type, topic: str, qos: Any = SENSOR_QOS) -> list:
+    def collect(self, msg_type: type, topic: str, qos: Any = COLLECT_QOS) -> list:
         """Subscribe and return the list the messages are appended to."""
         received: list = []
         self.node.create_subscription(msg_type, topic, received.append, qos)
