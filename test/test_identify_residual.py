@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mujoco import sysid
 
+from sysid_ros.core.files.models import load_spec
 from sysid_ros.core.identify.residual import ScaledResidual
-from sysid_ros.core.sim.robot import load_spec
 
 
 def test_plain_shortcut_equals_the_library_transform():

@@ -1,6 +1,6 @@
 """The simulated robot: a ros2_control arm on MuJoCo with hidden physics, wrapped by the `sim_robot` node.
 
-- `robot`: `SimRobot` (sample-and-hold PID drives, noisy feedback, friction, delay), `load_spec` for models.
+- `robot`: `SimRobot` (sample-and-hold PID drives, noisy feedback, friction, delay).
 - `motors`: a joint's motor in a MuJoCo model and the torque-sensor offset it holds (read and written).
 """
 
@@ -11,4 +11,3 @@ from .robot import Feedback as Feedback
 from .robot import FeedbackNoise as FeedbackNoise
 from .robot import SimRobot as SimRobot
 from .robot import SmoothFriction as SmoothFriction
-from .robot import load_spec as load_spec

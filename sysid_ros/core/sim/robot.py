@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 
 from ..errors import ConfigError, DataError, ModelError
-from ..files.paths import model_path
+from ..files.models import load_spec
 from ..gains.pid import GainGuard, PidGains
 from ..signals.joint_trajectory import Trajectory
 from .motors import constant_bias
@@ -111,15 +111,6 @@ class Feedback:
     position: np.ndarray
     velocity: np.ndarray
     effort: np.ndarray
-
-
-def load_spec(model: str | Path) -> mujoco.MjSpec:
-    """An MjSpec from an embedded model name or an MJCF/URDF path, with a clear error when it fails."""
-    path = model_path(str(model))
-    try:
-        return mujoco.MjSpec.from_file(str(path))
-    except Exception as exc:
-        raise ModelError(f"cannot load model: {exc}", model=str(path)) from exc
 
 
 def _rate_steps(rate_hz: float, dt_ns: int, what: str) -> int:

@@ -19,7 +19,8 @@ import numpy as np
 from ..errors import ConfigError
 from ..linear.joint_model import JointModel
 from ..signals.joint_trajectory import Trajectory
-from ..sim.robot import DriveEncoder, SimRobot, load_spec
+from ..files.models import load_spec
+from ..sim.robot import DriveEncoder, SimRobot
 from ..tapes import Tape, duration_s, sample
 from ..tapes.envelope import Envelope
 from .base_feedforward import joint_base_feedforward
