@@ -29,7 +29,7 @@ from ..errors import DataError
 from ..signals.derivatives import Derivatives, smooth_like_acceleration
 from .arm_regressor import (JOINT_TERMS, ArmFit, ArmRegressor, BaseParameters, fit_arm, structural_base_parameters,
                             with_coulomb)
-from .regression import BootstrapSettings, FitThresholds, RowSelection
+from .regression import BootstrapSettings, FitThresholds, RowSelection, weigh_joints
 
 VELOCITY_SCALE_BOUNDS_RAD_S = (0.002, 1.0)
 """Where v_s is searched: from nearly a sign (2 mrad/s) to a friction that is still rising at 1 rad/s."""
@@ -119,11 +119,11 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
         ok &= np.isfinite(smoothed).all(axis=1)
     if ok.sum() < 50:
         raise DataError(f"only {int(ok.sum())} samples with valid derivatives and torques on every joint")
-    qd, y = deriv.qd[ok], tau[ok] * weights
+    qd = deriv.qd[ok]
     w = w_all[ok[deriv.valid.all(axis=1)]]  # the base regressor (n, nv, r) on these rows (a copy)
     # every joint's Coulomb column at `start` (w_all's are at the first pass's v_s, not this pass's start)
-    w = with_coulomb(arm, base, w, np.tanh(qd / start) if smoothed is None else smoothed[ok])
-    w = w * weights[:, None]
+    w, y = weigh_joints(weights, with_coulomb(arm, base, w, np.tanh(qd / start) if smoothed is None else smoothed[ok]),
+                        tau[ok])
 
     def column(j: int, v: float | np.ndarray) -> np.ndarray:
         """Joint j's weighted Coulomb column at v_s = v, (n,), or one column per v_s of an array, (n, len(v))."""

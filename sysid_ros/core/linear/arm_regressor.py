@@ -23,7 +23,7 @@ from ..errors import DataError, ModelError
 from ..sim.motors import effort_offsets
 from ..signals.derivatives import Derivatives, same_filter
 from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance, excitation,
-                         fit_linear, select_rows)
+                         fit_linear, select_rows, weigh_joints)
 
 INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 JOINT_TERMS = ("viscous", "coulomb", "armature", "offset")
@@ -311,21 +311,21 @@ def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BasePa
     w[ok] = _base_regressor(arm, base, deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], None if coulomb is None else coulomb[ok],
                             regressor)
     weights = np.ones(arm.nv) if joint_weights is None else np.asarray(joint_weights, dtype=float)
-    w *= weights[:, None]
+    w, weighted_torque = weigh_joints(weights, w, torque)
     sigma = np.nan_to_num(np.broadcast_to(np.asarray(deriv.position_noise_rad, dtype=float), (arm.nv,)), nan=0.0)
     cov = None
     if np.any(sigma > 0) and rows.any():
         extra = same_filter(deriv, np.random.default_rng(noise_seed).normal(0.0, 1.0, deriv.q.shape) * sigma)
         both = ok & extra.valid.all(axis=1)
         w_noisy = np.full_like(w, np.nan)
-        w_noisy[both] = with_coulomb(arm, base, base.reduce(arm.compute(
+        w_noisy[both] = weigh_joints(weights, with_coulomb(arm, base, base.reduce(arm.compute(
             deriv.q[both] + extra.q[both], deriv.qd[both] + extra.qd[both], deriv.qdd[both] + extra.qdd[both])),
-            None if coulomb is None else coulomb[both]) * weights[:, None]
+            None if coulomb is None else coulomb[both]), torque[both])[0]
         cov = column_noise_covariance(w.reshape(-1, base.rank), [w_noisy.reshape(-1, base.rank)], rows.ravel())
     exc = excitation(deriv.qd, deriv.qdd, deriv.valid, sigma * deriv.qd_noise_gain, sigma * deriv.qdd_noise_gain,
                      limits, names=arm.joint_names)
     time_index = np.repeat(np.arange(len(torque)), arm.nv)
-    fit = fit_linear((torque * weights).ravel(), w.reshape(-1, base.rank), base.base_names, rows=rows.ravel(),
+    fit = fit_linear(weighted_torque.ravel(), w.reshape(-1, base.rank), base.base_names, rows=rows.ravel(),
                      time_index=time_index, noise_covariance=cov, compensate_noise=compensate_noise,
                      excitation_=exc, bootstrap=bootstrap, limits=limits)
     return ArmFit(base, fit, rows)

@@ -132,6 +132,13 @@ def select_rows(qd: np.ndarray, valid: np.ndarray, window_samples: int, selectio
     return mask
 
 
+def weigh_joints(weights: np.ndarray, regressor: np.ndarray, torque: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least squares across joints: each joint's equations, regressor (..., J, p) and torque (..., J),
+    scaled by that joint's weight (J,), e.g. 1 / its residual noise."""
+    weights = np.asarray(weights, dtype=float)
+    return regressor * weights[:, None], torque * weights
+
+
 def excitation(qd: np.ndarray, qdd: np.ndarray, valid: np.ndarray, speed_noise_rad_s: float | np.ndarray,
                accel_noise_rad_s2: float | np.ndarray, limits: FitThresholds = FitThresholds(),
                names: Sequence[str] | None = None) -> Excitation:

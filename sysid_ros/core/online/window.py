@@ -20,7 +20,7 @@ from scipy.ndimage import convolve1d
 from scipy.signal import savgol_coeffs
 
 from ..errors import DataError
-from ..linear.regression import BootstrapSettings, FitThresholds, fit_linear, select_rows
+from ..linear.regression import BootstrapSettings, FitThresholds, fit_linear, select_rows, weigh_joints
 from ..signals.derivatives import estimate_position_noise, window_samples
 from .config import OnlineConfig, WindowModel
 from .reports import ACCEPTED, DISCARDED, WindowFit
@@ -227,7 +227,8 @@ def fit_window(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np
     if isinstance(prep, WindowFit):
         return prep
     noise = joint_noise(prep)
-    rows, phi, y = prep.rows, prep.phi / noise[None, :, None], prep.y / noise[None, :]
+    rows = prep.rows
+    phi, y = weigh_joints(1.0 / noise, prep.phi, prep.y)
     used = int(rows.sum())
     cov = None
     if isinstance(config.model, WindowModel):  # one joint: the regressor's noise from the filter, linearized
