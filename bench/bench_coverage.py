@@ -86,11 +86,11 @@ def main() -> None:
         return
     seeds = range(args.seeds or 40)
     print(f"hidden pendulum: mass {TRUTH[0]} kg, damping {TRUTH[1]} N m s/rad, friction loss {TRUTH[2]} N m")
-    for window_s in (0.2, 0.1):
+    for filter_window_s in (0.2, 0.1):
         t0 = time.perf_counter()
-        out = [regression_interval(s, window_s=window_s) for s in seeds]
+        out = [regression_interval(s, filter_window_s=filter_window_s) for s in seeds]
         flags = np.array([f for _, _, f in out])
-        table(f"regression, quartic {window_s} s derivatives, block bootstrap", np.array([v for v, _, _ in out]),
+        table(f"regression, quartic {filter_window_s} s derivatives, block bootstrap", np.array([v for v, _, _ in out]),
               np.array([h for _, h, _ in out]), flags, time.perf_counter() - t0)
     t0 = time.perf_counter()
     out = [regression_interval(s, filter_torque=False) for s in seeds]

@@ -168,7 +168,7 @@ def raw_arm(path: Path) -> dict[str, float]:
 def arm_problem(path: Path):
     return problem_from_dict({
         "model": "arm3", "joints": ["shoulder", "elbow", "wrist"],
-        "training": [{"npz": str(path), "control": "effort"}], "window_s": 0.25, "initial_state": "measured",
+        "training": [{"npz": str(path), "control": "effort"}], "segment_s": 0.25, "initial_state": "measured",
         "noise": {"position_rad": 2e-4}, "warm_start": False, "optimizer": {"max_iters": 50},
         "parameters": [{"name": f"{b}_mass", "kind": "body_mass", "body": b, "min": 0.05, "max": 10.0}
                        for b in ("link1", "link2", "link3")]
@@ -199,7 +199,7 @@ def iiwa_problem(model: Path, path: Path):
     from sysid_ros.core.identify.arm_models import IIWA_JOINTS
 
     return problem_from_dict({
-        "model": str(model), "joints": list(IIWA_JOINTS), "training": [str(path)], "window_s": 0.25,
+        "model": str(model), "joints": list(IIWA_JOINTS), "training": [str(path)], "segment_s": 0.25,
         "noise": {"position_rad": 2e-4},
         "parameters": [{"name": f"{j}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 3.0}
                        for j in IIWA_JOINTS]

@@ -46,7 +46,7 @@ def main() -> None:
         t2 = time.process_time()
         mjcf = write_results(arm, tmp / "arm")["mjcf"]
         (tmp / "tool.xml").write_text(_with_tool(mjcf.read_text()))
-        doc = {"model": str(tmp / "tool.xml"), "joints": list(JOINTS), "window_s": 0.25,
+        doc = {"model": str(tmp / "tool.xml"), "joints": list(JOINTS), "segment_s": 0.25,
                "training": [{"path": str(loaded.path), "control": "effort"}], "initial_state": "measured",
                "optimizer": {"max_iters": 20},
                "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}]}  # bounds from physics

@@ -168,7 +168,7 @@ def problem(model: Path, data: Path, span_s: float, max_iters: int) -> dict:
     return {"name": "panda_identified", "model": str(model), "joints": list(JOINTS),
             "training": [{"npz": str(data), "control": "effort", "end_s": cut}],
             "validation": [{"npz": str(data), "control": "effort", "start_s": cut, "end_s": span_s - TAIL_S}],
-            "window_s": 0.25, "initial_state": "measured", "observe": ["position"],
+            "segment_s": 0.25, "initial_state": "measured", "observe": ["position"],
             "noise": {"position_rad": 1.0e-4}, "warm_start": True, "parameters": params,
             "optimizer": {"backend": "mujoco", "max_iters": max_iters, "quiet": True}}
 

@@ -105,7 +105,7 @@ def test_body_inertia_recovers_the_tip_and_writes_loadable_models(tmp_path):
     save_npz(tmp_path / "train.npz", samples, {"/effort_controller/commands": commands})
     result = identify(problem_from_dict({
         "model": str(model_file), "joints": ["hinge", "tip_hinge"], "training": [str(tmp_path / "train.npz")],
-        "window_s": 0.5, "warm_start": False, "noise": {"position_rad": 1e-4},
+        "segment_s": 0.5, "warm_start": False, "noise": {"position_rad": 1e-4},
         "parameters": [{"name": "tip_inertia", "kind": "body_inertia", "body": "tip", "min": 0.2, "max": 1.0}]}))
     p = result.parameters[0]
     true_values = np.array([0.65, *TRUE_TIP[1], *map(float, TRUE_TIP[2].split())])

@@ -35,7 +35,7 @@ def arm3_problem(train, val=None):
     """The shipped problem file, pointed at these recordings (`.npz`, the measured effort as the control)."""
     base = load_problem(config_dir() / "identify_arm3.yaml")
     doc = {"model": "arm3", "joints": list(base.joints), "training": [{"npz": str(train), "control": "effort"}],
-           "validation": [{"npz": str(val), "control": "effort"}] if val else [], "window_s": base.window_s,
+           "validation": [{"npz": str(val), "control": "effort"}] if val else [], "segment_s": base.segment_s,
            "smoothing_samples": base.smoothing_samples, "initial_state": base.initial_state,
            "noise": {"position_rad": 2e-4}, "warm_start": False,
            "parameters": [{"name": p.name, "kind": p.kind, ("body" if p.kind.startswith("body") else "joint"): p.target,

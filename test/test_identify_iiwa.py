@@ -43,7 +43,7 @@ def problem(model_path, train, val, parameters):
     doc = {"model": str(model_path), "joints": list(IIWA_JOINTS),
            "training": [{"npz": str(train), "control": "effort"}],
            "validation": [{"npz": str(val), "control": "effort"}] if val else [],
-           "window_s": 0.25, "smoothing_samples": 7, "initial_state": "measured",
+           "segment_s": 0.25, "smoothing_samples": 7, "initial_state": "measured",
            "noise": {"position_rad": NOISE.position_rad}, "warm_start": False, "parameters": parameters,
            "optimizer": {"max_iters": 30}}
     return problem_from_dict(doc)

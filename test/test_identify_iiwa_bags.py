@@ -42,7 +42,7 @@ def recorded_bag(path, model, seed: int, seconds: float):
 
 def problem(model, train, val, parameters):
     return problem_from_dict({"model": str(model), "joints": list(IIWA_JOINTS), "training": [str(train)],
-                              "validation": [str(val)], "window_s": 0.25, "noise": {"position_rad": 2e-4},
+                              "validation": [str(val)], "segment_s": 0.25, "noise": {"position_rad": 2e-4},
                               "parameters": parameters})
 
 

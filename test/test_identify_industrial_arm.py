@@ -41,7 +41,7 @@ def _arm_problem(model: str, bag: str) -> dict:
     # the default 0.5-2x of the nominal; wide bounds instead
     params += [{"name": f"{b}_mass", "kind": "body_mass", "body": b, "min": 0.05, "max": 30.0} for b in LINKS[1:]]
     return {"model": model, "joints": list(JOINTS), "training": [{"path": bag, "control": "effort"}],
-            "window_s": 0.25, "initial_state": "measured", "parameters": params, "optimizer": {"max_iters": 20}}
+            "segment_s": 0.25, "initial_state": "measured", "parameters": params, "optimizer": {"max_iters": 20}}
 
 
 def _with_tool(identified_xml: str) -> str:
@@ -69,7 +69,7 @@ def test_arm_then_payload_weighs_the_payload_within_3_percent(tmp_path):
     assert model.body_sameframe[model.body("tool").id] == 1  # the trap is there
     assert model.actuator_biastype[0] == mujoco.mjtBias.mjBIAS_AFFINE  # the identified effort offsets
     doc = {"model": str(step2), "joints": list(JOINTS), "training": [{"path": str(loaded.path), "control": "effort"}],
-           "window_s": 0.25, "initial_state": "measured", "optimizer": {"max_iters": 20},
+           "segment_s": 0.25, "initial_state": "measured", "optimizer": {"max_iters": 20},
            "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}]}  # bounds from physics
     payload = identify(problem_from_dict(doc))
     (p,) = payload.parameters

@@ -49,12 +49,12 @@ def record(seed: int, seconds: float = 10.0):
     return record_effort(robot, lambda ts: [u[int(round(ts / DT_S))]], seconds)
 
 
-def regression_interval(seed: int, window_s: float = 0.2, polyorder: int = 4, filter_torque: bool = True
+def regression_interval(seed: int, filter_window_s: float = 0.2, polyorder: int = 4, filter_torque: bool = True
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values, 95 % half-widths, flagged: a whole-fit or this parameter's warning) of the regression on one draw."""
     samples, commands = record(seed)
     tau = commands.held_at(samples.time_ns)[:, 0]
-    fit = fit_pendulum(savgol_derivatives(samples.position[:, 0], DT_S, window_s, polyorder), tau,
+    fit = fit_pendulum(savgol_derivatives(samples.position[:, 0], DT_S, filter_window_s, polyorder), tau,
                        length_m=LENGTH_M, rotor_inertia_kg_m2=ROTOR_KG_M2, filter_torque=filter_torque).fit
     flagged = np.array([bool(fit.warnings) or name in fit.parameter_warnings for name in fit.names])
     return fit.values.copy(), fit.half_width_95.copy(), flagged
@@ -192,14 +192,14 @@ def test_filtering_both_sides_removes_the_derivative_filter_bias():
     s, commands = record_effort(clean, lambda ts: [u[int(round(ts / DT_S))]], 10.0)
     tau = commands.held_at(s.time_ns)[:, 0]
     rel = {}
-    for window_s, filter_torque in ((0.2, False), (0.1, False), (0.2, True), (0.1, True)):
-        fit = fit_pendulum(savgol_derivatives(s.position[:, 0], DT_S, window_s, 4), tau, length_m=LENGTH_M,
+    for filter_window_s, filter_torque in ((0.2, False), (0.1, False), (0.2, True), (0.1, True)):
+        fit = fit_pendulum(savgol_derivatives(s.position[:, 0], DT_S, filter_window_s, 4), tau, length_m=LENGTH_M,
                            rotor_inertia_kg_m2=ROTOR_KG_M2, filter_torque=filter_torque).fit
-        rel[window_s, filter_torque] = fit.values / TRUTH - 1
+        rel[filter_window_s, filter_torque] = fit.values / TRUTH - 1
     # measured, torque unfiltered: mass +0.50 % (0.2 s) and +0.05 % (0.1 s): no noise, so only the filter
     assert rel[0.2, False][0] > 2e-3 and abs(rel[0.1, False][0]) < 0.4 * rel[0.2, False][0], rel
     # both sides filtered: mass, damping, friction loss +0.0002 %, -0.0014 %, +0.007 % at 0.2 s (-0.005 %,
     # +0.024 % for damping and friction loss at 0.1 s); what is left is MuJoCo's soft friction constraint.
     # 1e-4 / 5e-4 sit 40x under the unfiltered bias and 25x under the noisy fits' half-widths.
-    for window_s in (0.2, 0.1):
-        assert np.all(np.abs(rel[window_s, True]) < [1e-4, 1e-4, 5e-4]), rel
+    for filter_window_s in (0.2, 0.1):
+        assert np.all(np.abs(rel[filter_window_s, True]) < [1e-4, 1e-4, 5e-4]), rel

@@ -43,7 +43,7 @@ def _bag(path, samples: JointSamples):
 def _problem(path):
     return problem_from_dict({
         "model": "pendulum", "joints": ["hinge"], "training": [{"path": str(path), "control": "effort"}],
-        "noise": {"position_rad": 5e-4}, "window_s": 0.25,
+        "noise": {"position_rad": 5e-4}, "segment_s": 0.25,
         "parameters": [
             {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
             {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
@@ -140,7 +140,7 @@ def test_identify_resampled_log_warns_and_cli_has_no_traceback(logs, tmp_path):
 joints: [hinge]
 training: [{{path: {bag}, control: effort}}]
 noise: {{position_rad: 5.0e-4}}
-window_s: 0.25
+segment_s: 0.25
 parameters:
 - {{name: pole_mass, kind: body_mass, body: pole, min: 0.2, max: 5.0, start: 1.0}}
 - {{name: hinge_damping, kind: joint_damping, joint: hinge, min: 0.0, max: 1.0, start: 0.02}}

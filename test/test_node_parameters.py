@@ -82,9 +82,14 @@ def test_recorder_refuses_at_set_time_what_it_would_not_enforce(context, tmp_pat
 
 
 def test_other_nodes_start_up_values_are_checked(context):
-    estimator = make(OnlineEstimatorNode, context, window_s=-2.0)
+    estimator = make(OnlineEstimatorNode, context, horizon_s=-2.0)
     assert estimator.trigger_configure() == TransitionCallbackReturn.FAILURE
-    assert "window_s must be in" in str(pytest.raises(ValueError, estimator.parameters.check).value)
+    assert "horizon_s must be in" in str(pytest.raises(ValueError, estimator.parameters.check).value)
+    renamed = make(OnlineEstimatorNode, context, window_s=2.0)  # the old name: refused, naming the new one
+    assert renamed.trigger_configure() == TransitionCallbackReturn.FAILURE
+    assert str(pytest.raises(ValueError, renamed.parameters.check).value) == \
+        "start-up value refused: window_s is renamed horizon_s"
+    renamed.destroy_node()
     identifier = make(IdentifierNode, context, control="torque")
     assert "control must be one of" in str(pytest.raises(ValueError, identifier.parameters.check).value)
     sim = make(SimRobotNode, context, **{"noise.position_rad": -1.0})

@@ -86,7 +86,7 @@ def logs(tmp_path_factory):
 
 def problem_doc(tmp, parameters, **extra) -> dict:
     return {"model": str(tmp / "nominal.xml"), "joints": list(JOINTS), "training": [str(tmp / "train.npz")],
-            "validation": [str(tmp / "val.npz")], "window_s": 0.25, "warm_start": False,
+            "validation": [str(tmp / "val.npz")], "segment_s": 0.25, "warm_start": False,
             "noise": {"position_rad": 2e-4, "velocity_rad_s": 2e-3}, "parameters": parameters, **extra}
 
 

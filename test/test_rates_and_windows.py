@@ -27,10 +27,10 @@ ORDERS = st.sampled_from([2, 3, 4])
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@given(window_s=st.floats(min_value=1e-4, max_value=2.0), rate_hz=RATES_HZ, polyorder=st.integers(1, 6))
+@given(filter_window_s=st.floats(min_value=1e-4, max_value=2.0), rate_hz=RATES_HZ, polyorder=st.integers(1, 6))
 @FEW
-def test_a_window_is_always_odd_and_long_enough_for_its_polynomial(window_s, rate_hz, polyorder):
-    n = window_samples(window_s, 1.0 / rate_hz, polyorder)
+def test_a_window_is_always_odd_and_long_enough_for_its_polynomial(filter_window_s, rate_hz, polyorder):
+    n = window_samples(filter_window_s, 1.0 / rate_hz, polyorder)
     assert n % 2 == 1 and n >= polyorder + 2  # at 100 Hz, 0.05 s and a cubic this was 6
 
 
@@ -40,11 +40,11 @@ def _sine(rate_hz: float, seconds: float = 2.0, f_hz: float = 0.3):
     return t, np.sin(w * t), w * np.cos(w * t), -w**2 * np.sin(w * t), w
 
 
-@given(rate_hz=RATES_HZ, window_s=WINDOWS_S, polyorder=ORDERS)
+@given(rate_hz=RATES_HZ, filter_window_s=WINDOWS_S, polyorder=ORDERS)
 @FEW
-def test_derivatives_of_a_sine_at_any_rate_and_window(rate_hz, window_s, polyorder):
+def test_derivatives_of_a_sine_at_any_rate_and_window(rate_hz, filter_window_s, polyorder):
     t, q, qd, qdd, w = _sine(rate_hz)
-    d = savgol_derivatives(q, 1.0 / rate_hz, window_s, polyorder)
+    d = savgol_derivatives(q, 1.0 / rate_hz, filter_window_s, polyorder)
     ok = d.valid
     assert ok.sum() >= len(t) - d.window_samples  # only half a window at each end is lost
     assert np.max(np.abs(d.qd[ok] - qd[ok])) < 0.01 * w
@@ -119,8 +119,8 @@ def test_the_regression_fits_the_arm_at_any_rate(rate_hz):
 
     model, samples = _arm_motion(rate_hz, seconds=min(4.0, 2000 / rate_hz))  # at most 2000 rows: kept fast
     arm = ArmRegressor(model, ("viscous", "armature"))
-    for window_s in (0.04, 0.05):  # odd and even sample counts asked for at these rates
-        deriv = savgol_derivatives(samples.position, 1.0 / rate_hz, window_s, 3)
+    for filter_window_s in (0.04, 0.05):  # odd and even sample counts asked for at these rates
+        deriv = savgol_derivatives(samples.position, 1.0 / rate_hz, filter_window_s, 3)
         tau = smooth_like_acceleration(deriv, samples.effort)
         fit = fit_arm(arm, deriv, tau, bootstrap=BootstrapSettings(blocks=4, resamples=2))
         ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
@@ -134,7 +134,7 @@ def test_the_online_payload_estimator_runs_at_any_rate(rate_hz):
     from sysid_ros.core.online.payload import payload_config
 
     model, samples = _arm_motion(rate_hz, seconds=4.0)
-    estimator = OnlineEstimator(payload_config(model, "payload", inertia=False, window_s=2.0, hop_s=0.5,
+    estimator = OnlineEstimator(payload_config(model, "payload", inertia=False, horizon_s=2.0, hop_s=0.5,
                                                detect_window_s=0.0))
     step = max(1, int(rate_hz * 0.25))
     for k in range(0, len(samples), step):

@@ -135,3 +135,30 @@ def test_every_subpackage_has_a_map():
         doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
         missing = [m.stem for m in package.glob("*.py") if m.stem != "__init__" and f"`{m.stem}`" not in doc]
         assert missing == [], f"{package.name}/__init__.py does not name {missing}"
+
+
+RETIRED_NAMES = {"window_s": ("segment_s", "horizon_s", "filter_window_s")}
+"""Names that held several things, split into one name each (identify's segment length, the online estimator's
+horizon, the derivative filter's width); the old name stands only in the maps that refuse it with the new one."""
+
+
+def _retired_uses(tree: ast.Module, name: str) -> list[int]:
+    """Lines naming `name` (a variable, argument, attribute, keyword or string) but as a key of a `renamed=` map."""
+    allowed = {id(k) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == "renamed"
+               and isinstance(n.value, ast.Dict) for k in n.value.keys}
+    uses = []
+    for n in ast.walk(tree):
+        named = ((isinstance(n, ast.Name) and n.id == name) or (isinstance(n, ast.arg) and n.arg == name)
+                 or (isinstance(n, ast.Attribute) and n.attr == name) or (isinstance(n, ast.keyword) and n.arg == name)
+                 or (isinstance(n, ast.Constant) and n.value == name and id(n) not in allowed))
+        if named:
+            uses.append(n.lineno)
+    return uses
+
+
+def test_each_retired_name_is_gone_but_its_refusal():
+    package = CORE.parent
+    for name in RETIRED_NAMES:
+        found = {str(p.relative_to(package)): lines for p in package.rglob("*.py")
+                 if (lines := _retired_uses(ast.parse(p.read_text()), name))}
+        assert not found, f"{name} is retired ({' / '.join(RETIRED_NAMES[name])}), still used at {found}"

@@ -98,7 +98,7 @@ def test_windows_start_from_measured_state(pendulum, run):
     spec, model = pendulum
     samples, commands = run
     maps = sd.joint_maps(model, ["hinge"])
-    segs = sd.segments_from_samples(model, maps, samples, commands, window_s=0.5)
+    segs = sd.segments_from_samples(model, maps, samples, commands, segment_s=0.5)
     assert len(segs) == 4
     for seg in segs:
         k = int(np.searchsorted(samples.time_ns, seg.start_ns))

@@ -60,7 +60,7 @@ PARAMETERS = (
          live=True),
     Spec("length_m", 0.5, "pendulum: distance from the axis to the mass", 1e-6, 100.0),
     Spec("rotor_inertia_kg_m2", 1e-4, "pendulum: known rotor inertia", 0.0, 1e3),
-    Spec("window_s", 2.0, "sliding window (robot time)", 0.01, 3600.0),
+    Spec("horizon_s", 2.0, "the horizon: the sliding window each fit sees (robot time)", 0.01, 3600.0),
     Spec("hop_s", 0.25, "a fit every hop", 0.001, 3600.0),
     Spec("feedback_topic", "joint_states", "sensor_msgs/JointState with position and effort (in the namespace)"),
     Spec("feedback_reliability", "auto", "auto: match the feedback publishers (best_effort when one offers only that)",
@@ -76,7 +76,8 @@ class OnlineEstimatorNode(LifecycleNode):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("online_estimator", **kwargs)
-        self.parameters = ParameterTable(self, PARAMETERS, lifecycle_configured(self))
+        self.parameters = ParameterTable(self, PARAMETERS, lifecycle_configured(self),
+                                         renamed={"window_s": "horizon_s"})
         self._estimator: OnlineEstimator | None = None
         self._buffer: list[tuple[int, list[float], list[float]]] = []
         self._published: tuple[float, np.ndarray] | None = None
@@ -91,7 +92,7 @@ class OnlineEstimatorNode(LifecycleNode):
         value = lambda name: self.get_parameter(name).value  # noqa: E731
         try:
             self.parameters.check()
-            timing = {"window_s": float(value("window_s")), "hop_s": float(value("hop_s"))}
+            timing = {"horizon_s": float(value("horizon_s")), "hop_s": float(value("hop_s"))}
             if value("model") == "pendulum":
                 config = pendulum_config(value("joint"), float(value("length_m")),
                                          float(value("rotor_inertia_kg_m2")), **timing)

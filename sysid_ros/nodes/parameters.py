@@ -15,7 +15,7 @@ its descriptor (range, read-only, the choices in its description) and one check,
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,13 +73,17 @@ class ParameterTable:
     """Declares a node's `Spec`s and refuses, at set time and at configure, what the node cannot apply.
 
     `configured()` says whether the node has read its configure-time parameters (a lifecycle node: inactive or
-    active); while it has, those are refused.
+    active); while it has, those are refused. `renamed` (old -> new name): a start-up value under an old name is
+    refused with the new one (rclpy would silently ignore it: it is not declared).
     """
 
-    def __init__(self, node: Node, specs: Iterable[Spec], configured: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, node: Node, specs: Iterable[Spec], configured: Callable[[], bool] = lambda: False,
+                 renamed: Mapping[str, str] | None = None) -> None:
         self.node, self.configured = node, configured
         self.specs: dict[str, Spec] = {}
-        self.startup_refusals: dict[str, str] = {}  # until a good value is set
+        self.startup_refusals: dict[str, str] = {  # until a good value is set
+            old: f"start-up value refused: {old} is renamed {new}" for old, new in (renamed or {}).items()
+            if old in node._parameter_overrides}
         self.add(specs)
         node.add_on_set_parameters_callback(self._on_set)
 

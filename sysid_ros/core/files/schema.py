@@ -223,9 +223,10 @@ class Key:
 
 @dataclass(frozen=True)
 class Table:
-    """A mapping with exactly these keys."""
+    """A mapping with exactly these keys; a key in `renamed` (old -> new) is refused with its new name."""
 
     keys: dict[str, Key] = field(default_factory=dict)
+    renamed: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         return "a mapping"
@@ -236,6 +237,8 @@ class Table:
         for k in value:
             if k not in self.keys:
                 prefix = f"{path}." if path else ""
+                if k in self.renamed:
+                    raise ConfigError(f"{prefix}{k}: renamed {self.renamed[k]!r}")
                 hint = difflib.get_close_matches(str(k), list(self.keys), n=1)
                 guess = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(self.keys)})"
                 raise ConfigError(f"{prefix}{k}: unknown key{guess}")

@@ -183,6 +183,6 @@ def segment_sources(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.J
         for k, (samples, commands) in enumerate(parts):
             out += [(seg, samples) for seg in sd.segments_from_samples(
                 model, maps, samples, commands, name=f"{name}_{k}", observe=problem.observe,
-                window_s=problem.window_s, smoothing_samples=problem.smoothing_samples or 0,
+                segment_s=problem.segment_s, smoothing_samples=problem.smoothing_samples or 0,
                 start_velocity=problem.start_velocity)]
     return out

@@ -26,7 +26,7 @@ COMPONENTS = {"body_mass_com": ("mass", "com_x", "com_y", "com_z"),
               "body_inertia": ("mass", "com_x", "com_y", "com_z", "ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
 """What each value of a multi-valued parameter is (body_inertia: kg, m, kg m^2 about the centre of mass)."""
 BACKENDS = ("mujoco", "scipy", "scipy_parallel_fd")
-MIN_WINDOW_S = 1e-3  # a shorter window holds at most one sample even at 1 kHz
+MIN_SEGMENT_S = 1e-3  # a shorter window holds at most one sample even at 1 kHz
 MAX_SMOOTHING_SAMPLES = 1001
 
 
@@ -96,7 +96,7 @@ class Problem:
     validation: tuple[DataSource, ...] = ()
     mapping: dict[str, Any] = field(default_factory=dict)
     observe: tuple[str, ...] = ("position",)
-    window_s: float | None = None
+    segment_s: float | None = None
     smoothing_samples: int | None = None  # None: chosen from the data with start_velocity auto
     start_velocity: str = "auto"  # measured | positions (smoothed positions' derivative) | smoothed | auto
     initial_state: str = "auto"  # estimate | measured | auto (estimate unless the data is cut into windows)
@@ -110,12 +110,12 @@ class Problem:
     regularization_weight: float = 0.0  # > 0: a prior toward the start values (`plausibility.Prior`)
 
     def __post_init__(self) -> None:
-        if self.window_s is not None and not (math.isfinite(self.window_s) and self.window_s >= MIN_WINDOW_S):
-            raise ConfigError(f"window_s must be >= {MIN_WINDOW_S:g} s, got {self.window_s}")
+        if self.segment_s is not None and not (math.isfinite(self.segment_s) and self.segment_s >= MIN_SEGMENT_S):
+            raise ConfigError(f"segment_s must be >= {MIN_SEGMENT_S:g} s, got {self.segment_s}")
 
     @property
     def estimate_initial_state(self) -> bool:
-        return self.initial_state == "estimate" or (self.initial_state == "auto" and self.window_s is None)
+        return self.initial_state == "estimate" or (self.initial_state == "auto" and self.segment_s is None)
 
 
 # The keys of a data entry and of a problem file: type, range and default, one line per key.
@@ -147,7 +147,7 @@ PROBLEM_SCHEMA = Table({
     "validation": Key(ListOf(AnyOf((Text(), _SOURCE))), []),
     "parameters": Key(ListOf(_PARAMETER, 1), REQUIRED),
     "observe": Key(ListOf(Choice(("position", "velocity")), 1), ["position"]),
-    "window_s": Key(Number(min=MIN_WINDOW_S, max=1e6)),
+    "segment_s": Key(Number(min=MIN_SEGMENT_S, max=1e6)),
     "smoothing_samples": Key(AnyOf((Choice(("auto",)), Integer(0, MAX_SMOOTHING_SAMPLES))), "auto"),
     "start_velocity": Key(Choice(START_VELOCITIES), "auto"),
     "initial_state": Key(Choice(("auto", "estimate", "measured")), "auto"),
@@ -163,7 +163,7 @@ PROBLEM_SCHEMA = Table({
     "unidentifiable_relative": Key(Number(above=0.0), 0.5),
     "regularization": Key(Table({"weight": Key(Number(min=0.0, max=1e6), 0.0,
                                                "prior rows sqrt(w) (x - x0) / ((max - min) / 4); 0: off")})),
-})
+}, renamed={"window_s": "segment_s"})
 
 
 def _parameter(entry: dict[str, Any], path: str) -> ParameterSpec:
@@ -226,7 +226,7 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
         parameters=tuple(_parameter(p, f"parameters[{k}]") for k, p in enumerate(doc["parameters"])),
         training=tuple(_source(s, base, f"training[{k}]") for k, s in enumerate(doc["training"])),
         validation=tuple(_source(s, base, f"validation[{k}]") for k, s in enumerate(doc["validation"])),
-        mapping=mapping, observe=tuple(doc["observe"]), window_s=doc["window_s"],
+        mapping=mapping, observe=tuple(doc["observe"]), segment_s=doc["segment_s"],
         smoothing_samples=smoothing, start_velocity=velocity, initial_state=doc["initial_state"],
         start_noise=doc["start_noise"], position_noise_rad=noise["position_rad"],
         velocity_noise_rad_s=noise["velocity_rad_s"],

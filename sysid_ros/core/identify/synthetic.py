@@ -213,7 +213,7 @@ def iiwa_friction_problem(model_path: str | Path, train: str | Path, val: str | 
                        "start": 0.5})
     return {"model": str(model_path), "joints": [f"lbr_iiwa_joint_{k + 1}" for k in range(7)],
             "training": [{"path": str(train), "control": "effort"}],
-            "validation": [{"path": str(val), "control": "effort"}], "window_s": 0.25, "smoothing_samples": 7,
+            "validation": [{"path": str(val), "control": "effort"}], "segment_s": 0.25, "smoothing_samples": 7,
             "initial_state": "measured", "noise": {"position_rad": IIWA_LOG_NOISE.position_rad},
             "parameters": parameters, "optimizer": {"max_iters": 30}}
 

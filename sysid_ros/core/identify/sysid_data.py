@@ -253,9 +253,9 @@ def start_positions_velocities(model: mujoco.MjModel, maps: Sequence[JointMap], 
 
 def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], samples: JointSamples,
                           commands: JointCommands | None = None, *, name: str = "seg",
-                          observe: Sequence[str] = ("position",), window_s: float | None = None,
+                          observe: Sequence[str] = ("position",), segment_s: float | None = None,
                           smoothing_samples: int = 0, start_velocity: str = "smoothed") -> list[Segment]:
-    """Cut one contiguous recording into segments (one, or windows of `window_s`) that each start at 0.
+    """Cut one contiguous recording into segments (one, or one every `segment_s`) that each start at 0.
 
     Each segment starts from the measured state at its first sample; the control is the commands (or the
     measured effort) held on the simulation grid.
@@ -271,11 +271,11 @@ def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], sampl
     dt_ns = timestep_ns(model)
     t = samples.time_ns
     grid_points(int(t[-1] - t[0]), dt_ns, "the data", topic=samples.source or None)
-    if window_s is None:
+    if segment_s is None:
         bounds = [(0, len(t))]
     else:
-        width_ns = int(round(window_s * 1e9))
-        grid_points(int(t[-1] - t[0]), width_ns, f"cutting into {window_s:g} s windows", topic=samples.source or None)
+        width_ns = int(round(segment_s * 1e9))
+        grid_points(int(t[-1] - t[0]), width_ns, f"cutting into {segment_s:g} s segments", topic=samples.source or None)
         starts = np.searchsorted(t, t[0] + np.arange(0, int(t[-1] - t[0]), width_ns, dtype=np.int64))
         bounds = [(int(a), int(b) + 1) for a, b in zip(starts, list(starts[1:]) + [len(t) - 1])]
     bounds = [(a, b) for a, b in bounds if b - a >= 3 and (t[b - 1] - t[a]) // dt_ns >= 2]
@@ -289,7 +289,7 @@ def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], sampl
         part = samples.slice(a, b)
         control = held_control(model, maps, commands, start_ns, n_grid)
         sensordata = state_signals(part, maps, model, start_ns, observe)
-        out.append(Segment(f"{name}_{k}" if window_s else name, state, control, sensordata, start_ns))
+        out.append(Segment(f"{name}_{k}" if segment_s else name, state, control, sensordata, start_ns))
     if not out:
         raise DataError("no segment long enough to simulate", topic=samples.source or None)
     return out

@@ -47,7 +47,7 @@ def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: Joi
     else:
         u = np.column_stack([samples.column("effort", j) for j in ros])
     dt_s = float(np.median(np.diff(samples.time_ns))) * 1e-9
-    deriv = savgol_derivatives(q, dt_s, window_s=0.05, polyorder=3)
+    deriv = savgol_derivatives(q, dt_s, filter_window_s=0.05, polyorder=3)
     tau = smooth_like_acceleration(deriv, u)  # efforts and effort commands are joint torques already
     ok = deriv.valid.all(axis=1) & np.all(np.isfinite(tau), axis=1)
     ok[np.arange(len(ok)) % every != 0] = False

@@ -27,8 +27,8 @@ PAIRS = 120        # z values per parameter the median runs over
 class ScatterCalibration:
     """The inflation of each parameter's standard error from the record's scatter (module docstring)."""
 
-    def __init__(self, window_s: float, p: int) -> None:
-        self._window_ns = int(round(window_s * 1e9))
+    def __init__(self, horizon_s: float, p: int) -> None:
+        self._window_ns = int(round(horizon_s * 1e9))
         self._windows: deque[tuple[int, np.ndarray, np.ndarray]] = deque(maxlen=HISTORY)
         self._z: deque[tuple[int, int, np.ndarray]] = deque(maxlen=PAIRS)  # (earlier, later window's time, z)
         self.inflation = np.ones(p)

@@ -89,7 +89,7 @@ def joint_window_model(terms: Sequence[str] = REVOLUTE_TERMS, scale_floor: Mappi
 
 @dataclass(frozen=True)
 class OnlineConfig:
-    """The estimator's settings (the horizon H = `window_s`, eps1 = `change_threshold`, eps2 =
+    """The estimator's settings (the horizon H = `horizon_s`, eps1 = `change_threshold`, eps2 =
     `confidence_threshold`, N_his = `request_after_s` / `hop_s`).
 
     `precision`: the relative standard error (of a parameter's scale) at which a window's confidence is 0.5.
@@ -121,7 +121,7 @@ class OnlineConfig:
 
     joint: str
     model: WindowModel = field(default_factory=WindowModel)
-    window_s: float = 2.0
+    horizon_s: float = 2.0
     hop_s: float = 0.25
     derivative_window_s: float = 0.2
     derivative_polyorder: int = 4
@@ -149,18 +149,18 @@ class OnlineConfig:
     calibrate_scatter: bool = False
 
     def __post_init__(self) -> None:
-        checks = {"window_s": self.window_s > 0, "hop_s": 0 < self.hop_s <= self.window_s,
-                  "derivative_window_s": 0 < self.derivative_window_s < self.window_s / 2,
+        checks = {"horizon_s": self.horizon_s > 0, "hop_s": 0 < self.hop_s <= self.horizon_s,
+                  "derivative_window_s": 0 < self.derivative_window_s < self.horizon_s / 2,
                   "confidence_threshold": 0 < self.confidence_threshold < 1,
                   "detect_confidence": 0 < self.detect_confidence <= self.confidence_threshold,
                   "change_sigma": self.change_sigma >= 0, "confirm_windows": self.confirm_windows >= 1,
                   "blend_memory_windows": self.blend_memory_windows >= 1,
                   "request_after_s": self.request_after_s >= self.hop_s, "min_rows": self.min_rows >= 10,
                   "detect_window_s": self.detect_window_s == 0 or (
-                      2 * self.derivative_window_s < self.detect_window_s <= self.window_s),
+                      2 * self.derivative_window_s < self.detect_window_s <= self.horizon_s),
                   "detect_hop_s": 0 < self.detect_hop_s <= self.hop_s, "detect_sigma": self.detect_sigma > 0,
                   "detect_confirm": self.detect_confirm >= 1,
-                  "min_window_s": 2 * self.derivative_window_s < self.min_window_s <= self.window_s}
+                  "min_window_s": 2 * self.derivative_window_s < self.min_window_s <= self.horizon_s}
         for name, ok in checks.items():
             if not ok:
                 raise ConfigError(f"online estimator setting {name} is out of range ({getattr(self, name)})",

@@ -1,6 +1,6 @@
 """The residual change detector: a GLR scan for a step in the parameters, well inside one window.
 
-The window refit sees a change only once the sliding window is mostly past it (~`window_s` late). The
+The window refit sees a change only once the sliding window is mostly past it (~`horizon_s` late). The
 detector instead looks at the newest `detect_window_s` of data through the current estimate: with e the
 residual tau - known - phi theta_hat and each joint's equation divided by that joint's residual noise
 (the long-run standard deviation the latest accepted window measured), a step d in theta at time k

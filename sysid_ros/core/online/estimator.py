@@ -43,7 +43,7 @@ class OnlineEstimator:
         self._std = np.full(p, np.nan)
         self._provisional = np.full(p, np.nan)  # before a parameter's first confident window (see `estimate`)
         self._provisional_weight = np.zeros(p)
-        self._calibration = ScatterCalibration(config.window_s, p)
+        self._calibration = ScatterCalibration(config.horizon_s, p)
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
         self._requested: tuple[str, ...] = ()
         self._t = np.zeros(0, dtype=np.int64)
@@ -127,7 +127,7 @@ class OnlineEstimator:
         detect_ns = int(round(cfg.detect_hop_s * NS)) if cfg.detect_window_s > 0 else 0
         while start < len(t):
             if self._next_fit_ns is None:
-                self._next_fit_ns = int(t[start]) + int(round(cfg.window_s * NS))
+                self._next_fit_ns = int(t[start]) + int(round(cfg.horizon_s * NS))
                 self._next_detect_ns = int(t[start]) + int(round(cfg.detect_window_s * NS))
             due = min(self._next_fit_ns, self._next_detect_ns) if detect_ns else self._next_fit_ns
             stop = int(np.searchsorted(t, due, side="right"))  # samples up to the next fit or check
@@ -151,7 +151,7 @@ class OnlineEstimator:
         self._q = np.concatenate([self._q, q])
         self._tau = np.concatenate([self._tau, tau])
         if len(self._t):
-            keep = self._t > self._t[-1] - int(round(self.config.window_s * NS))
+            keep = self._t > self._t[-1] - int(round(self.config.horizon_s * NS))
             self._t, self._q, self._tau = self._t[keep], self._q[keep], self._tau[keep]
 
     def _window(self, span_s: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -174,7 +174,7 @@ class OnlineEstimator:
         t, q, tau = self._window()
         p = len(cfg.model.names)
         after_change = self._restart_ns is not None and len(t) and t[0] >= self._restart_ns
-        needed_s = cfg.min_window_s if after_change else 0.9 * cfg.window_s
+        needed_s = cfg.min_window_s if after_change else 0.9 * cfg.horizon_s
         if len(t) < 2 or t[-1] - t[0] < needed_s * NS:
             win = discarded(int(self._t[-1]), p, "not enough contiguous samples in the window")
         else:
@@ -218,11 +218,11 @@ class OnlineEstimator:
             # the motion; they settle for one window length like a change (replaced by each fresh window), and
             # no change is reported. Without the detector (the pendulum's default) the first window just sets them.
             self._pre_change, self._pre_weight = self._before.copy(), self._before_weight.copy()
-            self._settle_until_ns = win.time_ns + int(round(cfg.window_s * NS))
+            self._settle_until_ns = win.time_ns + int(round(cfg.horizon_s * NS))
         if triggered:  # the window still holds data from before the change: replace until it has passed
             names = cfg.model.names
             self._pre_change, self._pre_weight = self._before.copy(), self._before_weight.copy()
-            self._settle_until_ns = win.time_ns + int(round(cfg.window_s * NS))
+            self._settle_until_ns = win.time_ns + int(round(cfg.horizon_s * NS))
             self._pending[:] = 0
             events.append(ChangeDetected(win.time_ns, cfg.joint, tuple(names[i] for i in triggered),
                                          tuple(float(self._before[i]) for i in triggered),
@@ -327,7 +327,7 @@ class OnlineEstimator:
         self._values[idx] = self._values[idx] + step.delta[idx]
         self._weight[idx] = cfg.detect_confidence
         self._std[idx] = step.std[idx]
-        self._settle_until_ns = now + int(round(cfg.window_s * NS))
+        self._settle_until_ns = now + int(round(cfg.horizon_s * NS))
         self._restart_ns = step.change_ns + int(round(0.5 * cfg.derivative_window_s * NS))
         self._calibration.restart(step.change_ns)
         self._pending[:] = 0

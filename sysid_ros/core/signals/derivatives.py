@@ -49,7 +49,7 @@ class Derivatives:
         return len(self.q)
 
     @property
-    def window_s(self) -> float:
+    def filter_window_s(self) -> float:
         return self.window_samples * self.dt_s
 
     def column(self, j: int) -> "Derivatives":
@@ -62,11 +62,11 @@ class Derivatives:
                        position_noise_rad=float(noise[j]) if np.ndim(noise) else noise, position_raw=raw)
 
 
-def window_samples(window_s: float, dt_s: float, polyorder: int) -> int:
-    """The odd number of samples closest to `window_s`, at least polyorder + 2."""
+def window_samples(filter_window_s: float, dt_s: float, polyorder: int) -> int:
+    """The odd number of samples closest to `filter_window_s`, at least polyorder + 2."""
     if not (np.isfinite(dt_s) and dt_s > 0):
         raise DataError("sample period must be positive and finite", dt_s=dt_s)
-    n = max(int(round(window_s / dt_s)), polyorder + 2)
+    n = max(int(round(filter_window_s / dt_s)), polyorder + 2)
     return n + (n % 2 == 0)
 
 
@@ -95,13 +95,13 @@ def _mask_edges(arrays: list[np.ndarray], half: int, finite_input: np.ndarray) -
     return valid
 
 
-def savgol_derivatives(q: np.ndarray, dt_s: float, window_s: float = 0.1, polyorder: int = 3) -> Derivatives:
+def savgol_derivatives(q: np.ndarray, dt_s: float, filter_window_s: float = 0.1, polyorder: int = 3) -> Derivatives:
     """Savitzky-Golay position, velocity and acceleration (default: cubic fits over 0.1 s)."""
     positions = _checked_positions(q)
-    n = window_samples(window_s, dt_s, polyorder)
+    n = window_samples(filter_window_s, dt_s, polyorder)
     if positions.shape[0] < n:
         raise DataError(f"{positions.shape[0]} samples are fewer than one derivative window ({n})",
-                        window_s=window_s)
+                        filter_window_s=filter_window_s)
     finite = np.isfinite(positions)
     filled = np.where(finite, positions, 0.0)
     out = [savgol_filter(filled, n, polyorder, deriv=d, delta=dt_s, axis=0, mode="nearest") for d in (0, 1, 2)]
@@ -111,9 +111,9 @@ def savgol_derivatives(q: np.ndarray, dt_s: float, window_s: float = 0.1, polyor
                        _noise_or_nan(positions), positions.copy())
 
 
-def quartic_derivatives(q: np.ndarray, dt_s: float, window_s: float = 0.11) -> Derivatives:
-    """Local quartic fit over `window_s` (110 ms by default): a Savitzky-Golay filter of order 4."""
-    return savgol_derivatives(q, dt_s, window_s=window_s, polyorder=4)
+def quartic_derivatives(q: np.ndarray, dt_s: float, filter_window_s: float = 0.11) -> Derivatives:
+    """Local quartic fit over `filter_window_s` (110 ms by default): a Savitzky-Golay filter of order 4."""
+    return savgol_derivatives(q, dt_s, filter_window_s=filter_window_s, polyorder=4)
 
 
 def finite_differences(q: np.ndarray, dt_s: float) -> Derivatives:
@@ -142,7 +142,7 @@ def same_filter(derivatives: Derivatives, q: np.ndarray) -> Derivatives:
     """Differentiate `q` with the filter that produced `derivatives` (same method, window, order)."""
     if derivatives.method == FINITE_DIFFERENCES:
         return finite_differences(q, derivatives.dt_s)
-    return savgol_derivatives(q, derivatives.dt_s, derivatives.window_s, derivatives.polyorder)
+    return savgol_derivatives(q, derivatives.dt_s, derivatives.filter_window_s, derivatives.polyorder)
 
 
 def acceleration_kernel(derivatives: Derivatives) -> np.ndarray:
@@ -238,10 +238,10 @@ def uniform_dt_s(time_ns: np.ndarray, tolerance: float = 0.05) -> float:
     return dt_ns * 1e-9
 
 
-def samples_derivatives(samples: JointSamples, joints: Sequence[str] | None = None, window_s: float = 0.2,
+def samples_derivatives(samples: JointSamples, joints: Sequence[str] | None = None, filter_window_s: float = 0.2,
                         polyorder: int = 4) -> Derivatives:
     """Derivatives of measured positions in `JointSamples` (uniform times checked), columns in `joints` order."""
     chosen = samples.select(list(joints)) if joints is not None else samples
     if chosen.position is None:
         raise DataError("these samples carry no positions", source=samples.source or None)
-    return savgol_derivatives(chosen.position, uniform_dt_s(chosen.time_ns), window_s, polyorder)
+    return savgol_derivatives(chosen.position, uniform_dt_s(chosen.time_ns), filter_window_s, polyorder)
