@@ -16,7 +16,7 @@ import pytest
 import yaml
 from mujoco import sysid
 from test_bags_make import sine_states, write_bag
-from test_identify_problem import pendulum_record
+from test_identify_problem import pendulum_npz
 
 from sysid_ros.cli import main
 from sysid_ros.core.bags.arrays_io import load_npz, save_npz
@@ -56,8 +56,7 @@ def refused(capsys, *argv, match: str) -> str:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("data")
-    samples, commands = pendulum_record()
-    save_npz(d / "ok.npz", samples, {"/effort_controller/commands": commands})
+    samples, commands = pendulum_npz(d)
     late = samples.time_ns.copy()
     late[-1] += 3 * YEAR_NS  # one sample three years after the rest
     save_npz(d / "late.npz", JointSamples(samples.joint_names, late, samples.position, samples.velocity,

@@ -13,10 +13,9 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_identify_problem import pendulum_record
+from test_identify_problem import pendulum_npz
 
 from sysid_ros.cli import main
-from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.tuner.proposal import GainProposal
 
 SETTINGS = settings(max_examples=40, deadline=10_000, derandomize=True, database=None,
@@ -69,8 +68,7 @@ def tree(root: Path) -> str:
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
-    samples, commands = pendulum_record()
-    save_npz(root / "ok.npz", samples, {"/effort_controller/commands": commands})
+    pendulum_npz(root)
     return root
 
 

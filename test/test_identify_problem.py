@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from mujoco import sysid
@@ -27,11 +29,17 @@ def pendulum_record(seconds: float = 1.0):
     return record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], seconds)
 
 
+def pendulum_npz(folder: Path):
+    """`pendulum_record()` saved as `folder/ok.npz` with its effort commands; returns (samples, commands)."""
+    samples, commands = pendulum_record()
+    save_npz(folder / "ok.npz", samples, {"/effort_controller/commands": commands})
+    return samples, commands
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("data")
-    samples, commands = pendulum_record()
-    save_npz(d / "ok.npz", samples, {"/effort_controller/commands": commands})
+    samples, commands = pendulum_npz(d)
     position = samples.position.copy()
     position[250, 0] = np.inf
     save_npz(d / "inf.npz", JointSamples(samples.joint_names, samples.time_ns, position, samples.velocity,

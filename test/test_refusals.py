@@ -17,10 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from test_identify_problem import pendulum_record
+from test_identify_problem import pendulum_npz
 
 from sysid_ros.cli import main
-from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.errors import ConfigError, DataError
 from sysid_ros.core.files.reading import load_yaml, npz_headers, read_bytes
 from sysid_ros.core.files.writing import folder_lock, refuse_inputs_inside, remove_stale, replace_file
@@ -59,8 +58,7 @@ def alias_bomb(levels: int = 30) -> str:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("data")
-    samples, commands = pendulum_record()
-    save_npz(d / "ok.npz", samples, {"/effort_controller/commands": commands})
+    pendulum_npz(d)
     return d
 
 
