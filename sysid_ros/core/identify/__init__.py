@@ -18,7 +18,7 @@ The path of the data, in order:
   - `validation` (`validate`): metrics, held-out replays and torque;
   - `parameter_results`: each parameter's result; `verdict`: the warnings that make a run suspect.
 - `results`: what the run returns (`IdentificationResult`), its `RunLog` and verdict.
-- `write`, `export`, `report`: `identified.yaml`, the identified MJCF/URDF and values, the HTML report.
+- `write`: `identified.yaml`, the HTML report and the library's output; `export`: the identified MJCF/URDF and values.
 - `synthetic`, `overrides`: synthetic recordings for tests and demos; a problem with other data files.
 """
 

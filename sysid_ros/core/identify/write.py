@@ -10,11 +10,10 @@ from mujoco import sysid
 
 from ..files.outputs import staged
 from ..files.paths import model_path
-from ..report.identification import DATA_FILE
+from ..report.identification import DATA_FILE, report_page, save_report_data
 from .export import identified_urdf, identified_values, identified_xml
 from .problem import Problem
 from .quiet import quiet_output
-from .report import write_report
 from .results import IdentificationResult, results_document
 
 
@@ -58,3 +57,14 @@ def write_results(result: IdentificationResult, out_dir: str | Path, force: bool
         write_report(result, paths["report"])
     out = Path(out_dir).expanduser().resolve()
     return {key: out / name for key, name in names.items()}
+
+
+def write_report(result: IdentificationResult, path: str | Path) -> Path:
+    """Write the offline HTML report (drawn by `core.report.identification`) and, next to it, the traces it
+    draws (`report_data.npz`)."""
+    path = Path(path)
+    problem = result.problem
+    save_report_data(path.with_name(DATA_FILE), result.traces, result.objective, problem.position_noise_rad,
+                     problem.name)
+    return report_page(results_document(result), result.traces, result.objective, problem.position_noise_rad,
+                       problem.name).write(path)
