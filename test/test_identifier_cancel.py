@@ -8,7 +8,7 @@ import yaml
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.bags.arrays_io import save_npz
-from sysid_ros.nodes.client import wait_for
+from sysid_ros.nodes.client import send_goal, wait_for
 from sysid_ros.nodes.identifier import IdentifierNode
 from test_identify_problem import pendulum_record
 
@@ -93,7 +93,6 @@ def test_identify_action_feedback_cancel_and_result(tmp_path, nodes, client):
     """The `~/identify` action from another process: feedback (stage, fraction, the optimizer's cost) while it
     runs, a cancel that ends CANCELED with nothing written, then a run that answers with its results and verdict."""
     import math
-    import time
 
     from action_msgs.msg import GoalStatus
     from rclpy.action import ActionClient
@@ -108,10 +107,7 @@ def test_identify_action_feedback_cancel_and_result(tmp_path, nodes, client):
     assert action.wait_for_server(timeout_sec=60.0)
 
     def run(cancel_when=None):
-        feedback: list[tuple[float, Identify.Feedback]] = []
-        sent = action.send_goal_async(Identify.Goal(), feedback_callback=lambda m: feedback.append(
-            (time.monotonic(), m.feedback)))
-        goal = wait_for(lambda: sent.result() if sent.done() else None, 60.0, "the goal to be answered")
+        goal, feedback = send_goal(action, Identify.Goal())
         assert goal.accepted
         done = goal.get_result_async()
         if cancel_when is not None:

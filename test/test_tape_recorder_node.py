@@ -14,7 +14,7 @@ from std_srvs.srv import SetBool, Trigger
 from sysid_ros.core import tapes
 from sysid_ros.core.bags import command_topics, read_joint_states, read_metadata, read_recording, repair
 from sysid_ros.core.tapes.envelope import Envelope
-from sysid_ros.nodes.client import play_tape, request_play, wait_for
+from sysid_ros.nodes.client import play_tape, request_play, send_goal, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -345,7 +345,6 @@ def test_cleanup_undoes_configure(tmp_path):
 def test_record_action_feedback_cancel_and_completion(nodes, client, tmp_path):
     """The `~/record` action: feedback every second with the seconds of motion left; a client's cancel holds at
     once (CANCELED, logged at INFO), the next goal plays the tape to its end and answers with a readable bag."""
-    import time
 
     from action_msgs.msg import GoalStatus
     from rclpy.action import ActionClient
@@ -356,10 +355,7 @@ def test_record_action_feedback_cancel_and_completion(nodes, client, tmp_path):
     assert action.wait_for_server(timeout_sec=60.0)
 
     def run(cancel_after: float | None = None):
-        feedback: list = []
-        sent = action.send_goal_async(Record.Goal(), feedback_callback=lambda m: feedback.append(
-            (time.monotonic(), m.feedback)))
-        goal = wait_for(lambda: sent.result() if sent.done() else None, 60.0, "the goal to be answered")
+        goal, feedback = send_goal(action, Record.Goal())
         assert goal.accepted
         done = goal.get_result_async()
         if cancel_after is not None:

@@ -11,7 +11,7 @@ from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 
 from sysid_ros.demo import AS_FOUND, TuningRig
-from sysid_ros.nodes.client import wait_for
+from sysid_ros.nodes.client import send_goal, wait_for
 from sysid_ros_interfaces.action import Tune
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -24,10 +24,7 @@ def test_tune_action_feedback_and_cancel_restores_the_gains(tmp_path):
     try:
         client = ActionClient(rig.client.node, Tune, "servo_tuner/tune")
         assert client.wait_for_server(timeout_sec=60.0)
-        feedback: list[tuple[float, Tune.Feedback]] = []
-        sent = client.send_goal_async(Tune.Goal(), feedback_callback=lambda m: feedback.append(
-            (time.monotonic(), m.feedback)))
-        goal = wait_for(lambda: sent.result() if sent.done() else None, 60.0, "the goal to be answered")
+        goal, feedback = send_goal(client, Tune.Goal())
         assert goal.accepted
         result = goal.get_result_async()
         # cancel in the middle of a play after the first one ended (a stage and a plan known, motion done)

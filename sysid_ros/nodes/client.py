@@ -44,6 +44,14 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float = TIMEOUT_S, what: s
     raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+def send_goal(action: Any, goal: Any, timeout_s: float = 60.0) -> tuple[Any, list[tuple[float, Any]]]:
+    """Send `goal` on an `rclpy.action.ActionClient` and wait for the server's answer: (the goal handle, a list
+    that fills with (monotonic time, feedback) as feedback arrives)."""
+    feedback: list[tuple[float, Any]] = []
+    sent = action.send_goal_async(goal, feedback_callback=lambda m: feedback.append((time.monotonic(), m.feedback)))
+    return wait_for(lambda: sent.result() if sent.done() else None, timeout_s, "the goal to be answered"), feedback
+
+
 class RosClient:
     """A node of our own in a private context, spun in a background thread."""
 
