@@ -162,3 +162,15 @@ def test_each_retired_name_is_gone_but_its_refusal():
         found = {str(p.relative_to(package)): lines for p in package.rglob("*.py")
                  if (lines := _retired_uses(ast.parse(p.read_text()), name))}
         assert not found, f"{name} is retired ({' / '.join(RETIRED_NAMES[name])}), still used at {found}"
+
+
+RUN_STAGES = ("data", "warm_start", "optimize", "intervals", "validation", "parameter_results")
+"""The modules `identify/pipeline.py` runs in order, each owning one stage of an identification."""
+
+
+def test_the_identification_run_reads_as_its_stages():
+    """`pipeline.py` imports the stage modules and the types it hands on (`problem`, `results`), nothing else of
+    the package: a stage's helpers live in its module (a newcomer following the run opens six files, not 16)."""
+    tree = ast.parse((CORE / "identify" / "pipeline.py").read_text())
+    own = {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1}
+    assert own == {*RUN_STAGES, "problem", "results"}, own
