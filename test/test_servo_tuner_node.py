@@ -2,7 +2,9 @@
 
 One tune of the demo's hidden pendulum (a PID position servo with poor factory gains, `demo.TuningRig`) is
 shared by the module; every test leaves the controller's gains exactly as found. Simulated time runs at 3x
-real time; the tape_recorder plays every tape (trajectory mode, envelope and stale-feedback guard).
+real time; the tape_recorder plays every tape (trajectory mode, envelope and stale-feedback guard). The robot
+publishes its joint states BEST_EFFORT (sensor-data QoS, as many joint_state_broadcaster setups do): the tune
+runs to its proposal through QoS-matched readers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from headless_browser import check_offline_page
 from sysid_ros.core.files.ros_params import load_ros_parameters
 from sysid_ros.core.gains.journal import GainsJournal
 from sysid_ros.core.tuner.proposal import load_proposal
-from sysid_ros.demo import AS_FOUND, TRUTH, TuningRig
+from sysid_ros.demo import AS_FOUND, TRUTH, TUNED_PENDULUM, TuningRig
 from sysid_ros.nodes.client import wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -29,7 +31,8 @@ TUNE_TIMEOUT_S = 1500.0  # about 320 s of motion at 3x real time, on a loaded 2-
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory):
-    rig = TuningRig(tmp_path_factory.mktemp("servo_tuner"), real_time_factor=3.0)
+    rig = TuningRig(tmp_path_factory.mktemp("servo_tuner"), real_time_factor=3.0,
+                    sim={**TUNED_PENDULUM, "joint_states_reliability": "best_effort"})
     try:
         rig.tune = rig.request("tune", "tune", TUNE_TIMEOUT_S)
         yield rig

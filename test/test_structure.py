@@ -174,3 +174,18 @@ def test_the_identification_run_reads_as_its_stages():
     tree = ast.parse((CORE / "identify" / "pipeline.py").read_text())
     own = {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1}
     assert own == {*RUN_STAGES, "problem", "results"}, own
+
+LEVELS = {"debug", "info", "warn", "warning", "error", "fatal"}
+
+
+def test_every_logging_call_site_has_one_severity():
+    """rclpy raises ValueError when one call site logs at a second severity (`(log.info if ok else log.error)(m)`):
+    in a callback that kills the node. Each severity gets its own call."""
+    chosen = []
+    for path in sorted(CORE.parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.IfExp):
+                branches = (node.func.body, node.func.orelse)
+                if any(isinstance(b, ast.Attribute) and b.attr in LEVELS for b in branches):
+                    chosen.append(f"{path.relative_to(CORE.parent.parent)}:{node.lineno}")
+    assert not chosen, chosen
