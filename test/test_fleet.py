@@ -205,12 +205,13 @@ def test_interrupt_keeps_finished_robots_and_resumes(days, tmp_path):
     _, manifests, _ = days
     out = tmp_path / "out"
     proc = cli(str(manifests[1]), "--out", str(out), "--engine", "serial")
-    first = proc.stdout.readline()
-    assert first.startswith("r1 ") and " ok " in first, (first, proc.stderr.read() if proc.poll() else "")
+    first = proc.stdout.readline()  # whichever robot ends first (largest bags start first; sizes vary with load)
+    robot = first.split()[0] if first.strip() else ""
+    assert robot.startswith("r") and " ok " in first, (first, proc.stderr.read() if proc.poll() else "")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
-    assert (out / "r1" / "provenance.yaml").is_file() and not (out / "fleet.yaml").exists()
+    assert (out / robot / "provenance.yaml").is_file() and not (out / "fleet.yaml").exists()
     assert not list(out.glob(".*")), list(out.glob(".*"))
     done = sorted(p.name for p in out.iterdir())
     doc = run_fleet(manifests[1], out, engine="serial")
