@@ -8,7 +8,11 @@ cannot rule out; its sweep starts two rungs below where the twin's own sweep sto
     .venv/bin/python bench/bench_tuner.py [--quick] [--twin-only] [--before OLD_TREE]
 
 `--before OLD_TREE` also tunes each joint (twin screening) with the code of another checkout (e.g. `git worktree
-add /tmp/old d74658d`), in a subprocess, and prints its seconds of motion beside this tree's.
+add /tmp/old d74658d`), in a subprocess, and prints its seconds of motion beside this tree's. The closing table
+puts each joint's seconds of motion and verify costs side by side (before, twin, full grid) and checks the
+budget: <= 300 s of motion delivering the full grid's controller or one of lower cost (the same controller's
+verify cost differs between the modes by the noise of its plays: the plant's noise draws differ after a
+different number of plays).
 """
 
 from __future__ import annotations
@@ -60,12 +64,15 @@ def run(make: Callable[[], DemoJoint], twin: bool) -> dict[str, Any]:
     model = result.identification.model
     played = sum(c.played_on_plant for c in result.refine.candidates)
     return {"plant_s": result.seconds["total"], "seconds": result.seconds, "cost": result.verify.chosen.cost,
-            "improved": result.improved, "wall_s": wall, "played": played, "tried": len(result.refine.candidates),
+            "controller": result.verify.chosen.controller, "improved": result.improved, "wall_s": wall,
+            "played": played, "tried": len(result.refine.candidates),
             "J_err": model.inertia_kg_m2 / joint.truth.inertia_kg_m2 - 1,
             "tc_err": model.coulomb_nm / joint.truth.coulomb_nm - 1,
             "delay_ms": 1e3 * result.identification.delay_s, "delay_true_ms": 1e3 * joint.plant.delay_s,
             "wn_max": result.sweep.wn_max_rad_s, "rungs": len(result.sweep.rungs)}
 
+
+BUDGET_S = 300.0  # seconds of motion a tune may take from production per joint
 
 BEFORE = """import json, sys
 sys.path.insert(0, {tree!r})
@@ -90,17 +97,29 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'joint':<42} {'mode':<6} {'plant s':>8} {'cost':>6} {'played':>7} {'rungs':>5} {'J err':>7} "
           f"{'tc err':>7} {'delay ms':>12} {'wall s':>7}")
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
     for name, make in joints(args.quick).items():
         for twin in (True,) if args.twin_only else (False, True):
-            r = run(make, twin)
+            r = rows.setdefault(name, {})["twin" if twin else "grid"] = run(make, twin)
             print(f"{name:<42} {'twin' if twin else 'grid':<6} {r['plant_s']:8.0f} {r['cost']:6.3f} "
                   f"{r['played']:>3}/{r['tried']:<3} {r['rungs']:5d} {r['J_err']:+7.1%} {r['tc_err']:+7.1%} "
                   f"{r['delay_ms']:5.2f}/{r['delay_true_ms']:<5.1f} {r['wall_s']:7.1f}")
             print(f"{'':<42} stages: " + ", ".join(f"{k} {v:.0f}" for k, v in r["seconds"].items()))
         if args.before:
-            b = before(args.before, name)
+            b = rows[name]["before"] = before(args.before, name)
             print(f"{'':<42} before ({args.before}), twin: {b['plant_s']:.0f} s of motion, cost {b['cost']:.3f}; "
                   "stages: " + ", ".join(f"{k} {v:.0f}" for k, v in b["seconds"].items()), flush=True)
+    print(f"\n{'joint':<42} {'s of motion: before':>19} {'twin':>6} {'grid':>6}   {'cost: before':>12} {'twin':>7} "
+          f"{'grid':>7}   {'pick':>6}   <= {BUDGET_S:.0f} s, grid's pick or cost <= grid")
+    for name, r in rows.items():
+        b, t, g = r.get("before"), r["twin"], r.get("grid")
+        same = g is not None and t["controller"] == g["controller"]
+        met = t["plant_s"] <= BUDGET_S and (g is None or same or t["cost"] <= g["cost"])
+        print(f"{name:<42} {b['plant_s'] if b else float('nan'):19.0f} {t['plant_s']:6.0f} "
+              f"{g['plant_s'] if g else float('nan'):6.0f}   {b['cost'] if b else float('nan'):12.4f} "
+              f"{t['cost']:7.4f} {g['cost'] if g else float('nan'):7.4f}   "
+              f"{'-' if g is None else 'grid' if same else 'other':>6}   "
+              f"{'yes' if met else 'NO'}")
 
 
 if __name__ == "__main__":
