@@ -1,8 +1,8 @@
 """`robot_stack`: one robot's tape_recorder, servo_tuner and lifecycle_manager composed in one process.
 
 The same nodes as their own executables (same names, parameters, services and topics; a params file's
-`/**/tape_recorder:`, `/**/servo_tuner:` and `/**/lifecycle_manager:` sections each reach their node), on
-one single-threaded executor. Per robot that is one Python interpreter with rclpy, MuJoCo and the tuner
+`/**/tape_recorder:`, `/**/servo_tuner:` and `/**/lifecycle_manager:` sections each reach their node), each on
+a single-threaded executor of its own thread. Per robot that is one Python interpreter with rclpy, MuJoCo and the tuner
 imported once instead of three: about half the memory and start-up CPU of three processes (see
 docs/fleet_stack.md). Start it in the robot's namespace (`--ros-args -r __ns:=/r1 -r /clock:=clock`); a
 `__node:=` rule would rename all three nodes, so none is given. The robot itself (a driver, or
