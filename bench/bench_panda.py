@@ -18,13 +18,13 @@ a 4th-order Butterworth low-pass at 10 Hz forwards and backwards on both; veloci
 differences; predicted torque = `mj_inverse` of the model plus its motors' bias (the published model: its
 rigid body by `mj_inverse` plus its friction function; the regression: its own prediction).
 
-Besides `identify`'s MJCF the bench fits a torque-space MJCF (every moving link's 10 inertial parameters and
-per joint damping, friction loss, armature and an effort offset, by weighted least squares on the training
-70 % with a small prior toward the model file), writes it into the user's model and scores that file: what
-an MJCF can hold, measured (docs/identification_arm.md, "A real Franka Panda").
+`identify`'s MJCF is the torque-space fit (`core/identify/torque_space.py`: every freed link's 10 inertial
+parameters and per joint damping, friction loss, armature and an effort offset, by weighted least squares on
+the measured torque) when its held-out torque beats the window fit's, else the window fit: the bench prints
+which, and the result's own held-out table has both (docs/identification_arm.md, "A real Franka Panda").
 
     .venv/bin/python bench/bench_panda.py [LOG_DIR] [--model PANDA_XML] [--bases logged,clock] [--max-iters N]
-        [--no-identify] [--keep DIR]
+        [--quick] [--no-identify] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from sysid_ros.core.identify import identify, problem_from_dict, write_results  
 from sysid_ros.core.identify import sysid_data as sd  # noqa: E402
 from sysid_ros.core.identify.data import load_source  # noqa: E402
 from sysid_ros.core.identify.torque_check import torque_validation  # noqa: E402
-from sysid_ros.core.linear.arm_regressor import ArmRegressor  # noqa: E402
 from sysid_ros.core.signals.arrays import JointSamples  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,8 +110,6 @@ class Scorer:
         qdd = np.gradient(qd, PERIOD_S, axis=0)
         span = grid[-1]
         rows = (grid >= HELD_OUT_FROM * span) & (grid <= span - TAIL_S)
-        train = (grid >= TAIL_S) & (grid < HELD_OUT_FROM * span) & (np.arange(len(grid)) % 4 == 0)
-        self.training = (qf[train], qd[train], qdd[train], self.tau[train])
         self.q, self.qd, self.qdd, self.tau = qf[rows], qd[rows], qdd[rows], self.tau[rows]
         self.collapsed = int(len(time_ns) - len(keep))
         self.filled = len(grid) - len(keep)
@@ -186,131 +183,14 @@ def regression_torque(fit, scorer: Scorer) -> np.ndarray:
     return fit.fit.predicted_torque(fit.arm, scorer.q, scorer.qd, scorer.qdd)
 
 
-RIDGE = 1e-4
-"""Prior toward the model file, on unit-norm columns: only what the data cannot tell apart stays nominal."""
-SOFT_D = 0.01
-"""solimpfriction's impedance: small, so the friction's ramp couples to the joint's acceleration by ~1 %."""
-
-
-def _ramp(v: np.ndarray, width: np.ndarray) -> np.ndarray:
-    return np.clip(v / width, -1.0, 1.0)
-
-
-def torque_space_fit(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray,
-                     friction: str = "ramp") -> tuple[np.ndarray, np.ndarray, ArmRegressor]:
-    """Every body's 10 inertial parameters and per joint viscous, Coulomb (ramp or tanh, width searched),
-    armature and offset, by weighted least squares on torque with a small prior toward the model file.
-    Returns (theta, Coulomb widths, regressor)."""
-    arm = ArmRegressor(model, ("viscous", "coulomb", "armature", "offset"), coulomb_band_rad_s=0.05)
-    w = arm.compute(q, qd, qdd)
-    theta0 = arm.true_parameters()
-    nv, p = arm.nv, arm.n_params
-    cols = [arm.names.index(f"{j}.coulomb") for j in arm.joint_names]
-    shape = (lambda v, s: _ramp(v, s)) if friction == "ramp" else (lambda v, s: np.tanh(v / s))
-    widths = np.full(nv, 0.05)
-    for j in range(nv):
-        w[:, j, cols[j]] = shape(qd[:, j], widths[j])
-    # bodies without a joint of their own (the base, a hand welded to the flange) stay as the model file has them:
-    # their parameters act only through their parent's, which absorbs any difference
-    moving = [k for k, b in enumerate(arm.bodies) if model.body_jntnum[b] > 0]
-    free = np.r_[[10 * k + i for k in moving for i in range(10)], np.arange(10 * len(arm.bodies), p)].astype(int)
-    tau = tau - np.delete(w, free, axis=2) @ np.delete(theta0, free)
-    w, theta0, p = w[:, :, free], theta0[free], len(free)
-    cols = [int(np.flatnonzero(free == c)[0]) for c in cols]
-    weights = np.ones(nv)
-    candidates = np.geomspace(0.005, 1.0, 24)
-    for sweep in range(3):
-        a = (w * weights[None, :, None]).reshape(-1, p)
-        scale = np.linalg.norm(a, axis=0)
-        scale = np.maximum(scale, 1e-3 * np.median(scale[scale > 0]))  # what the data hardly see stays nominal
-        a /= scale
-        r = ((tau - w @ theta0) * weights).ravel()
-        gram = a.T @ a + RIDGE * np.eye(p)
-        rhs = a.T @ r
-        if sweep < 2:
-            for j in range(nv):  # swap joint j's Coulomb column for each candidate width
-                c = cols[j]
-                aj = a.reshape(len(q), nv, p)[:, j, :]
-                best = (np.inf, widths[j])
-                for width in candidates:
-                    col = shape(qd[:, j], width) * weights[j] / scale[c]
-                    g, b = gram.copy(), rhs.copy()
-                    gc = aj.T @ col
-                    gc[c] = col @ col + RIDGE
-                    g[c, :], g[:, c] = gc, gc
-                    b[c] = r.reshape(len(q), nv)[:, j] @ col
-                    x = np.linalg.solve(g, b)
-                    rss = float(r @ r - 2 * b @ x + x @ (g @ x))
-                    best = min(best, (rss, width))
-                widths[j] = best[1]
-                w[:, j, c] = shape(qd[:, j], widths[j])
-                a = (w * weights[None, :, None]).reshape(-1, p) / scale
-                gram, rhs = a.T @ a + RIDGE * np.eye(p), a.T @ r
-        theta = theta0 + np.linalg.solve(gram, rhs) / scale
-        weights = 1.0 / np.sqrt(np.mean((tau - w @ theta) ** 2, axis=0))
-    full = arm.true_parameters()
-    full[free] = theta
-    return full, widths, arm
-
-
-def physical_body(params: np.ndarray, floor: float = 1e-6) -> tuple[float, np.ndarray, np.ndarray]:
-    """(mass, centre of mass, inertia about it) of 10 standard parameters, projected onto physical bodies
-    (mass >= floor; principal moments at least 1 % of the largest, the largest below the sum of the others)."""
-    m = max(float(params[0]), floor)
-    c = params[1:4] / m
-    ixx, ixy, iyy, ixz, iyz, izz = params[4:]
-    i_o = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    i_c = i_o - m * (c @ c * np.eye(3) - np.outer(c, c))
-    val, vec = np.linalg.eigh(i_c)
-    val = np.maximum(val, max(floor, 0.01 * val.max()))
-    val[2] = min(val[2], 0.99 * (val[0] + val[1]))  # ascending: only the largest can break the triangle
-    return m, c, vec @ np.diag(val) @ vec.T
-
-
-def torque_space_mjcf(user_model: Path, theta: np.ndarray, widths: np.ndarray, arm: ArmRegressor,
-                      friction: str = "ramp") -> tuple[mujoco.MjModel, int]:
-    """The user's model with theta written in: full tensors, damping, friction loss whose ramp is the fitted
-    width (solreffriction / solimpfriction; none for tanh), armature, offsets as affine motor bias. Returns
-    the model and how many bodies had to be projected onto physical values."""
-    spec = mujoco.MjSpec.from_file(str(user_model))
-    base = mujoco.MjModel.from_xml_path(str(user_model))
-    projected = 0
-    for k, b in enumerate(arm.bodies):
-        if base.body_jntnum[b] == 0:
-            continue
-        params = theta[10 * k:10 * k + 10]
-        m, c, i_c = physical_body(params)
-        raw = params[4:]
-        i_o = np.array([[raw[0], raw[1], raw[3]], [raw[1], raw[2], raw[4]], [raw[3], raw[4], raw[5]]])
-        moved = i_o - m * (c @ c * np.eye(3) - np.outer(c, c)) - i_c
-        projected += int(params[0] < 1e-6 or np.abs(moved).max() > 1e-6 * np.abs(i_c).max())
-        body = spec.body(mujoco.mj_id2name(base, mujoco.mjtObj.mjOBJ_BODY, b))
-        body.mass, body.ipos = m, c
-        body.fullinertia = [i_c[0, 0], i_c[1, 1], i_c[2, 2], i_c[0, 1], i_c[0, 2], i_c[1, 2]]
-        body.inertia, body.iquat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
-        body.explicitinertial = True
-    joint_terms = theta[10 * len(arm.bodies):].reshape(arm.nv, 4)
-    for j, name in enumerate(arm.joint_names):
-        viscous, coulomb, armature, offset = joint_terms[j]
-        joint = spec.joint(name)
-        joint.damping[0], joint.armature = max(viscous, 0.0), max(armature, 0.0)
-        joint.frictionloss = max(coulomb, 0.0)
-        if friction == "ramp":  # friction = clamp(b v / R): R = (1 - d) / d invweight0, b = solref damping / d
-            invweight = float(base.dof_invweight0[base.jnt_dofadr[base.joint(name).id]])
-            joint.solref_friction = [-1.0, -max(coulomb, 0.0) * (1 - SOFT_D) * invweight / widths[j]]
-            joint.solimp_friction = [SOFT_D, SOFT_D, 0.001, 0.5, 2.0]
-        motor = next(a for a in spec.actuators if a.target == name)
-        motor.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-        motor.biasprm[0] = -offset / motor.gear[0]
-    return spec.compile(), projected
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("log_dir", nargs="?", default=os.environ.get("PANDA_LOG_DIR"))
     parser.add_argument("--model", default=os.environ.get("PANDA_MJCF", str(DEFAULT_MODEL)))
     parser.add_argument("--bases", default="logged,clock", help="time bases to identify on (logged, clock)")
     parser.add_argument("--max-iters", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="2 window-fit iterations (to iterate on the torque-space "
+                        "fit; the full bench runs 30)")
     parser.add_argument("--keep", help="write each run's results into this folder")
     parser.add_argument("--no-identify", action="store_true", help="only the scorer's rows (no identify runs)")
     args = parser.parse_args()
@@ -336,13 +216,8 @@ def main() -> int:
         "published model (this scorer)": scorer.rms(scorer.inverse(published) + published_friction(scorer.qd)),
         "published rigid body, no friction": scorer.rms(scorer.inverse(published)),
         "nominal (model file)": scorer.rms(scorer.inverse(nominal))}
-    for friction in ("ramp", "tanh"):
-        t0 = time.perf_counter()
-        theta, widths, arm = torque_space_fit(nominal, *scorer.training, friction=friction)
-        fitted, projected = torque_space_mjcf(model_path, theta, widths, arm, friction)
-        print(f"torque-space MJCF ({friction} friction): fitted in {time.perf_counter() - t0:.0f} s, widths "
-              + " ".join(f"{x:.3g}" for x in widths) + f" rad/s, {projected} bodies projected onto physical values")
-        rows[f"torque-space MJCF, {friction} friction"] = scorer.rms(scorer.inverse(fitted))
+    if args.quick:
+        args.max_iters = 2
     own: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for kind in ([] if args.no_identify else args.bases.split(",")):
@@ -353,8 +228,13 @@ def main() -> int:
             out = Path(args.keep) / kind if args.keep else Path(tmp) / f"out_{kind}"
             paths = write_results(result, out, force=True)
             on_bound = sum("rests on its" in w for w in result.warnings)
+            space = result.torque_space
             print(f"{kind}: identified in {time.perf_counter() - t0:.0f} s, verdict {result.verdict}, "
-                  f"{len(result.warnings)} warnings ({on_bound} values on bounds)")
+                  f"{len(result.warnings)} warnings ({on_bound} values on bounds); the MJCF carries the "
+                  f"{result.metrics.get('identified_model')}" + (
+                      f" (torque-space fit: {space['held_out_torque_ratio_to_window_fit']:.2f}x the window fit's "
+                      f"held-out torque, filter window {space['filter_window_s']} s, "
+                      f"{len(space['projected_onto_physical'])} bodies projected)" if space else ""))
             identified = mujoco.MjModel.from_xml_path(str(paths["mjcf"]))
             rows[f"identified MJCF ({kind})"] = scorer.rms(scorer.inverse(identified))
             fit = result_friction_fit(doc, Path(tmp))
@@ -370,7 +250,7 @@ def main() -> int:
     for kind, table in own.items():
         print(f"\nthe result's own held-out torque table ({kind}; {table.get('held_out')}, "
               f"{table.get('samples')} rows)")
-        for label in ("nominal", "identified", "regression_friction"):
+        for label in ("nominal", "window_fit", "torque_space", "identified", "regression_friction"):
             if label in table:
                 print(f"  {label:20s} " + " ".join(f"{table[label][j]:.3f}" for j in JOINTS))
     return 0

@@ -118,7 +118,7 @@ def _identified(args: argparse.Namespace, problem) -> int:
             print(f"{name:<24}{value:>14.6g}{half:>12.4g}{start:>12.6g}  {'yes' if p.identifiable else 'NO'}")
     torque = result.metrics.get("held_out_torque_rms_nm")
     if torque:  # an arm: held-out joint torque per joint and model
-        labels = [k for k in ("nominal", "identified", "regression_friction") if k in torque]
+        labels = [k for k in ("nominal", "window_fit", "torque_space", "identified", "regression_friction") if k in torque]
         print(f"held-out joint torque RMS, N m ({torque['held_out']}):")
         print(f"{'joint':<24}" + "".join(f"{k:>20}" for k in labels))
         for joint in torque[labels[0]]:

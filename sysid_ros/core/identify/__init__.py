@@ -15,7 +15,9 @@ The path of the data, in order:
   - `optimize` (`fit_parameters`): `residual`, the residual of every segment, minimised (`stopping`; `quiet`);
   - `intervals` (`estimate_spread`): intervals; `start_error`, `residual_stats`, `time_offset`: the start
     states' noise, misfit and time-offset checks;
-  - `validation` (`validate`): metrics, held-out replays and torque;
+  - `validation` (`validate`): metrics, held-out replays and torque; `torque_space`: an arm's fit on the
+    measured torque (full inertials, joint terms), which the result carries when its held-out torque beats
+    the window fit's;
   - `parameter_results`: each parameter's result; `verdict`: the warnings that make a run suspect.
 - `results`: what the run returns (`IdentificationResult`), its `RunLog` and verdict.
 - `write`: `identified.yaml`, the HTML report and the library's output; `export`: the identified MJCF/URDF and values.

@@ -5,7 +5,8 @@ and each a function of what the stages before it returned:
 2. `warm_start.start_values` -> `Start`: the start values (warm-started by the regression) and the prior;
 3. `optimize.fit_parameters` -> `Fit`: the residual of every training segment, minimised;
 4. `intervals.estimate_spread` -> `Spread`: intervals (start states' noise, misfit widening) and the time-offset scan;
-5. `validation.validate` -> `Validated`: metrics, the identified model, held-out replays and torque;
+5. `validation.validate` -> `Validated`: metrics, the identified model (the window fit's, or an arm's
+   torque-space fit when its held-out torque is clearly lower), held-out replays and torque;
 6. `parameter_results.parameter_results`: each parameter's result and the warnings about it.
 
 Notes, warnings, metrics and timings gather in one `results.RunLog`. Results are written by `write.write_results`.
@@ -54,4 +55,4 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
     return IdentificationResult(run.problem, tuple(results), checked.metrics, checked.identified, start.params,
                                 fit.opt_params, fit.opt_result, fit.residual_fn, fit.ms, spread.cov,
                                 tuple(checked.traces), objective, tuple(log.notes), log.timings,
-                                verdict(log.warnings), tuple(log.warnings), checked.friction)
+                                verdict(log.warnings), tuple(log.warnings), checked.friction, checked.torque_space)

@@ -79,6 +79,7 @@ class IdentificationResult:
     verdict: str = "ok"  # "ok" | "suspect": suspect when there is any warning
     warnings: tuple[str, ...] = ()  # one line each, naming the signal/parameter/file and the number that tripped
     friction: dict[str, Any] = field(default_factory=dict)  # per joint: the regression's friction and offset
+    torque_space: dict[str, Any] = field(default_factory=dict)  # the torque-space fit's values; `taken`: the MJCF's
 
     def value(self, name: str) -> float:
         """The first component of a parameter's identified value."""
@@ -105,6 +106,7 @@ def results_document(result: IdentificationResult) -> dict[str, Any]:
                        for p in result.parameters},
         "metrics": result.metrics,
         **({"friction": result.friction} if result.friction else {}),
+        **({"torque_space": result.torque_space} if result.torque_space else {}),
         "notes": list(result.notes),
         "timings_s": result.timings_s,
     }

@@ -32,7 +32,8 @@ Part = tuple[JointSamples, JointCommands | None]
 
 
 def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples,
-                commands: JointCommands | None, every: int = 1) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
+                commands: JointCommands | None, every: int = 1, filter_window_s: float = 0.05
+                ) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
     """Derivatives of the positions, the torque filtered the same way (in model DOF order), valid rows
     (every `every`-th); None for a record under 200 samples."""
     if len(samples) < 200:
@@ -47,7 +48,7 @@ def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: Joi
     else:
         u = np.column_stack([samples.column("effort", j) for j in ros])
     dt_s = float(np.median(np.diff(samples.time_ns))) * 1e-9
-    deriv = savgol_derivatives(q, dt_s, filter_window_s=0.05, polyorder=3)
+    deriv = savgol_derivatives(q, dt_s, filter_window_s=filter_window_s, polyorder=3)
     tau = smooth_like_acceleration(deriv, u)  # efforts and effort commands are joint torques already
     ok = deriv.valid.all(axis=1) & np.all(np.isfinite(tau), axis=1)
     ok[np.arange(len(ok)) % every != 0] = False
@@ -81,13 +82,13 @@ def measured_velocity(model: mujoco.MjModel, maps: Sequence[sd.JointMap], sample
     return v if np.isfinite(v).all() else None
 
 
-def _records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part]
-             ) -> tuple[Derivatives, np.ndarray, np.ndarray | None] | None:
+def torque_records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part],
+                   filter_window_s: float = 0.05) -> tuple[Derivatives, np.ndarray, np.ndarray | None] | None:
     """The parts' derivatives, torques (NaN where a row is not usable) and measured velocities (None unless
     every part has them) joined."""
     got, velocities = [], []
     for samples, commands in parts:
-        rows = torque_rows(model, maps, samples, commands)
+        rows = torque_rows(model, maps, samples, commands, filter_window_s=filter_window_s)
         if rows is not None:
             deriv, tau, ok = rows
             got.append((deriv, np.where(ok[:, None], tau, np.nan)))
@@ -167,7 +168,7 @@ def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train:
     if len(maps) < 2 or len(maps) != model.nv:
         return None
     fit_parts, check_parts, label = held_out_split(train, held_out)
-    check = _records(model, maps, check_parts)
+    check = torque_records(model, maps, check_parts)
     if check is None:
         return None
     deriv, tau_all, velocity = check
@@ -188,7 +189,7 @@ def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train:
            for name, m in (models or {"nominal": model}).items()}
     fitted = None
     if friction:
-        record = _records(model, maps, fit_parts)
+        record = torque_records(model, maps, fit_parts)
         if record is not None:
             fit_deriv, fit_tau, fit_velocity = record
             fitted = fit_arm_friction(model, fit_deriv, fit_tau,

@@ -1,6 +1,7 @@
 """The run's fifth stage, `validate`: the fit's metrics and training traces, the identified model, its replay of
 the held-out segments (position traces and RMS, against the start values'), and held-out joint torque per
-joint against the model file's (`torque_check`)."""
+joint against the model file's (`torque_check`); for an arm, the torque-space fit (`torque_space`), which the
+result carries instead of the window fit when its held-out torque is clearly lower."""
 
 from __future__ import annotations
 
@@ -24,17 +25,20 @@ from .problem import Problem
 from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn
 from .results import RunLog
-from .torque_check import torque_validation
+from .torque_check import held_out_split, torque_validation
+from .torque_space import TAKE_BELOW, TorqueSpaceFit, fit_on_parts, outside_bounds
 
 
 @dataclass(frozen=True)
 class Validated:
-    """The identified model, the fit's metrics (the later stages add to them), the traces and the friction."""
+    """The identified model, the fit's metrics (the later stages add to them), the traces, the friction and the
+    torque-space fit."""
 
-    identified: mujoco.MjSpec
+    identified: mujoco.MjSpec  # the window fit's, or the torque-space fit's when its held-out torque is clearly lower
     metrics: dict[str, Any]
     traces: list[Trace]
     friction: dict[str, Any]
+    torque_space: dict[str, Any]
 
 
 def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
@@ -45,10 +49,10 @@ def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
     traces += _validation(run, fit, identified, metrics, log)
     t0 = time.perf_counter()
     log.report("validation", 0.94, "held-out joint torque")
-    friction = held_out_torque(run.problem, run.model, identified, run.maps, run.train_data, run.val_data, metrics,
-                               log.notes)
+    torque = held_out_torque(run.problem, run.model, identified, run.maps, run.train_data, run.val_data, metrics,
+                             log.notes)
     log.timings["torque_check_s"] = time.perf_counter() - t0
-    return Validated(identified, metrics, traces, friction)
+    return Validated(torque.spec, metrics, traces, torque.friction, torque.torque_space)
 
 
 def _metrics(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> tuple[dict[str, Any], list[Trace]]:
@@ -141,25 +145,84 @@ def replay_held_out(problem: Problem, identified: mujoco.MjSpec, model: mujoco.M
     return traces, {m.ros_joint: float(np.sqrt(s / count)) for m, s in zip(maps, sq)}
 
 
+@dataclass(frozen=True, eq=False)
+class HeldOutTorque:
+    """The torque check's outcome: the regression's friction document, the model the result carries (the
+    window fit's, or the torque-space fit's when its held-out torque is clearly lower) and the torque-space fit's
+    values."""
+
+    friction: dict[str, Any]
+    spec: mujoco.MjSpec
+    torque_space: dict[str, Any]
+
+
 def held_out_torque(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec, maps: Sequence[sd.JointMap],
                   train_data: Sequence, val_data: Sequence, metrics: dict[str, Any], notes: list[str]
-                  ) -> dict[str, Any]:
-    """Held-out joint torque RMS per joint (`torque_check`) of the model file, the identified model and the
-    regression with smooth friction, into the metrics; returns the per-joint friction document."""
+                  ) -> HeldOutTorque:
+    """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
+    fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
+    torque-space fit when its held-out torque is below `TAKE_BELOW` x the window fit's (geometric mean over the
+    joints of their ratio), else the window fit."""
     try:
         check = torque_validation(model, maps, train_data, val_data,
-                                  {"nominal": model, "identified": identified.copy().compile()})
+                                  {"nominal": model, "window_fit": identified.copy().compile()})
     except SysidRosError as exc:
         notes.append(f"torque-space validation failed: {exc}")
-        return {}
+        return HeldOutTorque({}, identified, {})
     if check is None:
-        return {}
+        return HeldOutTorque({}, identified, {})
+    try:
+        space = _torque_space_fit(problem, model, identified, maps, train_data, val_data)
+        extra = None if space is None else torque_validation(model, maps, train_data, val_data,
+                                                             {"torque_space": space.spec.copy().compile()},
+                                                             friction=False)
+    except SysidRosError as exc:
+        notes.append(f"the torque-space fit failed ({exc}); the identified model is the window fit")
+        space = extra = None
+    rms, chosen, document = check.rms_nm, identified, {}
+    taken = False
+    if space is not None and extra is not None:
+        rms["torque_space"] = extra.rms_nm["torque_space"]
+        ratio = math.exp(float(np.mean([math.log(max(rms["torque_space"][j], 1e-12)
+                                                 / max(rms["window_fit"][j], 1e-12)) for j in check.joints])))
+        taken = ratio < TAKE_BELOW
+        chosen = space.spec if taken else identified
+        outside = outside_bounds(space, problem.parameters)
+        document = {"taken": taken, "held_out_torque_ratio_to_window_fit": round(ratio, 4), **space.document(),
+                    "outside_problem_bounds": outside}
+        notes.append(_choice_note(taken, ratio, space))
+        if taken and outside:
+            notes.append("the torque-space fit puts values outside the problem's bounds (it is not bounded; the "
+                         f"window fit is): {', '.join(outside)}")
+    rms["identified"] = rms["torque_space" if taken else "window_fit"]
     metrics["held_out_torque_rms_nm"] = check.metrics()
-    worse = [j for j in check.joints if check.rms_nm["identified"][j] > check.rms_nm["nominal"][j]]
+    metrics["identified_model"] = "torque_space" if taken else "window_fit"
+    worse = [j for j in check.joints if rms["identified"][j] > rms["nominal"][j]]
     if worse:
         notes.append(f"held-out joint torque ({check.held_out}) predicted worse by the identified model than by "
-                     "the model file on " + ", ".join(f"{j} ({check.rms_nm['identified'][j]:.3g} vs "
-                                                      f"{check.rms_nm['nominal'][j]:.3g} N m)" for j in worse))
+                     "the model file on " + ", ".join(f"{j} ({rms['identified'][j]:.3g} vs "
+                                                      f"{rms['nominal'][j]:.3g} N m)" for j in worse))
     notes += check.friction_notes({m.ros_joint for m in maps for p in problem.parameters
                                    if p.kind == "joint_effort_offset" and p.target == m.mjcf_joint})
-    return check.friction_document()
+    return HeldOutTorque(check.friction_document(), chosen, document)
+
+
+def _torque_space_fit(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec,
+                      maps: Sequence[sd.JointMap], train_data: Sequence, val_data: Sequence) -> TorqueSpaceFit | None:
+    """The torque-space fit on the rows the regression is fitted on (the held-out rows left out)."""
+    fit_parts, _, _ = held_out_split(train_data, val_data)
+    return fit_on_parts(identified, problem.parameters, model, maps, fit_parts)
+
+
+def _choice_note(taken: bool, ratio: float, space: TorqueSpaceFit) -> str:
+    what = (f"{len(space.bodies)} bodies' inertials and {sum(len(t) for t in space.joints.values())} joint terms "
+            "by weighted least squares on the measured torque")
+    parts = ((space.projected, "bodies projected onto physical values"),
+             (space.held_at_zero, "joint terms held at 0 (negative when free)"))
+    extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
+    if taken:
+        return (f"the identified model is the torque-space fit ({what}{extra}): its held-out joint torque is "
+                f"{ratio:.2f}x the window fit's (geometric mean over the joints); `parameters` are the window fit's, "
+                "the MJCF's values are under `torque_space`; the held-out position replay is the window fit's")
+    return (f"the identified model is the window fit: the torque-space fit ({what}) predicts held-out joint torque "
+            f"{ratio:.2f}x the window fit's (geometric mean over the joints; taken below {TAKE_BELOW:g}x)")
