@@ -232,8 +232,10 @@ def main() -> int:
             print(f"{kind}: identified in {time.perf_counter() - t0:.0f} s, verdict {result.verdict}, "
                   f"{len(result.warnings)} warnings ({on_bound} values on bounds); the MJCF carries the "
                   f"{result.metrics.get('identified_model')}" + (
-                      f" (torque-space fit: {space['held_out_torque_ratio_to_window_fit']:.2f}x the window fit's "
-                      f"held-out torque, filter window {space['filter_window_s']} s, "
+                      f" (torque-space fit: chosen at {space['training_torque_ratio_to_window_fit']:.2f}x the "
+                      "window fit's torque on the training rows' last quarter, "
+                      f"{space['held_out_torque_ratio_to_window_fit']:.2f}x on the held-out rows, "
+                      f"filter window {space['filter_window_s']} s, "
                       f"{len(space['projected_onto_physical'])} bodies projected)" if space else ""))
             identified = mujoco.MjModel.from_xml_path(str(paths["mjcf"]))
             rows[f"identified MJCF ({kind})"] = scorer.rms(scorer.inverse(identified))

@@ -41,9 +41,10 @@ FIT_WINDOWS_S = (0.05, 0.1, 0.2)
 costs only bandwidth, and keeps the acceleration's noise (which biases every inertial term) small. Which one
 fits a record is measured on it: each is fitted on the first 75 % of the training rows and scored on the rest."""
 TAKE_BELOW = 0.9
-"""The result carries the torque-space fit only when its held-out torque is below this fraction of the window
-fit's (geometric mean over the joints): the choice is made on the held-out rows the table reports, and the
-window fit is the one `parameters` give intervals for; within 10 % the two are not told apart."""
+"""The result carries the torque-space fit only when its torque is below this fraction of the window fit's
+(geometric mean over the joints) on the last quarter of the training rows, which a torque-space fit on the rest
+of them did not see: the held-out rows play no part in the choice. The window fit is the one `parameters` give
+intervals for; within 10 % the two are not told apart."""
 RIDGE = 1e-4
 """The prior toward the model file, on unit-norm columns: only what the data cannot tell apart stays there."""
 MAX_ROWS = 5000
@@ -110,13 +111,52 @@ def physical_body(params: np.ndarray, floor: float = 1e-6) -> tuple[float, np.nd
     return m, c, vec @ np.diag(fixed) @ vec.T, moved
 
 
+@dataclass(frozen=True, eq=False)
+class TorqueSpaceChoice:
+    """The torque-space fit on every training row, whether the result carries it, and the ratio that decided:
+    its torque over the window fit's (geometric mean over the joints) on the training rows' last quarter, for
+    a torque-space fit on the rest of them."""
+
+    fit: TorqueSpaceFit
+    taken: bool
+    ratio: float
+
+
+def choose_on_training(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model: mujoco.MjModel,
+                       maps: Sequence[sd.JointMap], parts: Sequence[Part]) -> TorqueSpaceChoice | None:
+    """The torque-space fit of `parts` (the training rows) and the choice between it and `spec` (the window fit)
+    made on them alone: a torque-space fit on the first 75 % of the longest record and the window fit scored on
+    its last 25 %, the torque-space fit taken below `TAKE_BELOW` x the window fit's torque; then refitted on
+    every row with the filter window chosen on the first 75 %. None when the problem frees nothing it fits or
+    the records are short."""
+    inner, check, _ = held_out_split([("training", list(parts))])
+    trial = fit_on_parts(spec, parameters, model, maps, inner)
+    if trial is None:
+        return None
+    scored = torque_validation(model, maps, [("inner", inner)], [("check", check)],
+                               {"window_fit": spec.copy().compile(), "torque_space": trial.spec.copy().compile()},
+                               friction=False)
+    if scored is None:
+        return None
+    rms = scored.rms_nm
+    ratio = float(np.exp(np.mean([np.log(max(rms["torque_space"][j], 1e-12) / max(rms["window_fit"][j], 1e-12))
+                                  for j in scored.joints])))
+    fit = fit_on_parts(spec, parameters, model, maps, parts, window=trial.filter_window_s)
+    return None if fit is None else TorqueSpaceChoice(fit, ratio < TAKE_BELOW, ratio)
+
+
 def fit_on_parts(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model: mujoco.MjModel,
-                 maps: Sequence[sd.JointMap], parts: Sequence[Part]) -> TorqueSpaceFit | None:
+                 maps: Sequence[sd.JointMap], parts: Sequence[Part], window: float | None = None
+                 ) -> TorqueSpaceFit | None:
     """The torque-space fit on records (`torque_check` parts) from `spec` (the window fit) with the ridge toward
-    `model` (the model file), its filter window the one of `FIT_WINDOWS_S` whose
+    `model` (the model file), its filter window `window`, else the one of `FIT_WINDOWS_S` whose
     fit on the first 75 % of the longest record predicts its last 25 % best (geometric mean over the joints of
     each joint's RMS relative to the best window's); None when the problem frees nothing it fits or the
     records are short."""
+    if window is not None:
+        record = torque_records(model, maps, parts, filter_window_s=window)
+        fit = None if record is None else fit_torque_space(spec, parameters, *record, prior=model)
+        return None if fit is None else replace(fit, filter_window_s=window)
     inner, check, _ = held_out_split([("training", list(parts))])
     candidates = {}
     for window in FIT_WINDOWS_S:
@@ -132,9 +172,7 @@ def fit_on_parts(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model
         rms = np.array([[scored.rms_nm[str(w)][j] for j in scored.joints] for w in candidates])
         score = np.exp(np.mean(np.log(np.maximum(rms, 1e-12) / np.maximum(rms.min(axis=0), 1e-12)), axis=1))
         window = list(candidates)[int(np.argmin(score))]
-    record = torque_records(model, maps, parts, filter_window_s=window)
-    fit = None if record is None else fit_torque_space(spec, parameters, *record, prior=model)
-    return None if fit is None else replace(fit, filter_window_s=window)
+    return fit_on_parts(spec, parameters, model, maps, parts, window=window)
 
 
 def fit_torque_space(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], deriv: Derivatives, tau: np.ndarray,

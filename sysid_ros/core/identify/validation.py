@@ -1,7 +1,8 @@
 """The run's fifth stage, `validate`: the fit's metrics and training traces, the identified model, its replay of
 the held-out segments (position traces and RMS, against the start values'), and held-out joint torque per
 joint against the model file's (`torque_check`); for an arm, the torque-space fit (`torque_space`), which the
-result carries instead of the window fit when its held-out torque is clearly lower."""
+result carries instead of the window fit when it is clearly better on the training rows (the held-out rows only
+judge the choice)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn
 from .results import RunLog
 from .torque_check import held_out_split, torque_validation
-from .torque_space import TAKE_BELOW, TorqueSpaceFit, fit_on_parts, outside_bounds
+from .torque_space import TAKE_BELOW, TorqueSpaceChoice, TorqueSpaceFit, choose_on_training, outside_bounds
 
 
 @dataclass(frozen=True)
@@ -161,8 +162,8 @@ def held_out_torque(problem: Problem, model: mujoco.MjModel, identified: mujoco.
                   ) -> HeldOutTorque:
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
-    torque-space fit when its held-out torque is below `TAKE_BELOW` x the window fit's (geometric mean over the
-    joints of their ratio), else the window fit."""
+    torque-space fit when it is chosen on the training rows (`torque_space.choose_on_training`), else the window
+    fit: the held-out rows judge the choice, they do not make it."""
     try:
         check = torque_validation(model, maps, train_data, val_data,
                                   {"nominal": model, "window_fit": identified.copy().compile()})
@@ -172,25 +173,26 @@ def held_out_torque(problem: Problem, model: mujoco.MjModel, identified: mujoco.
     if check is None:
         return HeldOutTorque({}, identified, {})
     try:
-        space = _torque_space_fit(problem, model, identified, maps, train_data, val_data)
-        extra = None if space is None else torque_validation(model, maps, train_data, val_data,
-                                                             {"torque_space": space.spec.copy().compile()},
-                                                             friction=False)
+        choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data)
+        extra = None if choice is None else torque_validation(model, maps, train_data, val_data,
+                                                              {"torque_space": choice.fit.spec.copy().compile()},
+                                                              friction=False)
     except SysidRosError as exc:
         notes.append(f"the torque-space fit failed ({exc}); the identified model is the window fit")
-        space = extra = None
+        choice = extra = None
     rms, chosen, document = check.rms_nm, identified, {}
     taken = False
-    if space is not None and extra is not None:
+    if choice is not None and extra is not None:
+        space, taken = choice.fit, choice.taken
         rms["torque_space"] = extra.rms_nm["torque_space"]
-        ratio = math.exp(float(np.mean([math.log(max(rms["torque_space"][j], 1e-12)
-                                                 / max(rms["window_fit"][j], 1e-12)) for j in check.joints])))
-        taken = ratio < TAKE_BELOW
+        held_out_ratio = math.exp(float(np.mean([math.log(max(rms["torque_space"][j], 1e-12)
+                                                          / max(rms["window_fit"][j], 1e-12)) for j in check.joints])))
         chosen = space.spec if taken else identified
         outside = outside_bounds(space, problem.parameters)
-        document = {"taken": taken, "held_out_torque_ratio_to_window_fit": round(ratio, 4), **space.document(),
+        document = {"taken": taken, "training_torque_ratio_to_window_fit": round(choice.ratio, 4),
+                    "held_out_torque_ratio_to_window_fit": round(held_out_ratio, 4), **space.document(),
                     "outside_problem_bounds": outside}
-        notes.append(_choice_note(taken, ratio, space))
+        notes.append(_choice_note(taken, choice.ratio, space))
         if taken and outside:
             notes.append("the torque-space fit puts values outside the problem's bounds (it is not bounded; the "
                          f"window fit is): {', '.join(outside)}")
@@ -207,11 +209,13 @@ def held_out_torque(problem: Problem, model: mujoco.MjModel, identified: mujoco.
     return HeldOutTorque(check.friction_document(), chosen, document)
 
 
-def _torque_space_fit(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec,
-                      maps: Sequence[sd.JointMap], train_data: Sequence, val_data: Sequence) -> TorqueSpaceFit | None:
-    """The torque-space fit on the rows the regression is fitted on (the held-out rows left out)."""
+def _torque_space_choice(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec,
+                         maps: Sequence[sd.JointMap], train_data: Sequence, val_data: Sequence
+                         ) -> TorqueSpaceChoice | None:
+    """The torque-space fit and the choice, both on the rows the regression is fitted on (the held-out rows left
+    out)."""
     fit_parts, _, _ = held_out_split(train_data, val_data)
-    return fit_on_parts(identified, problem.parameters, model, maps, fit_parts)
+    return choose_on_training(identified, problem.parameters, model, maps, fit_parts)
 
 
 def _choice_note(taken: bool, ratio: float, space: TorqueSpaceFit) -> str:
@@ -221,8 +225,10 @@ def _choice_note(taken: bool, ratio: float, space: TorqueSpaceFit) -> str:
              (space.held_at_zero, "joint terms held at 0 (negative when free)"))
     extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
     if taken:
-        return (f"the identified model is the torque-space fit ({what}{extra}): its held-out joint torque is "
-                f"{ratio:.2f}x the window fit's (geometric mean over the joints); `parameters` are the window fit's, "
+        return (f"the identified model is the torque-space fit ({what}{extra}): on the training rows' last quarter "
+                f"(a fit on the rest) its joint torque is {ratio:.2f}x the window fit's (geometric mean over the "
+                "joints); `parameters` are the window fit's, "
                 "the MJCF's values are under `torque_space`; the held-out position replay is the window fit's")
-    return (f"the identified model is the window fit: the torque-space fit ({what}) predicts held-out joint torque "
-            f"{ratio:.2f}x the window fit's (geometric mean over the joints; taken below {TAKE_BELOW:g}x)")
+    return (f"the identified model is the window fit: the torque-space fit ({what}), fitted on the first 75 % of "
+            f"the training rows, predicts the rest's joint torque {ratio:.2f}x the window fit's (geometric mean over "
+            f"the joints; taken below {TAKE_BELOW:g}x)")
