@@ -102,11 +102,7 @@ def test_identified_mjcf_loads_back_with_the_offsets_as_motor_bias(run):
     doc = run["doc"]
     text = (run["dir"] / "out" / "identified.xml").read_text()
     model = mujoco.MjModel.from_xml_string(text)
-    values = {p: v["value"] for p, v in doc["parameters"].items()}
-    space = doc["torque_space"]  # the MJCF carries the window fit's values, or the torque-space fit's (`taken`)
-    if space["taken"]:
-        values.update({f"j{k + 1}_offset": space["joints"][j]["effort_offset"] for k, j in enumerate(IIWA_JOINTS)})
-        values["payload_mass"] = space["bodies"]["payload"]["mass"]
+    values = {p: v["value"] for p, v in doc["parameters"].items()}  # the MJCF's, whichever fit it carries
     assert model.body("payload").mass[0] == pytest.approx(values["payload_mass"], rel=1e-12)
     np.testing.assert_allclose(effort_offsets(model), [values[f"j{k + 1}_offset"] for k in range(7)], rtol=1e-12)
     assert values["j2_offset"] < -0.5 < 0.5 < values["j4_offset"]

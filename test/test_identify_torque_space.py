@@ -131,6 +131,28 @@ def test_the_mjcf_reloads_with_what_the_fit_wrote_and_chains_into_the_next_probl
     assert loaded.model.nv == 7 and len(loaded.train) > 0
 
 
+def test_parameters_describe_the_mjcf_and_the_window_fit_stays_apart(run):
+    """`parameters` hold what the written MJCF holds (the torque-space fit), with no interval (none is estimated
+    for it, said in a warning); the window fit's values and intervals are under `window_fit_parameters`."""
+    doc = run["doc"]
+    model = mujoco.MjModel.from_xml_path(str(run["mjcf"]))
+    params, window = doc["parameters"], doc["window_fit_parameters"]
+    assert set(params) == set(window)
+    for k, link in enumerate(LINKS):
+        assert params[f"{link}_mass"]["value"] == pytest.approx(model.body(link).mass[0], rel=1e-12)
+        assert params[f"{link}_mass"]["half_width_95"] == float("inf")
+    assert params["payload_mass"]["value"] == pytest.approx(model.body("payload").mass[0], rel=1e-12)
+    np.testing.assert_allclose([params[f"j{k + 1}_offset"]["value"] for k in range(7)], effort_offsets(model),
+                               rtol=1e-12)
+    np.testing.assert_allclose([params[f"j{k + 1}_armature"]["value"] for k in range(7)], model.dof_armature,
+                               rtol=1e-12)
+    moved = [name for name in params if params[name]["value"] != window[name]["value"]]
+    assert f"{LINKS[0]}_mass" in moved  # the window fit's values differ and keep their finite intervals
+    assert all(np.isfinite(window[name]["half_width_95"]) for name in moved if window[name]["identifiable"])
+    assert any(w.startswith("`parameters` hold the torque-space fit") for w in doc["warnings"])
+    assert doc["verdict"] == "suspect"
+
+
 def truth_as_mjcf(run) -> mujoco.MjModel:
     """The truth as an MJCF can hold it: its inertials, damping and armature, friction loss at its Coulomb
     level (MuJoCo's soft sign where the truth's is a tanh of 40-80 mrad/s) and its offsets as motor bias."""

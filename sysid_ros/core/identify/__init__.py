@@ -16,9 +16,10 @@ The path of the data, in order:
   - `intervals` (`estimate_spread`): intervals; `start_error`, `residual_stats`, `time_offset`: the start
     states' noise, misfit and time-offset checks;
   - `validation` (`validate`): metrics, held-out replays and torque; `torque_space`: an arm's fit on the
-    measured torque (full inertials, joint terms), which the result carries when its held-out torque beats
-    the window fit's;
-  - `parameter_results`: each parameter's result; `verdict`: the warnings that make a run suspect.
+    measured torque (full inertials, joint terms), which the result carries when it beats the window fit's on
+    the training rows;
+  - `parameter_results`: each parameter's result (`carried_parameters`: as the torque-space fit holds it);
+    `verdict`: the warnings that make a run suspect.
 - `results`: what the run returns (`IdentificationResult`), its `RunLog` and verdict.
 - `write`: `identified.yaml`, the HTML report and the library's output; `export`: the identified MJCF/URDF and values.
 - `synthetic`, `overrides`: synthetic recordings for tests and demos; a problem with other data files.

@@ -20,6 +20,8 @@ from .intervals import Spread
 from .optimize import Fit
 from .problem import ParameterSpec
 from .results import ParameterResult, RunLog
+from .spec_values import model_value
+from .torque_space import BODY_KINDS, TERM_OF_KIND
 from .verdict import bound_warnings, warm_start_warnings
 from .warm_start import Start
 
@@ -92,6 +94,27 @@ def inertia_result(theta: np.ndarray, half: tuple[float, ...], cov: np.ndarray, 
     coordinates = {"names": COORDINATES, "value": tuple(float(v) for v in theta), "half_width_95": tuple(half),
                    "min": lo, "max": hi}
     return coordinates, value, phys_half, p_lo, p_hi
+
+
+def carried_parameters(parameters: Sequence[ParameterSpec], results: Sequence[ParameterResult],
+                       spec: mujoco.MjSpec, log: RunLog) -> list[ParameterResult]:
+    """The results as the torque-space model (`spec`, which the MJCF carries) holds them: each parameter of a
+    kind that fit writes takes the model's value and, when free, no interval (none is estimated for that fit,
+    said in a warning); the others stay the window fit's."""
+    specs = {p.name: p for p in parameters}
+    out = []
+    for r in results:
+        if r.kind not in BODY_KINDS + tuple(TERM_OF_KIND):
+            out.append(r)
+            continue
+        value = tuple(model_value(spec, specs[r.name]))
+        half = r.half_width_95 if r.frozen else (math.inf,) * len(value)
+        out.append(replace(r, value=value, half_width_95=half, coordinates=None))
+    if any(not r.frozen and r.kind in BODY_KINDS + tuple(TERM_OF_KIND) for r in results):
+        log.warnings.append("`parameters` hold the torque-space fit the MJCF carries, without intervals (none is "
+                            "estimated for that fit: half_width_95 inf); the window fit's values and intervals "
+                            "are under `window_fit_parameters`")
+    return out
 
 
 def flag_mass_sums(model: mujoco.MjModel, results: list[ParameterResult], notes: list[str]) -> list[ParameterResult]:

@@ -21,9 +21,9 @@ from threadpoolctl import threadpool_limits
 from .data import load_run
 from .intervals import estimate_spread
 from .optimize import fit_parameters
-from .parameter_results import parameter_results
+from .parameter_results import carried_parameters, parameter_results
 from .problem import Problem
-from .results import IdentificationResult, Progress, RunLog, verdict
+from .results import IdentificationResult, ParameterResult, Progress, RunLog, verdict
 from .validation import validate
 from .warm_start import start_values
 
@@ -49,10 +49,14 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
     spread = estimate_spread(run, start, fit, log)
     checked = validate(run, fit, spread, log)
     results = parameter_results(run, start, fit, spread, checked.metrics, log)
+    window_fit: list[ParameterResult] = []
+    if checked.torque_space.get("taken"):
+        window_fit, results = results, carried_parameters(run.problem.parameters, results, checked.identified, log)
     objective = tuple(float(v) for v in (getattr(fit.opt_result, "extras", None) or {}).get("objective", ()))
     log.timings["total_s"] = time.perf_counter() - t_start
     log.report("done", 1.0, f"identified {len(results)} parameters in {log.timings['total_s']:.2f} s")
     return IdentificationResult(run.problem, tuple(results), checked.metrics, checked.identified, start.params,
                                 fit.opt_params, fit.opt_result, fit.residual_fn, fit.ms, spread.cov,
                                 tuple(checked.traces), objective, tuple(log.notes), log.timings,
-                                verdict(log.warnings), tuple(log.warnings), checked.friction, checked.torque_space)
+                                verdict(log.warnings), tuple(log.warnings), checked.friction, checked.torque_space,
+                                tuple(window_fit))

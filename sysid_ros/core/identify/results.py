@@ -80,30 +80,38 @@ class IdentificationResult:
     warnings: tuple[str, ...] = ()  # one line each, naming the signal/parameter/file and the number that tripped
     friction: dict[str, Any] = field(default_factory=dict)  # per joint: the regression's friction and offset
     torque_space: dict[str, Any] = field(default_factory=dict)  # the torque-space fit's values; `taken`: the MJCF's
+    window_fit_parameters: tuple[ParameterResult, ...] = ()  # when `parameters` are the torque-space fit's
 
     def value(self, name: str) -> float:
         """The first component of a parameter's identified value."""
         return next(p.value[0] for p in self.parameters if p.name == name)
 
 
-def results_document(result: IdentificationResult) -> dict[str, Any]:
-    """The content of `identified.yaml`."""
+def parameters_document(parameters: Sequence[ParameterResult]) -> dict[str, Any]:
+    """Each parameter's entry in `identified.yaml`, by name."""
     def scalar(v: tuple[float, ...]) -> float | list[float]:
         return v[0] if len(v) == 1 else list(v)
 
+    return {p.name: {"kind": p.kind, "target": p.target, "value": scalar(p.value),
+                     "half_width_95": scalar(tuple(x if math.isfinite(x) else float("inf") for x in p.half_width_95)),
+                     "start": scalar(p.start), "min": scalar(p.min_value), "max": scalar(p.max_value),
+                     "frozen": p.frozen, "identifiable": p.identifiable,
+                     **({"warm_start": scalar(p.warm_start)} if p.warm_start else {}),
+                     **({"coordinates": {key: list(v) for key, v in p.coordinates.items()}}
+                        if p.coordinates else {})}
+            for p in parameters}
+
+
+def results_document(result: IdentificationResult) -> dict[str, Any]:
+    """The content of `identified.yaml`: `parameters` describe the model the MJCF carries (the window fit's
+    are under `window_fit_parameters` when it carries the torque-space fit)."""
     return {
         "verdict": result.verdict,
         "warnings": list(result.warnings),
         "model": result.problem.model,
-        "parameters": {p.name: {"kind": p.kind, "target": p.target, "value": scalar(p.value),
-                                "half_width_95": scalar(tuple(x if math.isfinite(x) else float("inf")
-                                                              for x in p.half_width_95)),
-                                "start": scalar(p.start), "min": scalar(p.min_value), "max": scalar(p.max_value),
-                                "frozen": p.frozen, "identifiable": p.identifiable,
-                                **({"warm_start": scalar(p.warm_start)} if p.warm_start else {}),
-                                **({"coordinates": {key: list(v) for key, v in p.coordinates.items()}}
-                                   if p.coordinates else {})}
-                       for p in result.parameters},
+        "parameters": parameters_document(result.parameters),
+        **({"window_fit_parameters": parameters_document(result.window_fit_parameters)}
+           if result.window_fit_parameters else {}),
         "metrics": result.metrics,
         **({"friction": result.friction} if result.friction else {}),
         **({"torque_space": result.torque_space} if result.torque_space else {}),

@@ -227,8 +227,8 @@ def _choice_note(taken: bool, ratio: float, space: TorqueSpaceFit) -> str:
     if taken:
         return (f"the identified model is the torque-space fit ({what}{extra}): on the training rows' last quarter "
                 f"(a fit on the rest) its joint torque is {ratio:.2f}x the window fit's (geometric mean over the "
-                "joints); `parameters` are the window fit's, "
-                "the MJCF's values are under `torque_space`; the held-out position replay is the window fit's")
+                "joints); `parameters` hold its values (the window fit's are under `window_fit_parameters`); the "
+                "held-out position replay is the window fit's")
     return (f"the identified model is the window fit: the torque-space fit ({what}), fitted on the first 75 % of "
             f"the training rows, predicts the rest's joint torque {ratio:.2f}x the window fit's (geometric mean over "
             f"the joints; taken below {TAKE_BELOW:g}x)")

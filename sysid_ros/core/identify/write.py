@@ -12,11 +12,9 @@ from ..files.outputs import staged
 from ..files.paths import model_path
 from ..report.identification import DATA_FILE, report_page, save_report_data
 from .export import identified_urdf, identified_values, identified_xml
-from .parameters import SIGNAL_KINDS
 from .problem import Problem
 from .quiet import quiet_output
 from .results import IdentificationResult, results_document
-from .spec_values import model_value
 
 
 def result_names(problem: Problem) -> dict[str, str]:
@@ -45,10 +43,7 @@ def write_results(result: IdentificationResult, out_dir: str | Path, force: bool
             urdf_text, urdf_notes = identified_urdf(source, result.identified_spec, result.problem.parameters)
             document["notes"] = document["notes"] + urdf_notes
             paths["urdf"].write_text(urdf_text)
-        values = {p.name: p.value for p in result.parameters}
-        if result.torque_space.get("taken"):  # the values the MJCF carries
-            values.update({p.name: model_value(result.identified_spec, p) for p in result.problem.parameters
-                           if p.kind not in SIGNAL_KINDS and p.kind != "actuator_gain"})
+        values = {p.name: p.value for p in result.parameters}  # the values the MJCF carries
         paths["yaml"].write_text(yaml.safe_dump(document, sort_keys=False))
         paths["values"].write_text(yaml.safe_dump(identified_values(result.problem.parameters, values),
                                                    sort_keys=False))
