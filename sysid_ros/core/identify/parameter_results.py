@@ -113,7 +113,7 @@ def carried_parameters(parameters: Sequence[ParameterSpec], results: Sequence[Pa
     if any(not r.frozen and r.kind in BODY_KINDS + tuple(TERM_OF_KIND) for r in results):
         log.warnings.append("`parameters` hold the torque-space fit the MJCF carries, without intervals (none is "
                             "estimated for that fit: half_width_95 inf); the window fit's values and intervals "
-                            "are under `window_fit_parameters`")
+                            "are under `window_fit_parameters`, and the other warnings' values are the window fit's")
     return out
 
 
