@@ -61,11 +61,11 @@ class MatchedSubscription:
     """
 
     def __init__(self, node: Node, msg_type: type, topic: str, callback: Callable, reliability: str = "auto",
-                 raw: bool = False) -> None:
+                 raw: bool = False, quiet: bool = False) -> None:
         if reliability not in ("auto", *RELIABILITY):
             raise ValueError(f"reliability must be auto, reliable or best_effort, not {reliability!r}")
         self.node, self.msg_type, self.topic, self.callback = node, msg_type, topic, callback
-        self.wanted, self.raw = reliability, raw
+        self.wanted, self.raw, self.quiet = reliability, raw, quiet
         self.reliability = ""
         self.subscription = None
         self.match()
@@ -82,7 +82,8 @@ class MatchedSubscription:
         self.subscription = self.node.create_subscription(self.msg_type, self.topic, self.callback,
                                                           sensor_qos(wanted), raw=self.raw)
         self.reliability = wanted
-        self.node.get_logger().info(f"{self.subscription.topic_name}: {wanted}")
+        if not self.quiet:  # `quiet`: a short-lived subscription made again and again, said once by its owner
+            self.node.get_logger().info(f"{self.subscription.topic_name}: {wanted}")
 
     def destroy(self) -> None:
         if self.subscription is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,12 +42,16 @@ from ..core.tuner.progress import TuneProgress
 from ..core.tuner.plant import Telemetry
 from ..core.tuner.proposal import TUNED_GAINS, gain_parameters
 from ..core.tuner.servo import Controller, DriveGains
-from .client import RosClient, play_tape, status_value, wait_for
+from .client import RosClient, play_tape, stamp_ns, status_value, wait_for
 from .feedback import MatchedSubscription
 from .controller_gains import ControllerGains
 
 MOVE_SPEED_FRAC = 0.5  # moves to a tape's start go at half the room's speed
 SETTLE_S = 0.5  # and rest this long at the start
+STILL_SPEED_FRAC = 0.1  # before a play the arm is at rest: every joint slower than this fraction of its speed limit
+STILL_FOR_S = 0.2  # robot seconds
+STILL_UNDER_GAINS_S = 5.0  # wall seconds for the arm to rest under the gains it has, before the as-found ones
+STILL_TIMEOUT_S = 30.0  # then under the as-found gains, before the tune stops (wall seconds)
 
 
 @dataclass
@@ -124,6 +128,8 @@ class RosArm(Arm):
     def play(self, tape: Tape, controllers: dict[str, Controller]) -> dict[str, Telemetry]:
         """Play `tape` (its joints move, the rest hold home) under `controllers`; telemetry for every joint."""
         full = self._over_arm(tape)
+        if self._setpoint is not None:  # after a play: a ringing arm (a rung that rang, a stopped play) is not moved
+            self._settle(tape.name)
         self._ensure_gains(controllers)
         start = {j: float(c.evaluate(np.zeros(1))[0][0]) for j, c in zip(full.joints, full.curves)}
         here = self._setpoint or self._measured()
@@ -136,16 +142,70 @@ class RosArm(Arm):
 
     def _measured(self) -> dict[str, float]:
         """The arm's measured positions now (where a first move starts: the controller's setpoint is unknown)."""
+        msg = self._joint_state(lambda m: True, 10.0, "", quiet=False)
+        return {j: float(msg.position[list(msg.name).index(j)]) for j in self.joints}
+
+    def _settle(self, before: str) -> None:
+        """Before a play, the arm at rest under the gains it has (STILL_UNDER_GAINS_S); if it keeps moving (trial
+        gains that ring or diverge), under the session's as-found gains, which the robot ran with before the
+        tune (STILL_TIMEOUT_S, then DataError)."""
+        try:
+            self._wait_until_still(before, STILL_UNDER_GAINS_S)
+            return
+        except DataError:
+            if self._session is None:
+                raise
+        as_found = {k: v for k, v in self._session.previous.items() if k in self.gain_names()}
+        self.notes.append(f"the arm kept moving before {before} under trial gains: back to the as-found gains "
+                          f"until it came to rest")
+        self.gains.try_gains(self._session, as_found)
+        self._on_controller.update(as_found)
+        self._wait_until_still(before, STILL_TIMEOUT_S)
+
+    def _wait_until_still(self, before: str, timeout_s: float) -> None:
+        """Wait until every arm joint has moved slower than STILL_SPEED_FRAC of its envelope's speed for STILL_FOR_S
+        of robot time (a ringing joint passes zero speed at each swing; joint states without velocities are taken
+        as still); DataError if the arm does not come to rest within `timeout_s`."""
+        limits = np.array([STILL_SPEED_FRAC * self.envelopes[j].max_speed_rad_s for j in self.joints])
+        since: list[int] = []  # the stamp the arm has been still since
+
+        def still(msg: JointState) -> bool:
+            if len(msg.velocity) != len(msg.name):
+                return True
+            speed = np.abs([msg.velocity[list(msg.name).index(j)] for j in self.joints])
+            stamp = stamp_ns(msg)
+            if not np.all(speed <= limits):
+                since.clear()
+                return False
+            since[:] = since or [stamp]
+            return stamp - since[0] >= STILL_FOR_S * 1e9
+
+        self._joint_state(still, timeout_s, f" at rest (every joint under {STILL_SPEED_FRAC:.0%} of its envelope's "
+                                            f"speed for {STILL_FOR_S} s) before {before}: the arm keeps moving",
+                          quiet=True)
+
+    def _joint_state(self, accept: Callable[[JointState], bool], timeout_s: float, what: str,
+                     quiet: bool) -> JointState:
+        """The first joint state of every arm joint that `accept` takes, heard within `timeout_s` (QoS matched;
+        `quiet`: the subscription's reliability not logged, for the wait before every play)."""
         got: list = []
         node, topic = self.client.node, self.client.resolve(self.feedback_topic)
         wait_for(lambda: node.count_publishers(topic), 10.0, f"a publisher of {topic}")
-        sub = MatchedSubscription(node, JointState, topic, got.append)  # sensor-data QoS is best effort
+        sub = MatchedSubscription(node, JointState, topic, got.append, quiet=quiet)  # sensor-data QoS: best effort
+        seen = 0
+
+        def first() -> JointState | None:
+            nonlocal seen
+            new, seen = got[seen:], len(got)
+            return next((m for m in new if set(self.joints) <= set(m.name) and accept(m)), None)
+
         try:
-            msg = wait_for(lambda: next((m for m in got if set(self.joints) <= set(m.name)), None), 10.0,
-                           f"joint states of {list(self.joints)} on {topic} ({sub.reliability})")
+            return wait_for(first, timeout_s,
+                            f"joint states of {list(self.joints)} on {topic} ({sub.reliability}){what}")
+        except TimeoutError as exc:
+            raise DataError(str(exc)) from exc
         finally:
             sub.destroy()
-        return {j: float(msg.position[list(msg.name).index(j)]) for j in self.joints}
 
     def _move(self, here: dict[str, float], target: dict[str, float]) -> Tape:
         """A slow rest-to-rest move of every arm joint from `here` to `target`, then a short rest."""
