@@ -43,8 +43,8 @@ fits a record is measured on it: each is fitted on the first 75 % of the trainin
 TAKE_BELOW = 0.9
 """The result carries the torque-space fit only when its torque is below this fraction of the window fit's
 (geometric mean over the joints) on the last quarter of the training rows, which a torque-space fit on the rest
-of them did not see: the held-out rows play no part in the choice. The window fit is the one `parameters` give
-intervals for; within 10 % the two are not told apart."""
+of them did not see: the held-out rows play no part in the choice. Only the window fit has intervals (under
+`window_fit_parameters` when the torque-space fit is carried); within 10 % the two are not told apart."""
 RIDGE = 1e-4
 """The prior toward the model file, on unit-norm columns: only what the data cannot tell apart stays there."""
 MAX_ROWS = 5000
@@ -138,11 +138,14 @@ def choose_on_training(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec],
                                friction=False)
     if scored is None:
         return None
-    rms = scored.rms_nm
-    ratio = float(np.exp(np.mean([np.log(max(rms["torque_space"][j], 1e-12) / max(rms["window_fit"][j], 1e-12))
-                                  for j in scored.joints])))
+    ratio = torque_ratio(scored.rms_nm["torque_space"], scored.rms_nm["window_fit"], scored.joints)
     fit = fit_on_parts(spec, parameters, model, maps, parts, window=trial.filter_window_s)
     return None if fit is None else TorqueSpaceChoice(fit, ratio < TAKE_BELOW, ratio)
+
+
+def torque_ratio(rms: dict[str, float], reference: dict[str, float], joints: Sequence[str]) -> float:
+    """One model's joint torque RMS over a reference model's: the geometric mean over `joints` of the ratios."""
+    return float(np.exp(np.mean([np.log(max(rms[j], 1e-12) / max(reference[j], 1e-12)) for j in joints])))
 
 
 def fit_on_parts(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model: mujoco.MjModel,

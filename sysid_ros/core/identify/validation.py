@@ -27,7 +27,8 @@ from .quiet import quiet_output
 from .residual import InitialStateRollout, ScaledResidual, batched_residual_fn
 from .results import RunLog
 from .torque_check import held_out_split, torque_validation
-from .torque_space import TAKE_BELOW, TorqueSpaceChoice, TorqueSpaceFit, choose_on_training, outside_bounds
+from .torque_space import (TAKE_BELOW, TorqueSpaceChoice, TorqueSpaceFit, choose_on_training, outside_bounds,
+                           torque_ratio)
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Validated:
     """The identified model, the fit's metrics (the later stages add to them), the traces, the friction and the
     torque-space fit."""
 
-    identified: mujoco.MjSpec  # the window fit's, or the torque-space fit's when its held-out torque is clearly lower
+    identified: mujoco.MjSpec  # the window fit's, or the torque-space fit's when chosen on the training rows
     metrics: dict[str, Any]
     traces: list[Trace]
     friction: dict[str, Any]
@@ -149,8 +150,7 @@ def replay_held_out(problem: Problem, identified: mujoco.MjSpec, model: mujoco.M
 @dataclass(frozen=True, eq=False)
 class HeldOutTorque:
     """The torque check's outcome: the regression's friction document, the model the result carries (the
-    window fit's, or the torque-space fit's when its held-out torque is clearly lower) and the torque-space fit's
-    values."""
+    window fit's, or the torque-space fit's when chosen on the training rows) and the torque-space fit's values."""
 
     friction: dict[str, Any]
     spec: mujoco.MjSpec
@@ -185,8 +185,7 @@ def held_out_torque(problem: Problem, model: mujoco.MjModel, identified: mujoco.
     if choice is not None and extra is not None:
         space, taken = choice.fit, choice.taken
         rms["torque_space"] = extra.rms_nm["torque_space"]
-        held_out_ratio = math.exp(float(np.mean([math.log(max(rms["torque_space"][j], 1e-12)
-                                                          / max(rms["window_fit"][j], 1e-12)) for j in check.joints])))
+        held_out_ratio = torque_ratio(rms["torque_space"], rms["window_fit"], check.joints)
         chosen = space.spec if taken else identified
         outside = outside_bounds(space, problem.parameters)
         document = {"taken": taken, "training_torque_ratio_to_window_fit": round(choice.ratio, 4),
