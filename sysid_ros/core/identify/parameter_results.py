@@ -21,7 +21,7 @@ from .optimize import Fit
 from .problem import ParameterSpec
 from .results import ParameterResult, RunLog
 from .spec_values import model_value
-from .torque_space import BODY_KINDS, TERM_OF_KIND
+from .torque_space import FITTED_KINDS
 from .verdict import bound_warnings, warm_start_warnings
 from .warm_start import Start
 
@@ -104,13 +104,13 @@ def carried_parameters(parameters: Sequence[ParameterSpec], results: Sequence[Pa
     specs = {p.name: p for p in parameters}
     out = []
     for r in results:
-        if r.kind not in BODY_KINDS + tuple(TERM_OF_KIND):
+        if r.kind not in FITTED_KINDS:
             out.append(r)
             continue
         value = tuple(model_value(spec, specs[r.name]))
         half = r.half_width_95 if r.frozen else (math.inf,) * len(value)
         out.append(replace(r, value=value, half_width_95=half, coordinates=None))
-    if any(not r.frozen and r.kind in BODY_KINDS + tuple(TERM_OF_KIND) for r in results):
+    if any(not r.frozen and r.kind in FITTED_KINDS for r in results):
         log.warnings.append("`parameters` hold the torque-space fit the MJCF carries, without intervals (none is "
                             "estimated for that fit: half_width_95 inf); the window fit's values and intervals "
                             "are under `window_fit_parameters`, and the other warnings' values are the window fit's")

@@ -54,6 +54,8 @@ MIN_PRINCIPAL = 0.01
 TERM_OF_KIND = {"joint_damping": "viscous", "joint_frictionloss": "coulomb", "joint_armature": "armature",
                 "joint_effort_offset": "offset"}
 BODY_KINDS = ("body_mass", "body_mass_com", "body_inertia")
+FITTED_KINDS = BODY_KINDS + tuple(TERM_OF_KIND)
+"""The parameter kinds the torque-space fit writes into the model."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -288,7 +290,7 @@ def outside_bounds(fit: TorqueSpaceFit, parameters: Sequence[ParameterSpec]) -> 
     to them; the torque-space fit does not)."""
     out = []
     for p in parameters:
-        if p.frozen or p.min_value is None or p.kind not in BODY_KINDS + tuple(TERM_OF_KIND):
+        if p.frozen or p.min_value is None or p.kind not in FITTED_KINDS:
             continue
         value = model_value(fit.spec, p)
         if any(v < lo or v > hi for v, lo, hi in zip(value, p.min_value, p.max_value)):
