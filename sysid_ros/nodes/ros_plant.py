@@ -37,6 +37,7 @@ from ..core.tapes import KnotCurve, Tape, duration_s
 from ..core.tapes.moves import KnotPath
 from ..core.tapes.moves import room
 from ..core.tuner.arm_plant import Arm
+from ..core.tuner.at_rest import HOLD_S, SPEED_FRAC, RestWatch
 from ..core.tuner.feedforward_check import honours_feedforward
 from ..core.tuner.progress import TuneProgress
 from ..core.tuner.plant import Telemetry
@@ -48,8 +49,6 @@ from .controller_gains import ControllerGains
 
 MOVE_SPEED_FRAC = 0.5  # moves to a tape's start go at half the room's speed
 SETTLE_S = 0.5  # and rest this long at the start
-STILL_SPEED_FRAC = 0.1  # before a play the arm is at rest: every joint slower than this fraction of its speed limit
-STILL_FOR_S = 0.2  # robot seconds
 STILL_UNDER_GAINS_S = 5.0  # wall seconds for the arm to rest under the gains it has, before the as-found ones
 STILL_TIMEOUT_S = 30.0  # then under the as-found gains, before the tune stops (wall seconds)
 
@@ -163,26 +162,18 @@ class RosArm(Arm):
         self._wait_until_still(before, STILL_TIMEOUT_S)
 
     def _wait_until_still(self, before: str, timeout_s: float) -> None:
-        """Wait until every arm joint has moved slower than STILL_SPEED_FRAC of its envelope's speed for STILL_FOR_S
-        of robot time (a ringing joint passes zero speed at each swing; joint states without velocities are taken
-        as still); DataError if the arm does not come to rest within `timeout_s`."""
-        limits = np.array([STILL_SPEED_FRAC * self.envelopes[j].max_speed_rad_s for j in self.joints])
-        since: list[int] = []  # the stamp the arm has been still since
+        """Wait until the arm is at rest (`RestWatch`; joint states without velocities are taken as still);
+        DataError if it does not come to rest within `timeout_s`."""
+        watch = RestWatch.for_limits([self.envelopes[j].max_speed_rad_s for j in self.joints])
 
         def still(msg: JointState) -> bool:
             if len(msg.velocity) != len(msg.name):
                 return True
-            speed = np.abs([msg.velocity[list(msg.name).index(j)] for j in self.joints])
-            stamp = stamp_ns(msg)
-            if not np.all(speed <= limits):
-                since.clear()
-                return False
-            since[:] = since or [stamp]
-            return stamp - since[0] >= STILL_FOR_S * 1e9
+            names = list(msg.name)
+            return watch.update(stamp_ns(msg), np.array([msg.velocity[names.index(j)] for j in self.joints]))
 
-        self._joint_state(still, timeout_s, f" at rest (every joint under {STILL_SPEED_FRAC:.0%} of its envelope's "
-                                            f"speed for {STILL_FOR_S} s) before {before}: the arm keeps moving",
-                          quiet=True)
+        self._joint_state(still, timeout_s, f" at rest (every joint under {SPEED_FRAC:.0%} of its envelope's speed "
+                                            f"for {HOLD_S} s) before {before}: the arm keeps moving", quiet=True)
 
     def _joint_state(self, accept: Callable[[JointState], bool], timeout_s: float, what: str,
                      quiet: bool) -> JointState:

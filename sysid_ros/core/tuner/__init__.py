@@ -14,12 +14,14 @@ deployed joint from its logs and `FineTuneResult.canary` keeps or rolls back.
 - `pipeline`: `tune`, the stages in order; `arm`: `tune_arm`; `fine_tune`: re-tuning from logs.
 - `proposal`: what a tune would change; `canary`: keep or roll back; `feedforward_check`: does the
   controller add the trajectory's effort; `progress`: what a running tune has done so far (`TuneProgress`:
-  stage, play, seconds of motion left, cost so far; the tune action's feedback).
+  stage, play, seconds of motion left, cost so far; the tune action's feedback); `at_rest`: whether an arm
+  has come to rest before a play (`RestWatch`).
 """
 
 from .analytic import AnalyticStart, analytic_start
 from .arm import ArmResult, ArmRound, JointOutcome, outcome_of, tune_arm
 from .arm_plant import Arm, ArmPlant, JointInArm
+from .at_rest import RestWatch
 from .canary import CanaryVerdict, canary_threshold, judge_canary
 from .fine_tune import FineTuneResult, Log, fine_tune, learn_feedforward
 from .identify import Identification, identify_servo
@@ -35,7 +37,7 @@ from .verify import Verified, VerifyResult, verify
 __all__ = [
     "AnalyticStart", "Arm", "ArmPlant", "ArmResult", "ArmRound", "CanaryVerdict", "Candidate", "Controller",
     "DriveGains", "FineTuneResult", "Goal", "Identification", "JointInArm", "JointOutcome", "Log", "Loop", "Plant",
-    "RefineResult", "Rung", "Score", "Servo", "SimPlant", "SweepLimits", "SweepResult", "Telemetry", "TuneResult",
+    "RefineResult", "RestWatch", "Rung", "Score", "Servo", "SimPlant", "SweepLimits", "SweepResult", "Telemetry", "TuneResult",
     "Verified", "VerifyResult", "analytic_start", "canary_threshold", "cost", "eased", "feedforward_from",
     "fine_tune", "gains_for", "gains_from_proposal", "gate_failures", "identify_servo", "judge_canary",
     "learn_feedforward", "limits_from", "loop_of", "outcome_of", "proposal", "run_sweep", "score", "stage_tapes",
