@@ -187,6 +187,7 @@ class RosArm(Arm):
 
         def first() -> JointState | None:
             nonlocal seen
+            self._check_cancel("while waiting for the arm")  # a cancel is not held up by the wait
             new, seen = got[seen:], len(got)
             return next((m for m in new if set(self.joints) <= set(m.name) and accept(m)), None)
 
