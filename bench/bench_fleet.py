@@ -1,12 +1,14 @@
 """Fleet identification of 12 pendulums (each its own hidden physics) on a local process pool and on Ray (and
-serially with --serial), side by side in one run; every engine's start-up reported apart; peak memory per worker.
+serially with --serial), side by side in one run; every engine's start-up and shut-down reported apart; peak
+memory per worker.
 
 Each robot records what a fleet would identify it from: three 10 s multisine tapes (the project's default
 tape length) back to back for training, 30 s, and a fourth, 10 s, held out; 500 Hz, 0.5 mrad noise.
 
 Every engine runs the same manifest into a fresh folder (no resume). `run_fleet` reports each engine's
 start-up apart from its jobs: the workers' start (spawning processes, `ray.init`), their imports and the
-compile of the shared model. On 2 cores a speed-up over serial cannot show (a serial identification already
+compile of the shared model, and its shut-down after the last robot's result (killing the workers,
+`ray.shutdown`: 1.0-1.4 s for Ray here) is not the jobs' time either. On 2 cores a speed-up over serial cannot show (a serial identification already
 keeps 1.3-1.6 cores busy), so each engine is judged against the CPU bound of its own jobs: the sum of the
 jobs' CPU seconds / workers, the shortest wall any scheduler could reach with those workers; efficiency =
 that bound / the measured wall of the jobs (`fleet.jobs_seconds`). Repetitions alternate the engines so that
@@ -92,10 +94,10 @@ def load() -> str:
 def overhead_per_task(engine: str, workers: int) -> tuple[float, float]:
     """(start-up s, wall s per task per worker) of `NOOP_JOBS` no-op jobs through `engine`'s warm workers."""
     starts: list = []
-    t0 = time.perf_counter()
+    t0 = last = time.perf_counter()
     for _ in map_jobs(abs, list(range(NOOP_JOBS)), engine=engine, workers=workers, on_start=starts.append):
-        pass
-    jobs_s = time.perf_counter() - t0 - starts[0].seconds
+        last = time.perf_counter()  # the engine's shutdown after the last result is not per-task overhead
+    jobs_s = last - t0 - starts[0].seconds
     return starts[0].seconds, jobs_s * workers / NOOP_JOBS
 
 
@@ -133,6 +135,7 @@ def main() -> None:
             bound[engine].append(sum(cpu) / workers)
             cpu_job[engine].append(statistics.mean(cpu))
             print(f"  rep {rep} {engine:<6} start-up {startup[engine][-1]:5.2f} s, jobs {jobs_s[engine][-1]:6.2f} s "
+                  f"(then shut down in {doc['fleet']['shutdown_seconds']:.2f} s) "
                   f"against a CPU bound of {bound[engine][-1]:6.2f} s ({bound[engine][-1] / jobs_s[engine][-1]:.1%}); "
                   f"CPU per job {cpu_job[engine][-1]:.2f} s   (load average 1/5/15 min before {before}, after "
                   f"{load()})", flush=True)

@@ -42,7 +42,8 @@ def fleet_identify(args: argparse.Namespace) -> int:
     startup = fleet["startup"]
     if startup["seconds"] is not None:
         print(f"{fleet['engine']}: {len(startup['workers'])} worker(s) ready in {startup['seconds']:.1f} s "
-              f"(start, imports, model compile), then the robots in {fleet['jobs_seconds']:.1f} s")
+              f"(start, imports, model compile), then the robots in {fleet['jobs_seconds']:.1f} s, shut down in "
+              f"{fleet['shutdown_seconds']:.1f} s")
     counts = fleet["counts"]
     out = Path(fleet["out"])
     print(f"{counts['ok']} ok, {counts['suspect']} suspect, {counts['failed']} failed; "

@@ -284,7 +284,11 @@ def test_local_pool_warms_each_worker_once_and_agrees_with_serial(days, tmp_path
     workers = doc["fleet"]["startup"]["workers"]
     assert len(workers) == 2 and all(w["models_compiled"] == 1 and "error" not in w for w in workers), workers
     assert all(w["cores"] == max((os.cpu_count() or 1) // 2, 1) for w in workers)
-    assert doc["fleet"]["startup"]["seconds"] > 0 and doc["fleet"]["jobs_seconds"] > 0
+    fleet = doc["fleet"]
+    assert fleet["startup"]["seconds"] > 0 and fleet["jobs_seconds"] > 0 and fleet["shutdown_seconds"] >= 0
+    # the run's time split in three: start-up, the jobs (until the last robot's result), the pool's shut-down
+    assert abs(fleet["startup"]["seconds"] + fleet["jobs_seconds"] + fleet["shutdown_seconds"] - fleet["seconds"]) < 0.01
+    assert max(r["seconds"] for r in doc["robots"].values()) <= fleet["jobs_seconds"]
     provs = [r["provenance"] for r in doc["robots"].values()]
     assert not any(p["model_compiled"] for p in provs) and {p["pid"] for p in provs} <= {w["pid"] for w in workers}
     values = {n: {k: p["value"] for k, p in r["parameters"].items()} for n, r in doc["robots"].items()}

@@ -157,22 +157,27 @@ def _run(fleet: Manifest, out: Path, engine: str, workers: int | None, address: 
     warm = partial(warm_worker, tuple(dict.fromkeys(str(r.problem) for r in fleet.robots)))
     robots = longest_first(fleet.robots)
     startup: list[Startup] = []
+    last = None  # when the last robot's outcome arrived: the engine's shutdown after it is not the jobs' time
     for k, result, exc in map_jobs(job, robots, engine=engine, workers=workers, address=address, warm=warm,
                                    on_start=startup.append):
+        last = time.perf_counter()
         outcome = result if exc is None else _failure(robots[k].name, exc)
         outcomes[robots[k].name] = outcome
         if progress is not None:
             progress(outcome)
     outcomes = {r.name: outcomes[r.name] for r in fleet.robots}  # manifest order
-    jobs_done = time.perf_counter()
+    done = time.perf_counter()
+    jobs_done = done if last is None else last
+    ready = startup[0].seconds if startup else 0.0
     capped = local_workers(workers)[1] if engine == "local" else ""
     meta = {"manifest": str(fleet.path), "out": str(out), "engine": engine, "workers": workers,
             **({"workers_capped": capped} if capped else {}),
-            "address": address, "start": start, "end": utc_now(), "seconds": round(jobs_done - t0, 3),
+            "address": address, "start": start, "end": utc_now(), "seconds": round(done - t0, 3),
             "software": software(),
             "startup": {"seconds": round(startup[0].seconds, 3) if startup else None,
                         "workers": [dict(w) for w in startup[0].workers] if startup else []},
-            "jobs_seconds": round(jobs_done - t0 - (startup[0].seconds if startup else 0.0), 3)}
+            "jobs_seconds": round(max(jobs_done - t0 - ready, 0.0), 3),
+            "shutdown_seconds": round(done - jobs_done, 3)}
     doc = fleet_document(outcomes, meta, before, None if baseline is None else str(Path(baseline).resolve()))
     replace_file(out / FLEET_YAML, yaml.safe_dump(doc, sort_keys=False).encode())
     write_fleet_html(doc, out / FLEET_HTML)
