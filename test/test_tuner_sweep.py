@@ -11,9 +11,11 @@ import pytest
 
 from sysid_ros.core import tapes
 from sysid_ros.core.linear.joint_model import JointModel
+from sysid_ros.core.tapes.envelope import Envelope
 from sysid_ros.core.tuner.joints import DemoJoint, shoulder, with_gains
+from sysid_ros.core.tuner.plant import SimPlant
 from sysid_ros.core.tuner.scoring import Score, SweepLimits, gate_failures, score
-from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal, gains_for
+from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal, Servo, gains_for
 from sysid_ros.core.tuner.sweep import eased, limits_from, run_sweep
 
 
@@ -63,6 +65,62 @@ def test_when_nothing_rings_the_ceiling_is_the_guard() -> None:
     assert got.rule == "guard" and got.wn_max_rad_s == pytest.approx(25.0)
     assert got.rungs[-1].wn_rad_s == pytest.approx(25.0)
     assert any("another session" in note for note in got.notes)
+
+
+def _pendulum(noise_rad: float, guard_wn_rad_s: float) -> DemoJoint:
+    """config/models/pendulum.xml (J 0.325 kg m^2) at 250 Hz with poor gains kp 5, kd 0.2 (the demo's joint)."""
+    env = Envelope(origin_rad=0.0, travel_rad=0.4, max_speed_rad_s=2.0, max_torque_nm=3.0)
+    physics = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}
+    truth = JointModel(1.3 * 0.25 + 1e-4, 0.08, 0.05, 1.3 * 9.81 * 0.5)
+    servo = Servo("hinge", DriveGains(5.0, 0.2), 3.0, env, kp_max_nm_rad=truth.inertia_kg_m2 * guard_wn_rad_s**2)
+    return DemoJoint(servo, SimPlant("pendulum", "hinge", env, 250.0, 3.0, physics, noise_rad, 0.0, 0), truth)
+
+
+@pytest.mark.parametrize("make, start_wn, headroom, rule, bracket", [
+    # a fine encoder: nothing rings or chatters near the limits up to the guard
+    (lambda: _pendulum(1e-6, 60.0), 8.0, 0.25, "guard", False),
+    # the shoulder rings at half its threshold throughout: only a looser headroom skips
+    (shoulder, 6.0, 0.9, "gain margin", False),
+    # the rung above a skipped one stops (crosses the target 5 times): the skipped one is played, and is the
+    # last quiet rung (the same three plays as one rung at a time)
+    (shoulder, 14.9 * 1.2**6, 0.9, "gain margin", True),
+])
+def test_a_rung_far_under_the_limits_skips_the_next_and_the_sweep_ends_where_one_rung_at_a_time_ends(
+        make, start_wn, headroom, rule, bracket) -> None:
+    runs = {}
+    for h in (headroom, 0.0):
+        joint = make()
+        step_tape, limits, _ = _setup(joint)
+        before = joint.plant.motion_s
+        got = run_sweep(joint.servo, joint.plant, joint.truth, limits, Goal(sweep_stride_headroom=h), start_wn,
+                        step_tape)
+        runs[h] = got, joint.plant.motion_s - before, limits
+    (strided, strided_s, limits), (single, single_s, _) = runs[headroom], runs[0.0]
+    assert strided.rule == single.rule == rule
+    assert strided.wn_quiet_rad_s == pytest.approx(single.wn_quiet_rad_s)
+    assert strided.wn_max_rad_s == pytest.approx(single.wn_max_rad_s)
+    assert [r.stop for r in strided.rungs if r.stop] == [r.stop for r in single.rungs if r.stop]
+    assert not any("skipped" in n or "not played" in n for n in single.notes)
+    if bracket:
+        assert len(strided.rungs) == len(single.rungs) and strided_s == pytest.approx(single_s)
+        assert any("skipped, then played" in n for n in strided.notes)
+    else:
+        assert len(strided.rungs) < len(single.rungs) and strided_s < single_s
+        assert any("not played" in n for n in strided.notes)
+    ladder = [r.wn_rad_s for r in single.rungs]
+    for a, b in zip(strided.rungs, strided.rungs[1:]):  # every rung on the ladder; a skip only above a quiet one
+        assert any(b.wn_rad_s == pytest.approx(w) for w in ladder)
+        if b.wn_rad_s > a.wn_rad_s * 1.2 * (1 + 1e-9):
+            assert a.score.crossings <= 1 and a.score.ringing_mrad <= headroom * limits.ringing_mrad
+            assert a.score.chatter_nm <= headroom * limits.chatter_nm
+
+
+def test_when_the_rungs_run_out_below_the_guard_the_ceiling_is_the_last_rung_played() -> None:
+    joint = _pendulum(1e-6, 1000.0)
+    step_tape, limits, _ = _setup(joint)
+    got = run_sweep(joint.servo, joint.plant, joint.truth, limits, Goal(max_rungs=5), 8.0, step_tape)
+    assert all(r.stop is None for r in got.rungs) and got.rungs[-1].wn_rad_s < 100.0
+    assert got.rule == "last rung" and got.wn_max_rad_s == pytest.approx(got.rungs[-1].wn_rad_s)
 
 
 def test_a_repeated_chatter_only_stop_that_grows_like_noise_through_kd_keeps_the_quiet_rung() -> None:

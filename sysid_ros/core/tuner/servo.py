@@ -104,8 +104,10 @@ class Goal:
 
     `ringing_mrad` overrides the measured ringing threshold; `ringing_cap_mrad` caps it. `stop_allocation_mrad`
     is the stop error the application allows (stop p90 gate). `gain_margin` divides kp at the deploy
-    ceiling: wn_max = wn_quiet / sqrt(gain_margin). `refine_seed` is the evaluation seed refine plays;
-    `verify_seed` must differ (held out).
+    ceiling: wn_max = wn_quiet / sqrt(gain_margin). `sweep_stride_headroom`: a sweep rung whose ringing and
+    chatter are both under this fraction of their limits (and crosses the target at most once) lets the sweep
+    skip the next rung (0: every rung played). `refine_seed` is the evaluation seed refine plays; `verify_seed`
+    must differ (held out).
     """
 
     ringing_mrad: float | None = None
@@ -116,6 +118,7 @@ class Goal:
     zeta: float = 0.8
     rung_ratio: float = 1.2
     max_rungs: int = 14
+    sweep_stride_headroom: float = 0.25
     refine_seed: int = 0
     verify_seed: int = 7
     twin_screening: bool = False
@@ -127,6 +130,8 @@ class Goal:
             raise ConfigError("verify_seed must differ from refine_seed: verify plays held-out tapes")
         if self.repeats < 1 or self.max_rungs < 1 or self.gain_margin < 1.0 or self.rung_ratio <= 1.0:
             raise ConfigError("repeats and max_rungs must be >= 1, gain_margin >= 1, rung_ratio > 1")
+        if not 0.0 <= self.sweep_stride_headroom < 1.0:
+            raise ConfigError(f"sweep_stride_headroom must be in [0, 1), got {self.sweep_stride_headroom}")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 "Turn it up until it oscillates, then back off", one rung at a time on the step tape: wn x1.2 per rung
 (zeta 0.8), at most 14 rungs; stop at the first rung that rings past the threshold, crosses the target 4
 or more times in one stop, aborts, or chatters past the limit (chatter alone must repeat on a second
-run). If the first rung rings, walk down the /1.2 ladder to its highest quiet rung (bracketed, not played
+run). A rung far under the limits (ringing and chatter under a quarter of them) lets the sweep skip the next
+rung; when the rung above the skipped one stops, the skipped one is played, so the sweep ends on the same
+two neighbouring rungs (the highest quiet, the first to stop) as one rung at a time. If the first rung rings, walk down the /1.2 ladder to its highest quiet rung (bracketed, not played
 rung by rung: `_walk_down`). The ceiling is wn_quiet / sqrt(gain_margin),
 or wn_quiet itself when the stop was chatter growing like sensor noise through kd, or the guard when
 nothing rang.
@@ -139,14 +141,35 @@ def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: SweepLimits
     wn = min(start_wn_rad_s, ceiling)
     if start_wn_rad_s > ceiling:
         notes.append(f"start wn {start_wn_rad_s:.4g} clipped to the guard {ceiling:.4g} rad/s")
-    rungs = [play(wn)]
-    if rungs[0].stop:
-        return _walk_down(rungs[0], play, servo, model, limits, goal, ceiling, notes)
-    while len(rungs) < goal.max_rungs and not rungs[-1].stop and rungs[-1].wn_rad_s < ceiling * (1 - 1e-9):
-        rungs.append(play(min(rungs[-1].wn_rad_s * goal.rung_ratio, ceiling)))
-    stopper = rungs[-1] if rungs[-1].stop else None
-    quiet = [r for r in rungs if not r.stop]
-    return _ceiling(tuple(rungs), quiet[-1], stopper, goal, ceiling, notes)
+    first = play(wn)
+    if first.stop:
+        return _walk_down(first, play, servo, model, limits, goal, ceiling, notes)
+    played, k = {0: first}, 0  # by ladder index: rung k is wn * rung_ratio^k, capped at the guard
+    ladder = lambda j: min(wn * goal.rung_ratio**j, ceiling)  # noqa: E731
+    last = goal.max_rungs - 1
+    while k < last and not played[k].stop and played[k].wn_rad_s < ceiling * (1 - 1e-9):
+        skip = (k + 2 <= last and ladder(k + 1) < ceiling * (1 - 1e-9)
+                and _far_below(played[k].score, limits, goal.sweep_stride_headroom))
+        k += 2 if skip else 1
+        played[k] = play(ladder(k))
+        if skip and played[k].stop:  # the rung skipped says which of the two is the first to stop
+            played[k - 1] = play(ladder(k - 1))
+            notes.append(f"rung wn {ladder(k - 1):.4g} skipped, then played: the rung above it stopped")
+            if played[k - 1].stop:
+                break
+    rungs = tuple(played[j] for j in sorted(played))
+    stopper = next((r for r in rungs if r.stop), None)
+    quiet = [r for r in rungs if not r.stop and (stopper is None or r.wn_rad_s < stopper.wn_rad_s)]
+    if skipped := max(played) + 1 - len(played):
+        notes.append(f"{skipped} rung(s) not played: the rung below each rang and chattered under "
+                     f"{goal.sweep_stride_headroom:.0%} of the limits")
+    return _ceiling(rungs, quiet[-1], stopper, goal, ceiling, notes)
+
+
+def _far_below(s: Score, limits: SweepLimits, headroom: float) -> bool:
+    """A quiet rung so far under the stop limits that the next rung up can be skipped."""
+    return (headroom > 0 and s.crossings <= 1 and s.ringing_mrad <= headroom * limits.ringing_mrad
+            and s.chatter_nm <= headroom * limits.chatter_nm and not s.aborted and s.finite)
 
 
 def _walk_down(first: Rung, play: Callable[[float], Rung], servo: Servo, model: JointModel,
@@ -190,6 +213,10 @@ def _quiet_guess(rung: Rung, k: int, ladder: Callable[[int], float], servo: Serv
 
 def _ceiling(rungs: tuple[Rung, ...], quiet: Rung, stopper: Rung | None, goal: Goal, guard_wn: float,
              notes: list[str]) -> SweepResult:
+    if stopper is None and quiet.wn_rad_s < guard_wn * (1 - 1e-9):
+        notes.append(f"nothing rang up to wn {quiet.wn_rad_s:.4g}, the last of {goal.max_rungs} rungs, below the "
+                     f"guard {guard_wn:.4g} rad/s: the ceiling is that rung (untried gains are not deployed)")
+        return SweepResult(rungs, quiet.wn_rad_s, quiet.wn_rad_s, "last rung", tuple(notes))
     if stopper is None:
         notes.append("nothing rang: the ceiling is the guard; another session after writing could go further")
         return SweepResult(rungs, quiet.wn_rad_s, guard_wn, "guard", tuple(notes))
