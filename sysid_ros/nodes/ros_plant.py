@@ -135,8 +135,10 @@ class RosArm(Arm):
         if max(abs(here[j] - start[j]) for j in self.joints) > 1e-6:
             moved = self._play(self._move(here, start), controllers)
             stopped = next((t.notes[0] for t in moved.values() if t.notes), None)
-            if stopped:  # never start a tape from somewhere else than its start
-                raise DataError(f"the move to the start of {tape.name} was {stopped}")
+            if stopped:  # never start a tape from somewhere else than its start: the tape is stopped with it,
+                # for every joint (a sweep rung whose gains could not even move the arm stops the sweep)
+                why = f"the move to the start of {tape.name} was {stopped}"
+                return {j: replace(t, tape=tape.name, aborted=why, notes=(why,)) for j, t in moved.items()}
         return self._play(full, controllers)
 
     def _measured(self) -> dict[str, float]:

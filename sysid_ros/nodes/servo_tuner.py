@@ -56,8 +56,10 @@ from .ros_plant import RosArm
 
 RESULT_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 FEEDBACK_S = 1.0  # the tune action's feedback period (s)
-GOAL_PARAMETERS = ("repeats", "twin_screening", "stop_allocation_mrad", "max_rungs", "refine_seed", "verify_seed")
+GOAL_PARAMETERS = ("repeats", "twin_screening", "stop_allocation_mrad", "max_rungs", "sweep_stride_headroom",
+                   "refine_seed", "verify_seed")
 GOAL_LIMITS = {"repeats": (1, 100), "stop_allocation_mrad": (1e-6, 1e3), "max_rungs": (1, 1000),
+               "sweep_stride_headroom": (0.0, 0.99),
                "refine_seed": (0, 2**31 - 1), "verify_seed": (0, 2**31 - 1)}
 
 PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_specs)
