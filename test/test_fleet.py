@@ -204,7 +204,10 @@ def test_interrupt_keeps_finished_robots_and_resumes(days, tmp_path):
     """Ctrl-C after the first robot finished: exit 130, its results complete, no half-written folder."""
     _, manifests, _ = days
     out = tmp_path / "out"
-    proc = cli(str(manifests[1]), "--out", str(out), "--engine", "serial")
+    # Ctrl-C as a terminal delivers it: SIGINT at its default in the child, also when this suite runs in the
+    # background (`cmd &` in a script starts with SIGINT ignored, Python keeps it so, and the run went on to exit 0)
+    proc = cli(str(manifests[1]), "--out", str(out), "--engine", "serial",
+               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = proc.stdout.readline()  # whichever robot ends first (largest bags start first; sizes vary with load)
     robot = first.split()[0] if first.strip() else ""
     assert robot.startswith("r") and " ok " in first, (first, proc.stderr.read() if proc.poll() else "")

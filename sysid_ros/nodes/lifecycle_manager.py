@@ -184,8 +184,14 @@ class LifecycleManagerNode(Node):
         return state
 
     def _present(self) -> set[str]:
+        """Our namespace's nodes on the graph: by name, or (a plain node) by its parameter service. DDS announces
+        the two apart: a node's services can answer (bring-up waits for them) before its name is on the graph,
+        and a stack was once brought down 0.1 s after coming up, its sim_robot \"missing\" in that gap."""
         ours = self.get_namespace().rstrip("/")
-        return {n for n, ns in self._client.node.get_node_names_and_namespaces() if ns.rstrip("/") == ours}
+        node = self._client.node
+        names = {n for n, ns in node.get_node_names_and_namespaces() if ns.rstrip("/") == ours}
+        services = {name for name, _ in node.get_service_names_and_types()}
+        return names | {n for n in self.plain if f"{ours}/{n}/get_parameters" in services}
 
     # --- services and heartbeat ---------------------------------------------------------------------
     def _on_manage(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
