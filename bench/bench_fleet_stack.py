@@ -31,7 +31,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.bags import read_joint_states
-from sysid_ros.nodes.client import RosClient, play_ended, request_play, status_value, wait_for
+from sysid_ros.nodes.client import RESEND_S, RosClient, play_ended, request_play, status_value, wait_for
 from sysid_ros.nodes.processes import NodeProcess, isolate_ros_environment
 
 RATE_HZ = 250.0
@@ -82,7 +82,7 @@ def run(n: int, folder: Path, layout: str) -> dict:
         up_s = {}
         for ns in robots:
             wait_for(lambda: client.call(Trigger, f"{ns}/lifecycle_manager/is_active", Trigger.Request(),
-                                                 300.0).success,
+                                                 300.0, resend_s=RESEND_S).success,
                      300.0, f"{ns} to come up")
             up_s[ns] = time.monotonic() - started
         managed_s = []

@@ -32,7 +32,7 @@ from std_srvs.srv import Trigger
 from bench_fleet_stack import RATE_HZ, SIM, start_stack
 from sysid_ros.core.gains.pid import PidGains
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
-from sysid_ros.nodes.client import RosClient, play_ended, request_play, wait_for
+from sysid_ros.nodes.client import RESEND_S, RosClient, play_ended, request_play, wait_for
 from sysid_ros.nodes.processes import isolate_ros_environment
 
 
@@ -91,7 +91,8 @@ def main() -> None:
     stack = start_stack("r1", 0, folder / "r1", "composed")
     try:
         processes = {"sim_robot": psutil.Process(stack[0].pid), "robot_stack": psutil.Process(stack[1].pid)}
-        wait_for(lambda: client.call(Trigger, "r1/lifecycle_manager/is_active", Trigger.Request(), 300.0).success,
+        wait_for(lambda: client.call(Trigger, "r1/lifecycle_manager/is_active", Trigger.Request(), 300.0,
+                                 resend_s=RESEND_S).success,
                  300.0, "r1 to come up")
         c0, w0 = cpu_by_thread(processes), time.monotonic()
         time.sleep(args.idle)

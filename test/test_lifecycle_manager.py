@@ -12,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.srv import GetState
 from std_srvs.srv import SetBool, Trigger
 
-from sysid_ros.nodes.client import wait_for
+from sysid_ros.nodes.client import RESEND_S, wait_for
 from test_tape_recorder_node import SIM, recorder_params
 
 pytestmark = pytest.mark.ros
@@ -39,7 +39,7 @@ def test_bring_up_down_failure_and_heartbeat(nodes, client, tmp_path):
         return client.call(GetState, f"{node}/get_state", GetState.Request()).current_state.label
 
     def is_active(ns: str):
-        return client.call(Trigger, f"{ns}/lifecycle_manager/is_active", Trigger.Request())
+        return client.call(Trigger, f"{ns}/lifecycle_manager/is_active", Trigger.Request(), resend_s=RESEND_S)
 
     def manage(up: bool):
         return client.call(SetBool, "r1/lifecycle_manager/manage", SetBool.Request(data=up), 120.0)
