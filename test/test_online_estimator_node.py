@@ -45,7 +45,8 @@ def test_follows_two_payload_changes_and_asks_for_excitation(nodes, client, tmp_
     # 2 s windows of 0.5 mrad, 500 Hz data: the mass is pinned to ~0.5 %; 2 % is the bar.
     assert value == pytest.approx(1.3, rel=0.02) and weight > 1.0
     assert arrays and arrays[-1].layout.dim[1].size == 3
-    assert all(yaml.safe_load(e.data)["type"] != "ChangeDetected" for e in events)  # no false change
+    false = [k for k in (yaml.safe_load(e.data) for e in events) if k["type"] == "ChangeDetected"]
+    assert not false, (false, [kv for kv in estimates[-1].status[0].values])  # no false change (once, under load)
     assert client.get_parameters("online_estimator", ["estimate.mass_kg"])[0] == pytest.approx(value)
     [refused] = client.set_parameters("online_estimator", {"estimate.mass_kg": 5.0})
     assert not refused.successful and "read-only" in refused.reason
