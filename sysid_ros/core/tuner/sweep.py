@@ -5,7 +5,8 @@
 or more times in one stop, aborts, or chatters past the limit (chatter alone must repeat on a second
 run). A rung far under the limits (ringing and chatter under a quarter of them) lets the sweep skip the next
 rung; when the rung above the skipped one stops, the skipped one is played, so the sweep ends on the same
-two neighbouring rungs (the highest quiet, the first to stop) as one rung at a time. If the first rung rings, walk down the /1.2 ladder to its highest quiet rung (bracketed, not played
+two neighbouring rungs (the highest quiet, the first to stop) as one rung at a time. If the first rung
+rings, walk down the /1.2 ladder to its highest quiet rung (bracketed, not played
 rung by rung: `_walk_down`). The ceiling is wn_quiet / sqrt(gain_margin),
 or wn_quiet itself when the stop was chatter growing like sensor noise through kd, or the guard when
 nothing rang.
@@ -167,9 +168,10 @@ def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: SweepLimits
 
 
 def _far_below(s: Score, limits: SweepLimits, headroom: float) -> bool:
-    """A quiet rung so far under the stop limits that the next rung up can be skipped."""
+    """A quiet rung (not aborted, finite: `stop_reason` stops those) so far under the stop limits that the next
+    rung up can be skipped."""
     return (headroom > 0 and s.crossings <= 1 and s.ringing_mrad <= headroom * limits.ringing_mrad
-            and s.chatter_nm <= headroom * limits.chatter_nm and not s.aborted and s.finite)
+            and s.chatter_nm <= headroom * limits.chatter_nm)
 
 
 def _walk_down(first: Rung, play: Callable[[float], Rung], servo: Servo, model: JointModel,
