@@ -19,8 +19,8 @@ from pathlib import Path
 import psutil
 from sensor_msgs.msg import JointState
 
-from sysid_ros.nodes.client import RosClient
-from sysid_ros.nodes.processes import NodeProcess, isolate_ros_environment
+from sysid_ros.ros.client import RosClient
+from sysid_ros.ros.processes import NodeProcess, isolate_ros_environment
 
 NAMES, MESSAGES = 10**6, 5
 RECORDER = {"joints": ["hinge"], "model": "pendulum", "envelope.hinge.origin_rad": 0.0,

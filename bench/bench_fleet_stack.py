@@ -31,8 +31,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.bags import read_joint_states
-from sysid_ros.nodes.client import RESEND_S, RosClient, play_ended, request_play, status_value, wait_for
-from sysid_ros.nodes.processes import NodeProcess, isolate_ros_environment
+from sysid_ros.ros.client import RESEND_S, RosClient, play_ended, request_play, status_value, wait_for
+from sysid_ros.ros.processes import NodeProcess, isolate_ros_environment
 
 RATE_HZ = 250.0
 SIM = {"forward_interface": "position", "publish_rate_hz": RATE_HZ, "command_rate_hz": RATE_HZ,

@@ -153,7 +153,7 @@ def score(times: np.ndarray, mass: np.ndarray, events: list[float]) -> dict[str,
 
 def arm_runs(record: JointSamples, arm_model: str) -> dict:
     """name -> (hop times s, estimates (rows x [mass, mz]), event times or None)."""
-    from sysid_ros.core.identify.arm_models import IIWA_FLANGE
+    from sysid_ros.core.identify.problem.arm_models import IIWA_FLANGE
     from sysid_ros.core.online import payload_config
 
     def ours(detect: bool):
@@ -191,7 +191,7 @@ def implied_false_alarms(checks: int, parameters: int, sigma: float) -> float:
 
 def arm_rows(record: JointSamples, arm_model: str):
     """The payload columns (N, 7, 10), torque minus the known arm (N, 7) and used rows, acausal derivatives."""
-    from sysid_ros.core.identify.arm_models import IIWA_FLANGE
+    from sysid_ros.core.identify.problem.arm_models import IIWA_FLANGE
     from sysid_ros.core.online import payload_config
     from sysid_ros.core.online.window import prepare
 

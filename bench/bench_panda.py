@@ -18,7 +18,7 @@ a 4th-order Butterworth low-pass at 10 Hz forwards and backwards on both; veloci
 differences; predicted torque = `mj_inverse` of the model plus its motors' bias (the published model: its
 rigid body by `mj_inverse` plus its friction function; the regression: its own prediction).
 
-`identify`'s MJCF is the torque-space fit (`core/identify/torque_space.py`: every freed link's 10 inertial
+`identify`'s MJCF is the torque-space fit (`core/identify/stages/torque_fit.py`: every freed link's 10 inertial
 parameters and per joint damping, friction loss, armature and an effort offset, by weighted least squares on
 the measured torque) when its held-out torque beats the window fit's, else the window fit: the bench prints
 which, and the result's own held-out table has both (docs/identification_arm.md, "A real Franka Panda").
@@ -45,9 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sysid_ros.core.bags.arrays_io import save_npz  # noqa: E402
 from sysid_ros.core.identify import identify, problem_from_dict, write_results  # noqa: E402
-from sysid_ros.core.identify import sysid_data as sd  # noqa: E402
-from sysid_ros.core.identify.data import load_source  # noqa: E402
-from sysid_ros.core.identify.torque_check import torque_validation  # noqa: E402
+from sysid_ros.core.identify.rollout import sequences as sd  # noqa: E402
+from sysid_ros.core.identify.stages.load import load_source  # noqa: E402
+from sysid_ros.core.identify.checks.torque_validation import torque_validation  # noqa: E402
 from sysid_ros.core.signals.arrays import JointSamples  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

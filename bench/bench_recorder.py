@@ -17,8 +17,8 @@ import psutil
 from diagnostic_msgs.msg import DiagnosticArray
 
 from sysid_ros.core.bags import read_joint_states, read_recording
-from sysid_ros.nodes.client import RosClient, play_tape, status_value
-from sysid_ros.nodes.processes import NodeProcess, isolate_ros_environment
+from sysid_ros.ros.client import RosClient, play_tape, status_value
+from sysid_ros.ros.processes import NodeProcess, isolate_ros_environment
 
 JOINTS = [f"j{k}" for k in range(1, 8)]
 

@@ -24,13 +24,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.tapes.envelope import Envelope
-from sysid_ros.core.tuner.joints import DemoJoint, direct_drive, shoulder, with_gains
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
+
+from support.tuner_joints import DemoJoint, direct_drive, shoulder, with_gains  # noqa: E402
+from sysid_ros.core.linear.joint_model import JointModel  # noqa: E402
+from sysid_ros.core.tapes.envelope import Envelope  # noqa: E402
 from sysid_ros.core.tuner.pipeline import tune
-from sysid_ros.core.tuner.plant import SimPlant
+from sysid_ros.core.tuner.plants.joint import SimPlant
 from sysid_ros.core.tuner.servo import DriveGains, Goal, Servo
 
 
@@ -75,7 +78,7 @@ def run(make: Callable[[], DemoJoint], twin: bool) -> dict[str, Any]:
 BUDGET_S = 300.0  # seconds of motion a tune may take from production per joint
 
 BEFORE = """import json, sys
-sys.path.insert(0, {tree!r})
+sys.path[:0] = [{tree!r}, {tree!r} + '/test']
 from bench.bench_tuner import joints, run
 r = run(joints(True)[{name!r}], True)
 print(json.dumps({{"plant_s": r["plant_s"], "seconds": r["seconds"], "cost": r["cost"]}}))

@@ -23,8 +23,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import String
 
 from .core.identify import identify, problem_from_dict, write_results
-from .nodes.client import RosClient, play_tape, status_value, wait_for
-from .nodes.processes import NodeProcess, user_or_own_domain
+from .ros.client import RosClient, play_tape, status_value, wait_for
+from .ros.processes import NodeProcess, user_or_own_domain
 from .nodes.servo_tuner import RESULT_QOS
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
@@ -172,7 +172,7 @@ class TuningRig:
 
     def tune(self, timeout_s: float, show=None) -> dict:
         """Tune through the `~/tune` action, `show` called with each feedback; the outcome (as on ~/result)."""
-        from .nodes.tuner_cli import tune_goal
+        from .cli.tuner import tune_goal
 
         return tune_goal(self.client, "servo_tuner", timeout_s, timeout_s, show)[1]
 
@@ -203,7 +203,7 @@ def tune_pendulum(folder: Path, real_time_factor: float) -> tuple[dict, dict | N
     """Tune the hidden pendulum's poor servo over ROS, apply the proposal and let the canary decide."""
     from .core.tuner.proposal import load_proposal
 
-    from .nodes.tuner_cli import feedback_printer
+    from .cli.tuner import feedback_printer
 
     rig = TuningRig(folder, real_time_factor)
     try:

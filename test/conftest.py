@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from sysid_ros.nodes.processes import isolate_ros_environment
+from sysid_ros.ros.processes import isolate_ros_environment
 
 DOMAIN_ID = isolate_ros_environment()  # before any test initializes rclpy
 os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "1")
@@ -20,7 +20,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture
 def client():
     """This test's own ROS client node (background executor), closed after the test."""
-    from sysid_ros.nodes.client import RosClient
+    from sysid_ros.ros.client import RosClient
 
     c = RosClient("test_client")
     yield c
@@ -31,7 +31,7 @@ def client():
 def nodes(tmp_path):
     """Start sysid_ros nodes as processes: `nodes(node, name, params[, namespace=, composed=])`; every one is
     stopped by pid afterwards."""
-    from sysid_ros.nodes.processes import NodeProcess
+    from sysid_ros.ros.processes import NodeProcess
 
     started: list[NodeProcess] = []
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from sysid_ros.core.gains import PidGains
-from sysid_ros.core.identify.synthetic import multisine, record_position
+from support.synthetic import multisine, record_position
 from sysid_ros.core.signals import JointSamples
 from sysid_ros.core.sim import FeedbackNoise, SimRobot, SmoothFriction
 

@@ -11,7 +11,7 @@ import pytest
 
 from sysid_ros.core.errors import DataError, ModelError
 from sysid_ros.core.linear.arm_regressor import (INERTIAL_NAMES, ArmRegressor, base_parameters,
-                                                 body_inertial_parameters, fit_arm, structural_base_parameters)
+    body_inertial_parameters, fit_arm, structural_base_parameters)
 from sysid_ros.core.linear.regression import BootstrapSettings, RowSelection
 from sysid_ros.core.signals.derivatives import Derivatives, quartic_derivatives
 

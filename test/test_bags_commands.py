@@ -9,7 +9,7 @@ from scipy.interpolate import CubicHermiteSpline
 from test_bags_make import F64, JS, T0_NS, TRAJ, float64_array, joint_state, trajectory, write_bag
 
 from sysid_ros.core.bags import (BagWriter, read_array_commands, read_commands, read_joint_states, read_recording,
-                                 read_trajectory)
+    read_trajectory)
 from sysid_ros.core.errors import ConfigError, DataError
 
 STORAGES = ("mcap", "sqlite3")

@@ -8,7 +8,7 @@ import pytest
 from test_bags_make import F64, JAZZY, JS, T0_NS, TRAJ, float64_array, joint_state, sine_states, trajectory, write_bag
 
 from sysid_ros.core.bags import (BagWriter, export_csv, inspect, load_csv_samples, load_npz, read_joint_states,
-                                 read_recording, save_npz)
+    read_recording, save_npz)
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.signals.arrays import JointCommands
 

@@ -162,7 +162,7 @@ def test_identify_outputs_safe(data, tmp_path, capsys, monkeypatch):
     refused(capsys, "identify", file, "--out", blocker / "out", match=r"cannot write into the output folder")
     assert not calls
 
-    from sysid_ros.core.identify import write
+    from sysid_ros.core.identify.output import write
 
     def disk_full(result, path):
         Path(path).write_text("<html>half")

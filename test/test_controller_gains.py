@@ -10,8 +10,8 @@ import pytest
 from sysid_ros.core.errors import GainsError
 from sysid_ros.core.gains.journal import GainsJournal
 from sysid_ros.core.gains.pid import GainGuard
-from sysid_ros.nodes.client import wait_for
-from sysid_ros.nodes.controller_gains import ControllerGains
+from sysid_ros.ros.client import wait_for
+from sysid_ros.ros.controller_gains import ControllerGains
 
 pytestmark = pytest.mark.ros
 

@@ -8,7 +8,7 @@ import pytest
 from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
 
-from sysid_ros.nodes.client import request_play, wait_for
+from sysid_ros.ros.client import request_play, wait_for
 from test_tape_recorder_node import SIM, recorder_params
 
 pytestmark = pytest.mark.ros

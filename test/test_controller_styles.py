@@ -22,8 +22,8 @@ from sysid_ros.core.errors import GainsError
 from sysid_ros.core.files.ros_params import load_ros_parameters
 from sysid_ros.core.gains.journal import GainsJournal
 from sysid_ros.core.tuner.proposal import GainProposal
-from sysid_ros.nodes.client import RosClient, wait_for
-from sysid_ros.nodes.controller_gains import ControllerGains, GainsOverridden
+from sysid_ros.ros.client import RosClient, wait_for
+from sysid_ros.ros.controller_gains import ControllerGains, GainsOverridden
 
 pytestmark = pytest.mark.ros
 
@@ -190,7 +190,7 @@ def test_the_tuner_reads_infinite_clamps_and_its_trials_restore_them(ros, tmp_pa
     joint's torque cap, and a trial session on the controller ends with +-inf exactly."""
     from sysid_ros.core.tapes.envelope import Envelope
     from sysid_ros.core.tuner.servo import Controller, DriveGains
-    from sysid_ros.nodes.ros_plant import RosArm
+    from sysid_ros.ros.ros_plant import RosArm
 
     client, _, _ = ros
     gains = ControllerGains(client, "standin_pendulum", GainsJournal(tmp_path / "gains.jsonl"), timeout_s=T)

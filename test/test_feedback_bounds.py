@@ -8,7 +8,7 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 
-from sysid_ros.nodes.client import wait_for
+from sysid_ros.ros.client import wait_for
 from test_tape_recorder_node import recorder_params
 
 pytestmark = pytest.mark.ros

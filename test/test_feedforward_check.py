@@ -18,9 +18,9 @@ from sysid_ros.core.tapes import jog
 from sysid_ros.core.tapes.envelope import Envelope
 from sysid_ros.core.tuner.servo import Controller, DriveGains
 from sysid_ros.demo import TUNE_ENVELOPE, TUNE_RATE_HZ, TUNE_RECORDER, TUNED_PENDULUM
-from sysid_ros.nodes.client import wait_for
-from sysid_ros.nodes.controller_gains import ControllerGains
-from sysid_ros.nodes.ros_plant import RosArm
+from sysid_ros.ros.client import wait_for
+from sysid_ros.ros.controller_gains import ControllerGains
+from sysid_ros.ros.ros_plant import RosArm
 
 pytestmark = pytest.mark.ros
 

@@ -30,7 +30,7 @@ from sysid_ros.core.fleet import load_manifest, run_fleet
 from sysid_ros.core.fleet.robot import identify_robot
 from sysid_ros.core.fleet.run import longest_first
 from sysid_ros.core.fleet.statistics import drift, fleet_statistics
-from sysid_ros.core.identify.synthetic import record_pendulum, write_effort_bag
+from support.synthetic import record_pendulum, write_effort_bag
 
 PHYSICS = {  # pole.mass kg, hinge.damping N m s/rad, hinge.frictionloss N m
     "r1": (1.20, 0.06, 0.040), "r2": (1.30, 0.08, 0.050), "r3": (1.40, 0.10, 0.060),
@@ -351,7 +351,8 @@ def test_longest_jobs_first(days):
 def test_model_cache_compiles_once_per_model_and_mass_bodies(days):
     """Same file and mass bodies: a copy of the compiled model; other mass bodies (load_spec gives them
     explicit inertials): compiled again."""
-    from sysid_ros.core.identify import load_problem, model_cache
+    from sysid_ros.core.identify import load_problem
+    from sysid_ros.core.identify.problem import model_cache
 
     root, _, _ = days
     problem = load_problem(root / "day2" / "pendulum.yaml")

@@ -17,9 +17,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from sysid_ros.cli import split_ros_args
+from sysid_ros.cli.commands import split_ros_args
 from sysid_ros.core.bags import read_metadata, read_recording
-from sysid_ros.nodes.client import play_tape, ros_arguments, wait_for
+from sysid_ros.ros.client import play_tape, ros_arguments, wait_for
 from test_tape_recorder_node import SIM, recorder_params
 
 pytestmark = pytest.mark.ros
@@ -95,7 +95,7 @@ def test_ros_args_on_the_command_line():
     assert own == ["tune", "--node", "servo_tuner", "--wait", "5"] and rules == ["-r", "__ns:=/r3"]
     assert split_ros_args(["tune"]) == (["tune"], [])
     assert ros_arguments("r1", rules) == ["-r", "__ns:=/r3", "-r", "__ns:=/r1", "-r", "/clock:=clock"]
-    from sysid_ros.nodes.client import RosClient
+    from sysid_ros.ros.client import RosClient
 
     placed = RosClient("placed", ros_args=ros_arguments("r1", rules))
     try:

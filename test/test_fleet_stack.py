@@ -27,7 +27,7 @@ from trajectory_msgs.msg import JointTrajectory
 from sysid_ros.core.bags import read_recording
 from sysid_ros.core.identify import identify, problem_from_dict
 from sysid_ros.demo import AS_FOUND, TUNE_RECORDER, TUNED_PENDULUM, TUNER
-from sysid_ros.nodes.client import RESEND_S, play_ended, request_play, status_value, wait_for
+from sysid_ros.ros.client import RESEND_S, play_ended, request_play, status_value, wait_for
 from sysid_ros.nodes.servo_tuner import RESULT_QOS
 
 pytestmark = pytest.mark.ros

@@ -12,7 +12,7 @@ import pytest
 from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.files.paths import config_dir
 from sysid_ros.core.identify import identify, load_problem, problem_from_dict
-from sysid_ros.core.identify.synthetic import arm3_tracking_record
+from support.synthetic import arm3_tracking_record
 
 PHYSICS = {"link1.mass": 2.2, "link2.mass": 1.1, "link3.mass": 0.6,
            "shoulder.damping": 0.6, "elbow.damping": 0.25, "wrist.damping": 0.12}

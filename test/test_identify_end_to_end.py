@@ -18,8 +18,8 @@ from std_srvs.srv import Trigger
 
 from sysid_ros.core.identify import identify, problem_from_dict
 from sysid_ros.demo import HIDDEN_PENDULUM, TRUTH, record
-from sysid_ros.nodes.client import RosClient, wait_for
-from sysid_ros.nodes.processes import NodeProcess
+from sysid_ros.ros.client import RosClient, wait_for
+from sysid_ros.ros.processes import NodeProcess
 
 pytestmark = pytest.mark.ros
 

@@ -28,9 +28,8 @@ from sysid_ros.core.sim.motors import effort_offsets  # noqa: E402
 from sysid_ros.core.bags.logger_clock import repeated_rows  # noqa: E402
 from sysid_ros.core.signals.derivatives import Derivatives  # noqa: E402
 from sysid_ros.core.errors import ConfigError  # noqa: E402
-from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
-from sysid_ros.core.identify.synthetic import (IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag,  # noqa: E402
-                                               true_torque_rms)
+from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
+from support.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag, true_torque_rms
 from sysid_ros.core.linear.regression import BootstrapSettings  # noqa: E402
 from sysid_ros.core.sim.robot import SimRobot, SmoothFriction  # noqa: E402
 
@@ -159,8 +158,8 @@ def test_smooth_friction_and_sensor_offset_in_the_sim(tmp_path):
 def test_torque_rows_take_efforts_as_joint_torques_whatever_the_gear():
     """Efforts and effort commands are joint torques (the drive divides them by gear x gain): a geared motor
     must not scale the measured torque again."""
-    from sysid_ros.core.identify import sysid_data as sd
-    from sysid_ros.core.identify.torque_check import torque_rows
+    from sysid_ros.core.identify.rollout import sequences as sd
+    from sysid_ros.core.identify.checks.torque_validation import torque_rows
     from sysid_ros.core.signals.arrays import JointSamples
 
     xml = ('<mujoco><worldbody><body><joint name="j" axis="0 1 0"/><geom size="0.1" mass="1"/></body></worldbody>'

@@ -18,8 +18,8 @@ import mujoco  # noqa: E402
 
 from sysid_ros.core.bags.arrays_io import save_npz  # noqa: E402
 from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf, mass_sum_groups  # noqa: E402
-from sysid_ros.core.identify.synthetic import iiwa_setpoints, record_iiwa  # noqa: E402
+from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf, mass_sum_groups  # noqa: E402
+from support.synthetic import iiwa_setpoints, record_iiwa  # noqa: E402
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot  # noqa: E402
 
 NOMINAL_PAYLOAD = Payload(0.5, com_m=(0.0, 0.0, 0.08))

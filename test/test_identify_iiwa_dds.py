@@ -18,10 +18,10 @@ pytest.importorskip("pybullet_data")
 pytestmark = pytest.mark.ros
 
 from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
+from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
 from sysid_ros.core.files.ros_params import load_ros_parameters  # noqa: E402
 from sysid_ros.core.files.paths import config_dir  # noqa: E402
-from sysid_ros.nodes.client import play_tape, status_value  # noqa: E402
+from sysid_ros.ros.client import play_tape, status_value  # noqa: E402
 
 TRUE_DAMPING = dict(zip(IIWA_JOINTS, (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)))
 TRUE_FLANGE_KG = 0.8 + 0.3  # the payload and link 7: on the joint-7 axis, only their sum is identifiable

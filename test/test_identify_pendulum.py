@@ -19,8 +19,8 @@ from headless_browser import check_offline_page
 
 from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
-from sysid_ros.core.identify.synthetic import (EFFORT_TOPIC, EPOCH_NS, multisine, record_effort, record_pendulum,
-                                               write_effort_bag)
+from support.synthetic import (EFFORT_TOPIC, EPOCH_NS, multisine, record_effort, record_pendulum,
+    write_effort_bag)
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}

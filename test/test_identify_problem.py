@@ -14,7 +14,7 @@ from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.errors import ConfigError, DataError, SysidRosError
 from sysid_ros.core.files.paths import config_dir
 from sysid_ros.core.identify import identify, load_problem, problem_from_dict
-from sysid_ros.core.identify.synthetic import multisine, record_effort
+from support.synthetic import multisine, record_effort
 from sysid_ros.core.signals.arrays import JointSamples
 from sysid_ros.core.sim.robot import SimRobot
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sysid_ros.core.identify.start_states import choose_start_states
-from sysid_ros.core.identify.synthetic import multisine, record_effort
+from sysid_ros.core.identify.rollout.start_states import choose_start_states
+from support.synthetic import multisine, record_effort
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
 
 

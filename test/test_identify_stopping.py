@@ -1,4 +1,4 @@
-"""The statistical stopping rule (`core/identify/stopping.py`) on least-squares problems with a known answer.
+"""The statistical stopping rule (`core/identify/rollout/stopping.py`) on least-squares problems with a known answer.
 
 Linear residuals r = A x - b with white noise: the Gauss-Newton step from x is the exact way to the optimum,
 so its length in standard errors is sqrt(d' A'A d / s^2) for d = x - x_opt. A null direction (two columns
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from mujoco import minimize
 
-from sysid_ros.core.identify.stopping import NegligibleStep, StoppingJacobian, step_standard_errors
+from sysid_ros.core.identify.rollout.stopping import NegligibleStep, StoppingJacobian, step_standard_errors
 
 
 def linear(seed: int = 0, rows: int = 400, sum_only: bool = False):

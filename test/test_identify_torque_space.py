@@ -26,15 +26,15 @@ import yaml
 pytest.importorskip("pybullet_data")
 
 from sysid_ros.core.identify import problem_from_dict  # noqa: E402
-from sysid_ros.core.identify import sysid_data as sd  # noqa: E402
-from sysid_ros.core.identify.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf, write_mjcf  # noqa: E402
-from sysid_ros.core.identify.data import load_source  # noqa: E402
-from sysid_ros.core.identify.data import load_run  # noqa: E402
+from sysid_ros.core.identify.rollout import sequences as sd  # noqa: E402
+from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf, write_mjcf  # noqa: E402
+from sysid_ros.core.identify.stages.load import load_source  # noqa: E402
+from sysid_ros.core.identify.stages.load import load_run  # noqa: E402
 from sysid_ros.core.identify.results import RunLog  # noqa: E402
-from sysid_ros.core.identify.problem import DataSource  # noqa: E402
-from sysid_ros.core.identify.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag  # noqa: E402
-from sysid_ros.core.identify.torque_check import torque_rows  # noqa: E402
-from sysid_ros.core.identify.torque_space import fitted_bodies, physical_body  # noqa: E402
+from sysid_ros.core.identify.problem.file import DataSource  # noqa: E402
+from support.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag  # noqa: E402
+from sysid_ros.core.identify.checks.torque_validation import torque_rows  # noqa: E402
+from sysid_ros.core.identify.stages.torque_fit import fitted_bodies, physical_body  # noqa: E402
 from sysid_ros.core.sim.motors import effort_offsets  # noqa: E402
 
 LINKS = tuple(f"lbr_iiwa_link_{k}" for k in range(1, 8))

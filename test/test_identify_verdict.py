@@ -19,7 +19,7 @@ import yaml
 from sysid_ros.cli import main
 from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.identify import identify
-from sysid_ros.core.identify.synthetic import EFFORT_TOPIC as TOPIC, arm3_tracking_record, write_effort_bag
+from support.synthetic import EFFORT_TOPIC as TOPIC, arm3_tracking_record, write_effort_bag
 from sysid_ros.core.signals.arrays import JointCommands
 from sysid_ros.core.sim.robot import FeedbackNoise
 from test_identify_arm import PHYSICS as ARM3, arm3_problem

@@ -23,7 +23,7 @@ import pytest
 
 from sysid_ros.core.bags.arrays_io import save_npz
 from sysid_ros.core.identify import identify, problem_from_dict
-from sysid_ros.core.identify.synthetic import multisine, record_effort
+from support.synthetic import multisine, record_effort
 from sysid_ros.core.linear.joint_model import fit_pendulum
 from sysid_ros.core.signals.derivatives import savgol_derivatives
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot

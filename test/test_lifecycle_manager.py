@@ -12,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.srv import GetState
 from std_srvs.srv import SetBool, Trigger
 
-from sysid_ros.nodes.client import RESEND_S, wait_for
+from sysid_ros.ros.client import RESEND_S, wait_for
 from test_tape_recorder_node import SIM, recorder_params
 
 pytestmark = pytest.mark.ros

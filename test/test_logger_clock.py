@@ -18,7 +18,7 @@ import pytest
 from sysid_ros.core.bags.logger_clock import regularize, repeated_rows
 from sysid_ros.core.bags.summary import inspect_bag
 from sysid_ros.core.identify import identify, problem_from_dict
-from sysid_ros.core.identify.synthetic import EPOCH_NS, as_real_logger, multisine, record_effort, write_effort_bag
+from support.synthetic import EPOCH_NS, as_real_logger, multisine, record_effort, write_effort_bag
 from sysid_ros.core.signals.arrays import JointCommands, JointSamples
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
 

@@ -16,8 +16,7 @@ import pytest
 from sysid_ros.core.errors import ConfigError, DataError
 from sysid_ros.core.gains.pid import PidGains
 from sysid_ros.core.online import (DISCARDED, ChangeDetected, Estimate, ExcitationRecovered, ExcitationRequest,
-                                   OnlineConfig, OnlineEstimator, ParameterChange, joint_window_model,
-                                   pendulum_config, pendulum_window_model)
+    OnlineConfig, OnlineEstimator, ParameterChange, joint_window_model, pendulum_config, pendulum_window_model)
 from sysid_ros.core.signals.arrays import JointSamples
 from sysid_ros.core.signals.joint_trajectory import Trajectory
 from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot

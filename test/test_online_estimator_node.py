@@ -8,7 +8,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import Float64MultiArray, String
 
 from sysid_ros.demo import HIDDEN_PENDULUM, TORQUE_TAPES
-from sysid_ros.nodes.client import play_tape, wait_for
+from sysid_ros.ros.client import play_tape, wait_for
 
 pytestmark = pytest.mark.ros
 

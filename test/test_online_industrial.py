@@ -148,7 +148,7 @@ def test_replay_of_the_industrial_bags(industrial, tmp_path, capsys) -> None:
 def test_a_pendulum_and_a_planar_arm_estimate_what_they_can(tmp_path, capsys) -> None:
     """A single hinge feels only the payload's mass moment about it and its inertia about the axis; a planar
     arm also its mass, not the out-of-plane terms: those are left out, with a warning, not refused."""
-    from sysid_ros.core.identify.synthetic import record_pendulum, write_effort_bag
+    from support.synthetic import record_pendulum, write_effort_bag
 
     samples, commands = record_pendulum({}, seed=0, seconds=8.0)
     bag = write_effort_bag(tmp_path / "pendulum", samples, commands)

@@ -87,7 +87,7 @@ def test_arm_steady_operation_raises_no_change(tmp_path) -> None:
     standard errors of the residual noise the accepted windows measured (not a noise reference so large
     that nothing could fire)."""
     pytest.importorskip("pybullet_data")
-    from sysid_ros.core.identify.arm_models import IIWA_FLANGE
+    from sysid_ros.core.identify.problem.arm_models import IIWA_FLANGE
     from sysid_ros.core.online import FIRST_MOMENTS, payload_config
     from test_online_payload import PAYLOAD, models, payload_record
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sysid_ros.core.signals.derivatives import (hold_differences, hold_kernel, savgol_derivatives,
-                                                smooth_like_acceleration, window_samples)
+    smooth_like_acceleration, window_samples)
 from sysid_ros.core.files.paths import model_path
 from sysid_ros.core.signals import JointSamples
 
@@ -98,9 +98,9 @@ def _arm_motion(rate_hz: float, seconds: float = 2.0):
 @given(rate_hz=RATES_HZ)
 @settings(max_examples=8, deadline=None)
 def test_the_torque_check_s_rows_match_the_true_model_at_any_rate(rate_hz):
-    from sysid_ros.core.identify import sysid_data as sd
+    from sysid_ros.core.identify.rollout import sequences as sd
     from sysid_ros.core.linear import ArmRegressor
-    from sysid_ros.core.identify.torque_check import torque_rows
+    from sysid_ros.core.identify.checks.torque_validation import torque_rows
 
     model, samples = _arm_motion(rate_hz, seconds=max(2.0, 220 / rate_hz))
     maps = sd.joint_maps(model, samples.joint_names, {})
@@ -151,10 +151,10 @@ def test_the_torque_space_fit_runs_at_any_rate(rate_hz):
     record (its whole-arm regressor on the same filtered rows, all joints' RMS together) under a quarter of the
     heavy model's (measured 5-8 %: what is left is the filter's bias on a 1-2 period motion, and the ridge
     toward the heavy model on what that motion hardly excites)."""
-    from sysid_ros.core.identify import sysid_data as sd
-    from sysid_ros.core.identify.problem import ParameterSpec
-    from sysid_ros.core.identify.torque_check import torque_rows
-    from sysid_ros.core.identify.torque_space import fit_on_parts
+    from sysid_ros.core.identify.rollout import sequences as sd
+    from sysid_ros.core.identify.problem.file import ParameterSpec
+    from sysid_ros.core.identify.checks.torque_validation import torque_rows
+    from sysid_ros.core.identify.stages.torque_fit import fit_on_parts
     from sysid_ros.core.linear import ArmRegressor
 
     model, samples = _arm_motion(rate_hz, seconds=min(4.0, 2000 / rate_hz))

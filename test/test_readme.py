@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sysid_ros.nodes.client import wait_for
-from sysid_ros.nodes.processes import NodeProcess
+from sysid_ros.ros.client import wait_for
+from sysid_ros.ros.processes import NodeProcess
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

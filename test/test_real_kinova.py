@@ -19,11 +19,11 @@ from sysid_ros.core.bags.arrays_io import load_npz
 from sysid_ros.core.bags.logger_clock import regularize
 from sysid_ros.core.bags.summary import inspect_bag
 from sysid_ros.core.identify import problem_from_dict
-from sysid_ros.core.identify import sysid_data as sd
-from sysid_ros.core.identify.data import load_source
-from sysid_ros.core.identify.model_cache import compiled_model
-from sysid_ros.core.identify.synthetic import write_effort_bag
-from sysid_ros.core.identify.torque_check import torque_validation
+from sysid_ros.core.identify.rollout import sequences as sd
+from sysid_ros.core.identify.stages.load import load_source
+from sysid_ros.core.identify.problem.model_cache import compiled_model
+from support.synthetic import write_effort_bag
+from sysid_ros.core.identify.checks.torque_validation import torque_validation
 from sysid_ros.core.signals.arrays import JointCommands
 
 DATA = Path(__file__).parent / "data" / "real" / "kinova_gen3"

@@ -117,7 +117,7 @@ BOUNDED = textwrap.dedent("""\
     import resource, sys, time
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # 2 GiB of address space, imports included
     import sysid_ros.cli, sysid_ros.core.fleet.run, sysid_ros.core.identify, sysid_ros.core.gains.controller_file
-    import sysid_ros.core.report.tape, sysid_ros.nodes.tuner_cli, std_msgs.msg, std_srvs.srv  # not measured
+    import sysid_ros.core.report.tape, sysid_ros.cli.tuner, std_msgs.msg, std_srvs.srv  # not measured
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     code = sysid_ros.cli.main(sys.argv[1:])
@@ -301,7 +301,7 @@ def test_an_out_holding_the_inputs_is_refused(tmp_path):
 # ---- the last guard ------------------------------------------------------------------------------------------
 
 def test_the_last_guard_turns_any_escaping_exception_into_one_line(capsys, monkeypatch):
-    import sysid_ros.cli as cli
+    import sysid_ros.cli.commands as cli
 
     def boom(args):
         raise np.linalg.LinAlgError("Singular matrix\nsecond line")

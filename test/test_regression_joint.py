@@ -12,7 +12,7 @@ import pytest
 
 from sysid_ros.core.errors import ConfigError, DataError
 from sysid_ros.core.linear.joint_model import (PRISMATIC_TERMS, REVOLUTE_TERMS, JointModel, fit_joint_model,
-                                               joint_columns)
+    joint_columns)
 from sysid_ros.core.signals.derivatives import quartic_derivatives
 
 CAP_NM = 5.5

@@ -22,7 +22,7 @@ from sysid_ros.core.files.ros_params import load_ros_parameters
 from sysid_ros.core.gains.journal import GainsJournal
 from sysid_ros.core.tuner.proposal import load_proposal
 from sysid_ros.demo import AS_FOUND, TRUTH, TUNED_PENDULUM, TuningRig
-from sysid_ros.nodes.client import wait_for
+from sysid_ros.ros.client import wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from sysid_ros.nodes.client import stamp_ns, wait_for
+from sysid_ros.ros.client import stamp_ns, wait_for
 
 pytestmark = pytest.mark.ros
 

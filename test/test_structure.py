@@ -129,12 +129,60 @@ def test_no_loose_modules_in_core():
     assert all((d / "__init__.py").is_file() for d in CORE.iterdir() if d.is_dir() and d.name != "__pycache__")
 
 
+PACKAGE = CORE.parent
+MAX_MODULES = 15
+
+
+def _packages() -> list[Path]:
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py") if "__pycache__" not in p.parts)
+
+
 def test_every_subpackage_has_a_map():
-    """Each subpackage's docstring names its modules, so a newcomer finds a thing from the folder names."""
-    for package in (d for d in CORE.iterdir() if (d / "__init__.py").is_file()):
+    """Each package's docstring names its modules and subpackages, so a newcomer finds a thing from the names."""
+    for package in _packages():
         doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
-        missing = [m.stem for m in package.glob("*.py") if m.stem != "__init__" and f"`{m.stem}`" not in doc]
-        assert missing == [], f"{package.name}/__init__.py does not name {missing}"
+        names = [m.stem for m in package.glob("*.py") if m.stem not in ("__init__", "__main__")]
+        names += [d.name for d in package.iterdir() if (d / "__init__.py").is_file()]
+        missing = [n for n in names if f"`{n}`" not in doc and f"`{n}/`" not in doc]
+        assert missing == [], f"{package.relative_to(PACKAGE.parent)}/__init__.py does not name {missing}"
+
+
+def test_no_folder_holds_more_than_fifteen_modules():
+    """A folder past 15 modules is split by role (issue 31: identify/ had 32)."""
+    crowded = {str(p.relative_to(PACKAGE.parent)): n for p in _packages()
+               if (n := len([m for m in p.glob("*.py") if m.stem != "__init__"])) > MAX_MODULES}
+    assert crowded == {}
+
+
+def test_no_test_only_code_in_the_runtime_package():
+    """Every module of the package is reached from an entry point (a node, the CLI, the demo, a launch helper):
+    what only tests and benches use lives in `test/support/`."""
+    modules = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    entry = {m for m in modules if m.startswith("sysid_ros.nodes.") or m.startswith("sysid_ros.cli")}
+    entry |= {"sysid_ros.demo", "sysid_ros.launching", "sysid_ros"}
+    reached, todo = set(), list(entry)
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in modules:
+            continue
+        reached.add(name)
+        path = modules[name]
+        package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = _target(name, package, node)
+                todo += [base] + [f"{base}.{a.name}" for a in node.names]
+                parts = base.split(".")
+                todo += [".".join(parts[:k]) for k in range(1, len(parts))]
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    parts = a.name.split(".")
+                    todo += [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
+        for s in ast.walk(ast.parse(path.read_text())):  # modules named in strings (warm-up lists, -m targets)
+            if isinstance(s, ast.Constant) and isinstance(s.value, str) and s.value in modules:
+                todo.append(s.value)
+    assert sorted(set(modules) - reached) == []
 
 
 RETIRED_NAMES = {"window_s": ("segment_s", "horizon_s", "filter_window_s")}
@@ -164,8 +212,8 @@ def test_each_retired_name_is_gone_but_its_refusal():
         assert not found, f"{name} is retired ({' / '.join(RETIRED_NAMES[name])}), still used at {found}"
 
 
-RUN_STAGES = ("data", "warm_start", "optimize", "intervals", "validation", "parameter_results")
-"""The modules `identify/pipeline.py` runs in order, each owning one stage of an identification."""
+RUN_STAGES = ("load", "warm_start", "optimize", "intervals", "validation", "summarize")
+"""The modules of `identify/stages/` that `identify/pipeline.py` runs in order, each owning one stage of an identification."""
 
 
 def test_the_identification_run_reads_as_its_stages():
@@ -173,7 +221,7 @@ def test_the_identification_run_reads_as_its_stages():
     the package: a stage's helpers live in its module (a newcomer following the run opens six files, not 16)."""
     tree = ast.parse((CORE / "identify" / "pipeline.py").read_text())
     own = {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1}
-    assert own == {*RUN_STAGES, "problem", "results"}, own
+    assert own == {*(f"stages.{stage}" for stage in RUN_STAGES), "problem.file", "results"}, own
 
 LEVELS = {"debug", "info", "warn", "warning", "error", "fatal"}
 

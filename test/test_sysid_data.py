@@ -13,8 +13,8 @@ from mujoco import sysid
 
 from sysid_ros.core.errors import ConfigError, DataError
 from sysid_ros.core.files.models import load_spec
-from sysid_ros.core.identify import sysid_data as sd
-from sysid_ros.core.identify.synthetic import multisine, record_effort
+from sysid_ros.core.identify.rollout import sequences as sd
+from support.synthetic import multisine, record_effort
 from sysid_ros.core.signals.arrays import JointCommands, JointSamples
 from sysid_ros.core.sim.robot import SimRobot
 

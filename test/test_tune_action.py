@@ -11,7 +11,7 @@ from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 
 from sysid_ros.demo import AS_FOUND, TuningRig
-from sysid_ros.nodes.client import send_goal, wait_for
+from sysid_ros.ros.client import send_goal, wait_for
 from sysid_ros_interfaces.action import Tune
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

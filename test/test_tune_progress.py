@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from sysid_ros.core.tuner.joints import shoulder
+from support.tuner_joints import shoulder
 from sysid_ros.core.tuner.pipeline import stage_tapes, tuning_plan_seconds
 from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal
 from sysid_ros.core.tuner.progress import TuneProgress

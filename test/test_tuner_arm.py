@@ -8,9 +8,9 @@ import pytest
 
 from sysid_ros.core.linear.joint_model import JointModel
 from sysid_ros.core.tapes.envelope import Envelope
-from sysid_ros.core.tuner.arm import MAX_ROUNDS, JointOutcome, tune_arm
-from sysid_ros.core.tuner.arm_plant import BOX_TERMS_WITH_ARM_MODEL, ArmPlant
-from sysid_ros.core.tuner.plant import Plant
+from sysid_ros.core.tuner.whole_arm import MAX_ROUNDS, JointOutcome, tune_arm
+from sysid_ros.core.tuner.plants.arm import BOX_TERMS_WITH_ARM_MODEL, ArmPlant
+from sysid_ros.core.tuner.plants.joint import Plant
 from sysid_ros.core.tuner.scoring import SweepLimits
 from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal, Servo, feedforward_from, gains_for, loop_of
 

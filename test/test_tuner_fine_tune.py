@@ -9,7 +9,7 @@ import pytest
 
 from sysid_ros.core import tapes
 from sysid_ros.core.tuner.fine_tune import Log, fine_tune
-from sysid_ros.core.tuner.joints import shoulder
+from support.tuner_joints import shoulder
 from sysid_ros.core.tuner.servo import Controller, DriveGains, feedforward_from
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core import tapes
-from sysid_ros.core.tuner.identify import fit_model
-from sysid_ros.core.tuner.joints import shoulder
-from sysid_ros.core.tuner.plant import SimPlant
+from sysid_ros.core.tuner.stages.identification import fit_model
+from support.tuner_joints import shoulder
+from sysid_ros.core.tuner.plants.joint import SimPlant
 from sysid_ros.core.tuner.servo import Controller, DriveGains
 
 pytestmark = pytest.mark.slow  # 55 s of tape at a 1 kHz drive update: about 15 s of CPU

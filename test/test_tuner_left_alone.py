@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sysid_ros.core.tuner.joints import shoulder, with_gains
+from support.tuner_joints import shoulder, with_gains
 from sysid_ros.core.tuner.pipeline import tune
 from sysid_ros.core.tuner.proposal import proposal
 from sysid_ros.core.tuner.servo import DriveGains

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.tuner.analytic import analytic_start
-from sysid_ros.core.tuner.joints import shoulder, with_gains
+from sysid_ros.core.tuner.stages.analytic import analytic_start
+from support.tuner_joints import shoulder, with_gains
 from sysid_ros.core.tuner.pipeline import TuneResult, tune, tuning_plan_seconds
 from sysid_ros.core.tuner.proposal import gains_from_proposal, proposal, to_yaml
 from sysid_ros.core.tuner.servo import Goal, loop_of

@@ -33,11 +33,11 @@ from sysid_ros_interfaces.action import Identify
 from ..core.errors import Cancelled, ConfigError, SysidRosError
 from ..core.files.outputs import check_writable
 from ..core.identify import identify, load_problem, write_results
-from ..core.identify.overrides import with_data
+from ..core.identify.problem.overrides import with_data
 from ..core.identify.results import results_document
-from ..core.identify.write import result_names
-from .common import DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics, run, ticker
-from .parameters import ParameterTable, Spec, lifecycle_configured
+from ..core.identify.output.write import result_names
+from ..ros.common import DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics, run, ticker
+from ..ros.parameters import ParameterTable, Spec, lifecycle_configured
 
 PARAMETERS = (
     Spec("problem_file", "", "identification problem YAML (see config/identify_pendulum.yaml)"),

@@ -32,9 +32,9 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool, Trigger
 
-from .client import RosClient
-from .common import DIAGNOSTICS, ROBOT, diagnostic, publish_diagnostics, run
-from .parameters import ParameterTable, Spec
+from ..ros.client import RosClient
+from ..ros.common import DIAGNOSTICS, ROBOT, diagnostic, publish_diagnostics, run
+from ..ros.parameters import ParameterTable, Spec
 
 UP = (("configure", "inactive"), ("activate", "active"))
 DOWN = (("deactivate", "inactive"), ("cleanup", "unconfigured"))

@@ -43,9 +43,9 @@ from ..core.online.payload import FIRST_MOMENTS, load_model, payload_inertia
 from ..core.online.replay import last_link
 from ..core.online.reports import ChangeDetected, ExcitationRequest, ParameterChange, event_record
 from ..core.signals.arrays import JointSamples
-from .common import ROBOT, diagnostic, run
-from .feedback import FeedbackDecoder, MatchedSubscription
-from .parameters import ParameterTable, Spec, lifecycle_configured
+from ..ros.common import ROBOT, diagnostic, run
+from ..ros.feedback import FeedbackDecoder, MatchedSubscription
+from ..ros.parameters import ParameterTable, Spec, lifecycle_configured
 
 
 PAYLOAD_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)

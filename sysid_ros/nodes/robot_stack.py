@@ -11,7 +11,7 @@ docs/fleet_stack.md). Start it in the robot's namespace (`--ros-args -r __ns:=/r
 
 from __future__ import annotations
 
-from .common import run
+from ..ros.common import run
 from .lifecycle_manager import LifecycleManagerNode
 from .servo_tuner import ServoTunerNode
 from .tape_recorder import TapeRecorderNode

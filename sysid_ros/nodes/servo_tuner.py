@@ -44,15 +44,15 @@ from ..core.gains.journal import GainChange, GainsJournal
 from ..core.gains.pid import GainGuard
 from ..core.report.tuning import write_canary_report, write_tuning_report
 from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
-from ..core.tuner.arm import arm_check_tapes
+from ..core.tuner.whole_arm import arm_check_tapes
 from ..core.tuner.progress import TuneProgress
 from ..core.tuner.proposal import GainProposal, from_arm, from_tune, load_proposal
-from .client import RosClient
-from .common import (DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics,
-                     read_envelopes, run, ticker)
-from .controller_gains import ControllerGains
-from .parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
-from .ros_plant import RosArm
+from ..ros.client import RosClient
+from ..ros.common import (DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics, read_envelopes,
+    run, ticker)
+from ..ros.controller_gains import ControllerGains
+from ..ros.parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
+from ..ros.ros_plant import RosArm
 
 RESULT_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 FEEDBACK_S = 1.0  # the tune action's feedback period (s)

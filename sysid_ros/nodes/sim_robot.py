@@ -36,8 +36,8 @@ from ..core.errors import SysidRosError
 from ..core.gains.pid import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
 from ..core.signals.joint_trajectory import Trajectory
 from ..core.sim.robot import Feedback, FeedbackNoise, SimRobot
-from .common import COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, publish_diagnostics, run, sensor_qos
-from .parameters import ParameterTable, Spec
+from ..ros.common import COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, publish_diagnostics, run, sensor_qos
+from ..ros.parameters import ParameterTable, Spec
 
 TICK_S = 0.002          # shortest wall period of the stepping loop (it ticks once per publish period, >= this)
 MAX_CHUNK_S = 0.05      # most wall time one tick may catch up; a starved loop slows down instead

@@ -47,12 +47,12 @@ from ..core.errors import SysidRosError
 from ..core.files.reading import load_yaml
 from ..core.files.ros_params import flatten
 from ..core.tapes.playback import Playback, SafetyMargins
-from .common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, STARTING_REFUSALS, diagnostic, end_goal, node_path,
-                     offered_profiles, publish_diagnostics, read_envelopes, run, ticker)
-from .controller_states import ControllerStates
-from .feedback import FeedbackDecoder, MatchedSubscription
-from .parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
-from .serialization import float64_array_cdr, msgtype_of, to_cdr
+from ..ros.common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, STARTING_REFUSALS, diagnostic, end_goal, node_path,
+    offered_profiles, publish_diagnostics, read_envelopes, run, ticker)
+from ..ros.controller_states import ControllerStates
+from ..ros.feedback import FeedbackDecoder, MatchedSubscription
+from ..ros.parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
+from ..ros.serialization import float64_array_cdr, msgtype_of, to_cdr
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
@@ -412,7 +412,7 @@ class TapeRecorderNode(LifecycleNode):
 
     @staticmethod
     def _record(writer: BagWriter, topic: str, msg, stamp_ns: int) -> None:
-        """Write one of our own messages into the bag (exact CDR; see nodes/serialization.py)."""
+        """Write one of our own messages into the bag (exact CDR; see ros/serialization.py)."""
         raw = float64_array_cdr(msg.data) if isinstance(msg, Float64MultiArray) else to_cdr(msg, writer.typestore)
         writer.write_raw(topic, msgtype_of(msg), stamp_ns, raw)
 

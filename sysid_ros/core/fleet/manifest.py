@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..files.reading import load_yaml
-from ..identify.overrides import CONTROLS
+from ..identify.problem.overrides import CONTROLS
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 RESERVED = {"fleet.yaml", "fleet.html"}

@@ -16,7 +16,7 @@ import numpy
 from ... import __version__
 from ..errors import ConfigError
 from ..files.paths import model_path
-from ..identify.problem import Problem
+from ..identify.problem.file import Problem
 
 
 MAX_HASHED_BYTES = 16 << 30

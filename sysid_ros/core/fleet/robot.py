@@ -21,10 +21,11 @@ import yaml
 
 from ..errors import ConfigError, SysidRosError
 from ..files.reading import load_yaml
-from ..identify import identify, load_problem, model_cache, write_results
-from ..identify.overrides import with_data
+from ..identify import identify, load_problem, write_results
+from ..identify.problem import model_cache
+from ..identify.problem.overrides import with_data
 from ..identify.results import results_document
-from ..identify.residual import set_rollout_threads
+from ..identify.rollout.residual import set_rollout_threads
 from .manifest import RobotJob
 from .provenance import input_hashes, software, utc_now
 
@@ -71,7 +72,7 @@ def _replace_dir(tmp: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-WARM_MODULES = ("sysid_ros.core.identify.pipeline", "sysid_ros.core.identify.write", "plotly.graph_objects",
+WARM_MODULES = ("sysid_ros.core.identify.pipeline", "sysid_ros.core.identify.output.write", "plotly.graph_objects",
                 "plotly.offline")
 """What a robot's job imports (mujoco.sysid, scipy, the report's plotly): ~2 s in a fresh process."""
 

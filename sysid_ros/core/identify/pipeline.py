@@ -18,14 +18,14 @@ import time
 
 from threadpoolctl import threadpool_limits
 
-from .data import load_run
-from .intervals import estimate_spread
-from .optimize import fit_parameters
-from .parameter_results import carried_parameters, parameter_results
-from .problem import Problem
+from .stages.load import load_run
+from .stages.intervals import estimate_spread
+from .stages.optimize import fit_parameters
+from .stages.summarize import carried_parameters, parameter_results
+from .problem.file import Problem
 from .results import IdentificationResult, ParameterResult, Progress, RunLog, verdict
-from .validation import validate
-from .warm_start import start_values
+from .stages.validation import validate
+from .stages.warm_start import start_values
 
 
 def identify(problem: Problem, progress: Progress | None = None) -> IdentificationResult:

@@ -13,7 +13,7 @@ import numpy as np
 from mujoco import sysid
 
 from ..report.identification import Trace
-from .problem import Problem
+from .problem.file import Problem
 
 Progress = Callable[[str, float, str], None]
 """progress(stage, fraction 0..1 of the whole run, message)."""

@@ -28,7 +28,7 @@ from scipy.optimize import minimize_scalar
 from ..errors import DataError
 from ..signals.derivatives import Derivatives, smooth_like_acceleration
 from .arm_regressor import (JOINT_TERMS, ArmFit, ArmRegressor, BaseParameters, fit_arm, structural_base_parameters,
-                            with_coulomb)
+    with_coulomb)
 from .regression import BootstrapSettings, FitThresholds, RowSelection, weigh_joints
 
 VELOCITY_SCALE_BOUNDS_RAD_S = (0.002, 1.0)

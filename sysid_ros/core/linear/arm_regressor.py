@@ -22,8 +22,8 @@ import scipy.linalg
 from ..errors import DataError, ModelError
 from ..sim.motors import effort_offsets
 from ..signals.derivatives import Derivatives, same_filter
-from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance, excitation,
-                         fit_linear, select_rows, weigh_joints)
+from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance,
+    excitation, fit_linear, select_rows, weigh_joints)
 
 INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 JOINT_TERMS = ("viscous", "coulomb", "armature", "offset")

@@ -25,8 +25,8 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..signals.derivatives import Derivatives, hold_differences, same_filter, smooth_like_acceleration
-from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance, excitation,
-                         fit_linear, select_rows)
+from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance,
+    excitation, fit_linear, select_rows)
 
 REVOLUTE_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm", "gravity_cos_nm")
 PRISMATIC_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "offset_nm")

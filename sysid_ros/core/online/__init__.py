@@ -16,11 +16,11 @@ See docs/online_estimator.md.
 """
 
 from .config import (DEFAULT_CHANGE_THRESHOLD, DEFAULT_PRECISION, OnlineConfig, WindowModel, joint_window_model,
-                     pendulum_config, pendulum_window_model)
+    pendulum_config, pendulum_window_model)
 from .estimator import OnlineEstimator
 from .payload import FIRST_MOMENTS, WITH_INERTIA, PayloadWindowModel, payload_config
 from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
-                      ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit, event_record)
+    ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit, event_record)
 from .window import fit_window
 
 __all__ = ["ACCEPTED", "DEFAULT_CHANGE_THRESHOLD", "DEFAULT_PRECISION", "DISCARDED", "FIRST_MOMENTS", "PENDING",

@@ -17,7 +17,7 @@ from .calibration import ScatterCalibration
 from .config import NS, OnlineConfig
 from .detector import Step, scan, stepped
 from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
-                      ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit)
+    ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit)
 from .window import discarded, fit_window, prepare
 
 

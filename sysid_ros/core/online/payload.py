@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import ConfigError, ModelError
 from ..files.models import load_spec
 from ..files.paths import model_path
-from ..identify.arm_models import prepare_urdf_spec
+from ..identify.problem.arm_models import prepare_urdf_spec
 from ..linear.arm_regressor import ArmRegressor, base_parameters
 from ..linear.regression import RowSelection
 from .config import OnlineConfig

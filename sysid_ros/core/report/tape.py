@@ -11,7 +11,7 @@ import numpy as np
 
 from ..tapes import Tape, probe_times, sample
 from ..tapes.envelope import Envelope
-from ..tuner.arm_plant import inverse_dynamics, nominal_model
+from ..tuner.plants.arm import inverse_dynamics, nominal_model
 from .page import Page, figure, line
 
 LIMIT = dict(line_color="#d62728", line_dash="dash", line_width=1)

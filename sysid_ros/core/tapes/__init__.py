@@ -18,13 +18,13 @@ says how long the robot will move. `stretched` and `shrunk` ease a tape a joint 
 
 from .ease import shrunk, stretched
 from .envelope import Envelope, check_sample, check_tape
-from .kinds import (BUILDERS, LEAD_S, PLATEAU_FRACTIONS, build, chirp, chirp_top_hz, cycle, dither, fast_moves,
-                    jog, multisine, pickplace, plateau_speeds_rad_s, plateaus, steps, sweep)
+from .kinds import (BUILDERS, LEAD_S, PLATEAU_FRACTIONS, build, chirp, chirp_top_hz, cycle, dither, fast_moves, jog,
+    multisine, pickplace, plateau_speeds_rad_s, plateaus, steps, sweep)
 from .moves import ACCEL_USE, SPEED_USE, TORQUE_USE, TRAVEL_USE, Room, min_move_time_s, room
 from .playback import Playback, SafetyMargins, envelopes_from_parameters
 from .sets import evaluation, identification, plan_seconds
 from .tape import (KINDS, ChirpCurve, Curve, KnotCurve, SineCurve, Tape, TapeSample, duration_s, probe_times, sample,
-                   to_commands)
+    to_commands)
 
 __all__ = [
     "ACCEL_USE", "BUILDERS", "KINDS", "LEAD_S", "PLATEAU_FRACTIONS", "SPEED_USE", "TORQUE_USE", "TRAVEL_USE",

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import ModelError
 from ..linear.joint_model import JointModel
 from ..tapes import Tape
-from .plant import Plant, Telemetry
+from .plants.joint import Plant, Telemetry
 from .servo import Controller
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .plant import Telemetry
+from .plants.joint import Telemetry
 
 SATURATED = 0.95  # |torque| above this fraction of the cap: the law is not visible
 MIN_SECONDS = 1.0  # of unsaturated samples: a short play (a move to a tape's start) may end before it shows

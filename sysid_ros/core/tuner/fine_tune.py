@@ -22,12 +22,12 @@ from ..linear.joint_model import ALL_TERMS, REVOLUTE_TERMS, JointModel, joint_co
 from ..signals.derivatives import quartic_derivatives
 from ..tapes import Tape
 from .canary import CanaryVerdict, judge_canary
-from .identify import fit_model
-from .plant import Plant, Telemetry, twin_plant
-from .refine import evaluate
+from .stages.identification import fit_model
+from .plants.joint import Plant, Telemetry, twin_plant
+from .stages.refine import evaluate
 from .scoring import cost, gate_failures, score
 from .servo import Controller, Goal, Servo, gains_for, loop_of
-from .sweep import limits_from
+from .stages.sweep import limits_from
 
 TWIN_TOLERANCE = 0.30
 WN_FACTORS = (0.85, 1.0, 1.15)

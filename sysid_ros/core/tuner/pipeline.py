@@ -12,13 +12,13 @@ from ..linear.joint_model import JointModel
 from ..tapes import Tape, chirp, evaluation, identification, steps
 from ..tapes import plan_seconds as tape_seconds
 from .base_feedforward import WithBase
-from .identify import Identification, identify_servo
-from .plant import Plant, twin_plant
-from .refine import COULOMB_SCALES, WN_FRACTIONS, ZETAS, Judge, RefineResult, evaluate, refine
+from .stages.identification import Identification, identify_servo
+from .plants.joint import Plant, twin_plant
+from .stages.refine import COULOMB_SCALES, WN_FRACTIONS, ZETAS, Judge, RefineResult, evaluate, refine
 from .scoring import Score, SweepLimits, score
 from .servo import Controller, Goal, Servo, loop_of
-from .sweep import SweepResult, eased, limits_from, run_sweep
-from .verify import VerifyResult, verify
+from .stages.sweep import SweepResult, eased, limits_from, run_sweep
+from .stages.verify import VerifyResult, verify
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .pipeline import stage_tapes, tuning_plan_seconds
-from .plant import Telemetry
+from .plants.joint import Telemetry
 from .scoring import Score, cost, score
 from .servo import Goal, Servo
 

@@ -22,7 +22,7 @@ from ..gains.controller_styles import ControllerStyle, get_style
 from ..gains.pid import parameter_name, split_parameter_name
 from ..linear.joint_model import ALL_TERMS, REVOLUTE_TERMS, JointModel
 from ..tapes import Tape
-from .arm import ArmResult
+from .whole_arm import ArmResult
 from .pipeline import TuneResult
 from .scoring import Score, cost
 from .servo import Controller, DriveGains, loop_of, to_pid_gains

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..signals.derivatives import estimate_position_noise
-from .plant import Telemetry
+from .plants.joint import Telemetry
 
 MIN_STOP_S = 0.2
 SATURATION_FRACTION = 0.98

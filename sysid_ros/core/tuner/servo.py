@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import ConfigError, GainsError
-from ..gains.pid import GainGuard, PidGains, gain_refusal
+from ..gains.pid import PidGains, gain_refusal
 from ..linear.joint_model import ALL_TERMS, JointModel
 from ..tapes.envelope import Envelope
 
@@ -33,7 +33,7 @@ class DriveGains:
                 raise GainsError(reason)
             object.__setattr__(self, name, float(getattr(self, name)))
 
-    def scaled(self, factor: float) -> "Gains":
+    def scaled(self, factor: float) -> DriveGains:
         return DriveGains(self.kp * factor, self.kd * factor, self.ki * factor, self.i_clamp_nm)
 
 
@@ -173,11 +173,6 @@ def to_pid_gains(gains: DriveGains, ff_velocity_scale: float = 0.0) -> PidGains:
     """Drive gains as ros2_control's PID parameters (p, i, d, i_clamp, ff_velocity_scale): the one mapping."""
     return PidGains(p=gains.kp, i=gains.ki, d=gains.kd, i_clamp=gains.i_clamp_nm,
                     ff_velocity_scale=ff_velocity_scale)
-
-
-def guard_of(servo: Servo) -> GainGuard:
-    """The drive-side guard matching the servo's bounds."""
-    return GainGuard(p_max=servo.kp_max_nm_rad, d_max=servo.kd_max_nm_s_rad)
 
 
 def feedforward_from(model: JointModel, coulomb_scale: float = 1.0,

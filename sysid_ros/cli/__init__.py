@@ -1,0 +1,6 @@
+"""The command-line entry points: `commands` (`sysid-ros` and its offline verbs), `fleet` (`fleet identify`), `tuner`
+(`tune`, `apply`, `rollback`: talking to a running servo_tuner), `record` (`record`: a tape_recorder run in-process)."""
+
+from .commands import main as main
+
+__all__ = ["main"]

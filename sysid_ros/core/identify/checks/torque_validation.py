@@ -1,0 +1,204 @@
+"""Torque-space validation of an arm result: per joint, the RMS of measured minus predicted joint torque on
+held-out data, for the model file (nominal), the identified model and the regression with smooth friction.
+
+A model's torque is the whole-arm regressor W(q, qd, qdd) (`arm_regressor`) times its parameters: inertials,
+damping, armature, friction loss as c tanh(v / 0.01 rad/s) (MuJoCo's friction loss is a soft sign), and
+the effort offset its motors' constant bias stands for (`joint_effort_offset`). Velocities and accelerations
+come from a Savitzky-Golay filter (50 ms, cubic) and the measured torque is smoothed by the same kernel as
+the acceleration, so every model is compared on the same filtered record; friction terms are evaluated on
+the record's measured velocity and filtered the same way (`arm_friction.coulomb_columns`), else on the
+filtered velocity. The held-out data: the problem's
+validation data, else the last quarter of the longest training record (then left out of the regression).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import mujoco
+import numpy as np
+
+from ...linear.arm_friction import ArmFrictionFit, concatenate, coulomb_columns, fit_arm_friction
+from ...linear.arm_regressor import JOINT_TERMS, ArmRegressor
+from ...signals.arrays import JointCommands, JointSamples
+from ...signals.derivatives import Derivatives, savgol_derivatives, smooth_like_acceleration
+from ..rollout import sequences as sd
+
+FRICTIONLOSS_BAND_RAD_S = 0.01
+"""v_s standing in for MuJoCo's friction loss, a soft sign (the same band as the warm start's regressor)."""
+Part = tuple[JointSamples, JointCommands | None]
+
+
+def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples,
+                commands: JointCommands | None, every: int = 1, filter_window_s: float = 0.05
+                ) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
+    """Derivatives of the positions, the torque filtered the same way (in model DOF order), valid rows
+    (every `every`-th); None for a record under 200 samples."""
+    if len(samples) < 200:
+        return None
+    dofs = [int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps]
+    order = np.argsort(dofs)
+    ros = [maps[k].ros_joint for k in order]
+    q = np.column_stack([samples.column("position", j) for j in ros])
+    if commands is not None:
+        held = commands.held_at(samples.time_ns)
+        u = np.column_stack([held[:, commands.joint_names.index(j)] for j in ros])
+    else:
+        u = np.column_stack([samples.column("effort", j) for j in ros])
+    dt_s = float(np.median(np.diff(samples.time_ns))) * 1e-9
+    deriv = savgol_derivatives(q, dt_s, filter_window_s=filter_window_s, polyorder=3)
+    tau = smooth_like_acceleration(deriv, u)  # efforts and effort commands are joint torques already
+    ok = deriv.valid.all(axis=1) & np.all(np.isfinite(tau), axis=1)
+    ok[np.arange(len(ok)) % every != 0] = False
+    return deriv, tau, ok
+
+
+def held_out_split(train: Sequence[tuple[str, list]], held_out: Sequence[tuple[str, list]] = ()
+                   ) -> tuple[list[Part], list[Part], str]:
+    """(parts to fit, parts to check, what the check uses): the validation data, else the last quarter of the
+    longest training record (which the fit then leaves out)."""
+    fit_parts = [part for _, parts in train for part in parts]
+    if held_out:
+        return fit_parts, [part for _, parts in held_out for part in parts], "validation data"
+    longest = max(fit_parts, key=lambda part: len(part[0]))
+    n = len(longest[0])
+    first = (longest[0].slice(0, int(0.75 * n)), longest[1])
+    last = (longest[0].slice(int(0.75 * n), n), longest[1])
+    return [first] + [p for p in fit_parts if p is not longest], [last], "the last quarter of the training record"
+
+
+def joint_order(model: mujoco.MjModel, maps: Sequence[sd.JointMap]) -> list[str]:
+    """The ROS joint names in model DOF order (the regressor's columns)."""
+    return [maps[k].ros_joint for k in np.argsort([int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps])]
+
+
+def measured_velocity(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples) -> np.ndarray | None:
+    """The record's own joint velocity in model DOF order, or None when it has none (or not finite)."""
+    if samples.velocity is None:
+        return None
+    v = np.column_stack([samples.column("velocity", j) for j in joint_order(model, maps)])
+    return v if np.isfinite(v).all() else None
+
+
+def torque_records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part],
+                   filter_window_s: float = 0.05) -> tuple[Derivatives, np.ndarray, np.ndarray | None] | None:
+    """The parts' derivatives, torques (NaN where a row is not usable) and measured velocities (None unless
+    every part has them) joined."""
+    got, velocities = [], []
+    for samples, commands in parts:
+        rows = torque_rows(model, maps, samples, commands, filter_window_s=filter_window_s)
+        if rows is not None:
+            deriv, tau, ok = rows
+            got.append((deriv, np.where(ok[:, None], tau, np.nan)))
+            velocities.append(measured_velocity(model, maps, samples))
+    if not got:
+        return None
+    deriv, tau = concatenate(got)
+    return deriv, tau, None if any(v is None for v in velocities) else np.concatenate(velocities)
+
+
+@dataclass(frozen=True, eq=False)
+class TorqueValidation:
+    """Held-out joint torque RMS per model label (`nominal`, `identified`, `regression_friction`) and joint."""
+
+    joints: tuple[str, ...]
+    held_out: str
+    rms_nm: dict[str, dict[str, float]]
+    friction: ArmFrictionFit | None
+    samples: int
+
+    def metrics(self) -> dict[str, Any]:
+        return {"held_out": self.held_out, "samples": self.samples,
+                **{label: {j: round(v, 6) for j, v in rms.items()} for label, rms in self.rms_nm.items()}}
+
+    def friction_document(self) -> dict[str, Any]:
+        """Per joint: the regression's offset, viscous, Coulomb (value and 95 % half-width), v_s; and the
+        closest MuJoCo representation (damping, frictionloss, joint_effort_offset) with what it cannot hold."""
+        if self.friction is None:
+            return {}
+        out: dict[str, Any] = {}
+        for name, jf in zip(self.joints, self.friction.joints):
+            terms = {t: ({"value": v[0], "half_width_95": v[1]} if v is not None else "combined with other "
+                         "parameters (see the base parameters)") for t, v in jf.terms.items()}
+            coulomb = jf.value("coulomb")
+            out[name] = {**terms, "velocity_scale_rad_s": jf.velocity_scale_rad_s,
+                         "model": f"offset + viscous qd + coulomb tanh(v / {jf.velocity_scale_rad_s:.3g} rad/s)" + (
+                             ", v the measured velocity, the tanh filtered like the torque"
+                             if self.friction.filtered_friction else ", v the filtered velocity"),
+                         "mujoco": {"damping": jf.value("viscous"), "frictionloss": coulomb,
+                                    "joint_effort_offset": jf.value("offset"),
+                                    "not_representable": "the tanh's rise below about "
+                                    f"{2 * jf.velocity_scale_rad_s:.3g} rad/s (friction loss is a soft sign)"}}
+            if jf.on_search_bound:
+                out[name]["note"] = "v_s on its search bound"
+        return out
+
+
+    def friction_notes(self, with_offset: set[str]) -> list[str]:
+        """What the MuJoCo model cannot represent of the regression's friction, and offsets the data show on
+        joints without a `joint_effort_offset` parameter (beyond twice their 95 % half-width)."""
+        if self.friction is None:
+            return []
+        scales = [jf.velocity_scale_rad_s for jf in self.friction.joints]
+        out = [f"joint friction (regression, per joint under `friction`): its smooth Coulomb rise tanh(v / v_s), v_s "
+               f"{min(scales):.2g}-{max(scales):.2g} rad/s, is not representable in MuJoCo (friction loss is a soft "
+               "sign; no Stribeck term): damping, frictionloss and joint_effort_offset are the closest form"]
+        missing = [f"{name} {jf.terms['offset'][0]:+.3g} +- {jf.terms['offset'][1]:.2g} N m"
+                   for name, jf in zip(self.joints, self.friction.joints) if name not in with_offset
+                   and jf.terms.get("offset") is not None and abs(jf.terms["offset"][0]) > 2 * jf.terms["offset"][1]]
+        if missing:
+            out.append("the regression finds torque offsets on joints the problem gives no joint_effort_offset: "
+                       + ", ".join(missing))
+        return out
+
+
+def rms_per_joint(err: np.ndarray, joints: Sequence[str]) -> dict[str, float]:
+    """Each joint's RMS of the columns of `err` (N, joints), NaN rows left out."""
+    return {j: float(np.sqrt(np.nanmean(err[:, k] ** 2))) for k, j in enumerate(joints)}
+
+
+def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train: Sequence[tuple[str, list]],
+                      held_out: Sequence[tuple[str, list]] = (), models: dict[str, mujoco.MjModel] | None = None,
+                      friction: bool = True) -> TorqueValidation | None:
+    """Held-out torque RMS per joint of `models` (label -> compiled model; default the nominal `model`) and,
+    with `friction`, of the whole-arm regression with smooth friction fitted on the training part.
+    None when the problem is not a whole arm (every DOF a mapped hinge or slide joint) or the data are short."""
+    if len(maps) < 2 or len(maps) != model.nv:
+        return None
+    fit_parts, check_parts, label = held_out_split(train, held_out)
+    check = torque_records(model, maps, check_parts)
+    if check is None:
+        return None
+    deriv, tau_all, velocity = check
+    valid = deriv.valid.all(axis=1)
+    rows = valid & np.isfinite(tau_all).all(axis=1)
+    if rows.sum() < 50:
+        return None
+    tau = tau_all[rows]
+    joints = joint_order(model, maps)
+    arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
+    w_valid = arm.compute(deriv.q[valid], deriv.qd[valid], deriv.qdd[valid])  # the friction fit's prediction reuses it
+    w = w_valid[rows[valid]]
+    if velocity is not None:  # friction from the record's own velocity, filtered like the torque
+        filtered = coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)[rows]
+        for j, joint in enumerate(arm.joint_names):
+            w[:, j, arm.names.index(f"{joint}.coulomb")] = filtered[:, j]
+    rms = {name: rms_per_joint(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
+           for name, m in (models or {"nominal": model}).items()}
+    fitted = None
+    if friction:
+        record = torque_records(model, maps, fit_parts)
+        if record is not None:
+            fit_deriv, fit_tau, fit_velocity = record
+            fitted = fit_arm_friction(model, fit_deriv, fit_tau,
+                                      friction_velocity=fit_velocity if velocity is not None else None)
+            predicted = fitted.predicted_torque(deriv, velocity if fitted.filtered_friction else None,
+                                                w_valid)[rows]
+            rms["regression_friction"] = rms_per_joint(tau - predicted, joints)
+    return TorqueValidation(tuple(joints), label, rms, fitted, int(rows.sum()))
+
+
+def total(rms: dict[str, float]) -> float:
+    return math.sqrt(sum(v ** 2 for v in rms.values()))

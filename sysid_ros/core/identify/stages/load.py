@@ -1,0 +1,188 @@
+"""The run's first stage, `load_run`: the problem's model, bounds from physics, the problem checked against the
+model, its data (bags via read_recording, or .npz arrays) loaded and cut into segments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import mujoco
+import numpy as np
+
+from ...bags import read_recording
+from ...bags.arrays_io import load_npz
+from ...bags.logger_clock import regularize
+from ...errors import BagError, ConfigError, DataError
+from ...signals.arrays import JointCommands, JointSamples
+from ..rollout import sequences as sd
+from ..problem.model_cache import compiled_model
+from ..problem.plausibility import physical_bounds
+from ..problem.file import DataSource, Problem
+from ..problem.model import check_problem
+from ..results import RunLog
+from ..rollout.start_states import choose_start_states
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The problem (bounds from physics, start states chosen), its model and its data cut into segments."""
+
+    problem: Problem
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    maps: list[sd.JointMap]
+    starts: dict[str, tuple[float, ...]]
+    train_data: list
+    val_data: list
+    train_sources: list
+    train: list
+    val: list
+
+
+def load_run(problem: Problem, log: RunLog) -> Loaded:
+    """The model (compiled once per process and model file), bounds from physics, the checked problem, the data."""
+    log.report("load", 0.0, f"loading model {problem.model}")
+    spec, model = compiled_model(problem)
+    maps = sd.joint_maps(model, problem.joints, problem.mapping)
+    signals = [f"{m.mjcf_joint}_{sd.STATE_FIELDS[f]}" for f in problem.observe for m in maps]
+    problem, bound_notes = physical_bounds(problem, spec, model)  # missing min/max from physics, one note each
+    log.notes += bound_notes
+    starts = check_problem(problem, spec, model, signals)
+    train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
+                  for k, src in enumerate(problem.training)]
+    val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
+                for k, src in enumerate(problem.validation)]
+    if problem.start_velocity == "auto":  # measured start states: from the measured velocity or positions
+        choice = choose_start_states([s for _, parts in train_data for s, _ in parts], problem.joints)
+        problem = replace(problem, start_velocity=choice.velocity, smoothing_samples=choice.smoothing_samples)
+        if not problem.estimate_initial_state:
+            log.notes.append(f"start states: {choice.reason}")
+    train_sources = segment_sources(problem, model, maps, train_data)
+    val = build_segments(problem, model, maps, val_data) if val_data else []
+    return Loaded(problem, spec, model, maps, starts, train_data, val_data, train_sources,
+                  [seg for seg, _ in train_sources], val)
+
+
+def _trim(samples: JointSamples, src: DataSource) -> JointSamples:
+    if src.start_s == 0.0 and src.end_s is None:
+        return samples
+    rel = samples.time_ns - samples.time_ns[0]
+    a = int(np.searchsorted(rel, int(round(src.start_s * 1e9))))
+    b = len(rel) if src.end_s is None else int(np.searchsorted(rel, int(round(src.end_s * 1e9)), side="right"))
+    return samples.slice(a, b)
+
+
+def _from_first_command(samples: JointSamples, commands: JointCommands) -> JointSamples:
+    """The samples from the first command on (finite for every joint of `samples`): before it no command is in
+    force to replay (a recorder's feedback starts before its first command)."""
+    columns = [commands.joint_names.index(j) for j in samples.joint_names if j in commands.joint_names]
+    finite = np.flatnonzero(np.all(np.isfinite(commands.values[:, columns]), axis=1))
+    if not len(finite):
+        return samples
+    return samples.slice(int(np.searchsorted(samples.time_ns, commands.time_ns[finite[0]])), len(samples))
+
+
+def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | None = None,
+                notes: list[str] | None = None) -> list[tuple[JointSamples, JointCommands | None]]:
+    """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort).
+
+    Data repairs that may have changed the answer (duplicate stamps with different values, of which the
+    reader kept the first; a log resampled without a device clock) are appended to `warnings` as one line
+    naming the file; a real logger's time base put right (repeated rows dropped, device clock recovered,
+    `bags.logger_clock`) to `notes`.
+    """
+    if src.kind == "npz":
+        samples, commands, _ = load_npz(src.path)
+        if samples is None:
+            raise DataError("the file holds no joint feedback", bag=str(src.path))
+        segments = [samples]
+    else:
+        topics = None if src.feedback_topic is None else [src.feedback_topic]
+        if src.control == "effort":
+            wanted, interfaces = [], None  # the measured effort: no command topic is read
+        elif src.command_topic is not None:
+            wanted, interfaces = [src.command_topic], None
+        else:
+            wanted, interfaces = None, ("effort",)
+        try:
+            rec = read_recording(src.path, joints=list(joints), joint_state_topics=topics, command_topics=wanted,
+                                 command_joint_names=src.command_joints, command_interfaces=interfaces)
+        except (DataError, BagError) as exc:
+            raise type(exc)(f"cannot read joints {list(joints)}: {exc}") from exc
+        segments = list(getattr(rec.feedback, "segments", None) or [rec.samples])
+        if rec.feedback.dropped_rows and warnings is not None:
+            warnings.append(f"{src.path}: {rec.feedback.dropped_rows} joint states dropped as garbage (non-finite or "
+                            "beyond any physical range)")
+        conflicts = rec.feedback.timing.conflicting_duplicates
+        if conflicts and warnings is not None:
+            warnings.append(f"{src.path}: {conflicts} joint state values stamped twice with different data "
+                            "(the reader kept the first of each)")
+        commands = rec.commands
+    if src.segments == "longest":
+        segments = [max(segments, key=len)]
+    missing = [j for j in joints if j not in segments[0].joint_names]
+    if missing:
+        raise DataError(f"the data has no joints {missing}; it has {list(segments[0].joint_names)}",
+                        bag=str(src.path))
+    efforts = {t: c for t, c in commands.items() if c.interface == "effort"}
+    if src.command_topic is not None:
+        if src.command_topic not in commands:
+            raise DataError(f"no command topic {src.command_topic!r}; the data has {sorted(commands)}",
+                            bag=str(src.path), topic=src.command_topic)
+        chosen: JointCommands | None = commands[src.command_topic]
+    elif src.control == "effort":
+        chosen = None
+    elif len(efforts) == 1:
+        chosen = next(iter(efforts.values()))
+    elif len(efforts) > 1:
+        raise ConfigError(f"several effort command topics {sorted(efforts)}: name one as command_topic",
+                          bag=str(src.path))
+    elif src.control == "commands":
+        raise DataError("no effort command topic in the data", bag=str(src.path))
+    else:
+        chosen = None
+    if chosen is not None:
+        chosen = JointCommands(chosen.joint_names, chosen.time_ns, chosen.values, chosen.interface,
+                               source=chosen.source or f"{src.path}:{src.command_topic or 'commands'}")
+    out = []
+    for k, seg in enumerate(segments):
+        seg, fix = regularize(seg.select(list(joints)))
+        if fix.kind != "uniform" or fix.repeated_rows:
+            line = fix.describe(f"{src.path}" + (f" segment {k}" if len(segments) > 1 else ""))
+            target = warnings if fix.kind == "resampled" else notes
+            if target is not None:
+                target.append(line)
+        seg = _trim(seg, src)
+        if chosen is not None:
+            before = len(seg)
+            seg = _from_first_command(seg, chosen)
+            if len(seg) < before and notes is not None:
+                notes.append(f"{src.path}: {before - len(seg)} joint states before the first command left out "
+                             "(no command was in force to replay)")
+        if not seg.source:
+            seg = JointSamples(seg.joint_names, seg.time_ns, seg.position, seg.velocity, seg.effort, str(src.path))
+        if len(seg) >= 3:
+            out.append((seg, chosen))
+    if not out:
+        raise DataError("no usable samples (after trimming)", bag=str(src.path))
+    return out
+
+
+def build_segments(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
+                   data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]]) -> list[sd.Segment]:
+    """All segments (or windows) of all sources, each starting from its measured state at t = 0."""
+    return [seg for seg, _ in segment_sources(problem, model, maps, data)]
+
+
+def segment_sources(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
+                    data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]]
+                    ) -> list[tuple[sd.Segment, JointSamples]]:
+    """`build_segments`, each segment with the samples it was cut from (for its start state's noise)."""
+    out: list[tuple[sd.Segment, JointSamples]] = []
+    for name, parts in data:
+        for k, (samples, commands) in enumerate(parts):
+            out += [(seg, samples) for seg in sd.segments_from_samples(
+                model, maps, samples, commands, name=f"{name}_{k}", observe=problem.observe,
+                segment_s=problem.segment_s, smoothing_samples=problem.smoothing_samples or 0,
+                start_velocity=problem.start_velocity)]
+    return out

@@ -1,0 +1,232 @@
+"""The run's fifth stage, `validate`: the fit's metrics and training traces, the identified model, its replay of
+the held-out segments (position traces and RMS, against the start values'), and held-out joint torque per
+joint against the model file's (`torque_check`); for an arm, the torque-space fit (`torque_space`), which the
+result carries instead of the window fit when it is clearly better on the training rows (the held-out rows only
+judge the choice)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import mujoco
+import numpy as np
+from mujoco import sysid
+
+from ...errors import SysidRosError
+from ...report.identification import Trace
+from ..rollout import sequences as sd
+from .load import Loaded
+from .intervals import Spread
+from .optimize import Fit
+from ..problem.parameters import CachedBuild, build_parameters
+from ..problem.file import Problem
+from ..rollout.quiet import quiet_output
+from ..rollout.residual import InitialStateRollout, ScaledResidual, batched_residual_fn
+from ..results import RunLog
+from ..checks.torque_validation import held_out_split, torque_validation
+from .torque_fit import TAKE_BELOW, TorqueSpaceChoice, TorqueSpaceFit, choose_on_training, outside_bounds, torque_ratio
+
+
+@dataclass(frozen=True)
+class Validated:
+    """The identified model, the fit's metrics (the later stages add to them), the traces, the friction and the
+    torque-space fit."""
+
+    identified: mujoco.MjSpec  # the window fit's, or the torque-space fit's when chosen on the training rows
+    metrics: dict[str, Any]
+    traces: list[Trace]
+    friction: dict[str, Any]
+    torque_space: dict[str, Any]
+
+
+def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
+    """The fit's metrics and traces, then the identified model on the held-out data."""
+    metrics, traces = _metrics(run, fit, spread, log)
+    identified = run.spec.copy()
+    sysid.apply_param_modifiers_spec(fit.opt_params, identified)
+    traces += _validation(run, fit, identified, metrics, log)
+    t0 = time.perf_counter()
+    log.report("validation", 0.94, "held-out joint torque")
+    torque = held_out_torque(run.problem, run.model, identified, run.maps, run.train_data, run.val_data, metrics,
+                             log.notes)
+    log.timings["torque_check_s"] = time.perf_counter() - t0
+    return Validated(torque.spec, metrics, traces, torque.friction, torque.torque_space)
+
+
+def _metrics(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> tuple[dict[str, Any], list[Trace]]:
+    """The fit's metrics (training RMS, evaluations, cost, conditioning, residual ratios, time offset) and the
+    training traces."""
+    traces, sq, count = position_traces("training", spread.preds, spread.records, run.maps,
+                                        fit.residual_fn.segment_names)
+    metrics: dict[str, Any] = {
+        "training_position_rms_rad": {m.ros_joint: float(np.sqrt(s / count)) for m, s in zip(run.maps, sq)},
+        "training_segments": len(run.train), "residual_evaluations": fit.evals[0], "parameter_points": fit.evals[1],
+        "model_compiles": fit.build.compiles,
+        "final_cost": 0.5 * float(sum(np.sum(r ** 2) for r in spread.res_star)),
+        "jacobian_condition_number": condition_number(spread.jac), **log.metrics,
+        "training_residual_ratio": {_signal_name(f.signal, run.maps): round(f.ratio, 4) for f in spread.fits},
+    }
+    if spread.scan is not None:
+        metrics["command_offset_ms"] = spread.scan.offset_ms
+        metrics["command_offset_cost_ratio"] = round(spread.scan.cost_ratio, 4)
+    return metrics, traces
+
+
+def _validation(run: Loaded, fit: Fit, identified: mujoco.MjSpec, metrics: dict[str, Any], log: RunLog
+                ) -> list[Trace]:
+    """Held-out segments replayed on the identified model and on the start values (position RMS of each)."""
+    if not run.val:
+        return []
+    problem = run.problem
+    log.report("validation", 0.92, f"replaying {len(run.val)} held-out segments")
+    traces, rms = replay_held_out(problem, identified, run.model, run.maps, run.val, fit.opt_params, fit.modify)
+    metrics["validation_position_rms_rad"] = rms
+    metrics["validation_segments"] = len(run.val)
+    nominal = run.spec.copy()  # the same held-out replay on the start values (the nominal model)
+    nominal_params = build_parameters(nominal, problem.parameters, run.starts)
+    sysid.apply_param_modifiers_spec(nominal_params, nominal)
+    _, start_rms = replay_held_out(problem, nominal, run.model, run.maps, run.val, nominal_params, fit.modify)
+    metrics["validation_position_rms_rad_start"] = start_rms
+    worse = [f"{j} {rms[j] * 1e3:.3g} mrad against {start_rms[j] * 1e3:.3g}" for j in rms if rms[j] > start_rms[j]]
+    if worse:
+        log.notes.append(f"held-out position RMS worse than with the start values: {', '.join(worse)}")
+    return traces
+
+
+def condition_number(jac: Any) -> float:
+    """Condition number of the Jacobian with unit-norm columns: how well the motion separates the parameters."""
+    jac = np.asarray(jac, dtype=float)
+    norms = np.linalg.norm(jac, axis=0) if jac.ndim == 2 else np.zeros(0)
+    return float(np.linalg.cond(jac / norms)) if norms.size and np.all(norms > 0) else math.inf
+
+
+def _signal_name(signal: str, maps: Sequence[sd.JointMap]) -> str:
+    """`<mjcf joint>_qpos` -> `<ros joint>_qpos`."""
+    joint, _, kind = signal.rpartition("_")
+    return f"{next((m.ros_joint for m in maps if m.mjcf_joint == joint), joint)}_{kind}"
+
+
+def position_traces(split: str, preds: Sequence, records: Sequence, maps: Sequence[sd.JointMap],
+            names: Sequence[str], limit: int = 4) -> tuple[list[Trace], np.ndarray, int]:
+    """Position traces of the first segments, and the sum of squared position errors per joint."""
+    keys = [f"{m.mjcf_joint}_qpos" for m in maps]
+    flat = lambda xs: [y for x in xs for y in (x if isinstance(x, list) else [x])]  # noqa: E731
+    preds, records = flat(preds), flat(records)
+    sq, count, traces = np.zeros(len(maps)), 0, []
+    for k, (pred, meas) in enumerate(zip(preds, records)):
+        idx = [meas.signal_mapping[key][1][0] for key in keys]
+        err = meas.data[:, idx] - pred.data[:, idx]
+        sq += np.sum(err ** 2, axis=0)
+        count += len(err)
+        if k < limit:
+            traces.append(Trace(split, names[k], tuple(m.ros_joint for m in maps), np.asarray(meas.times),
+                                meas.data[:, idx].copy(), pred.data[:, idx].copy()))
+    return traces, sq, count
+
+
+def replay_held_out(problem: Problem, identified: mujoco.MjSpec, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
+              segments: Sequence[sd.Segment], opt_params: sysid.ParameterDict, modify: ScaledResidual
+              ) -> tuple[list[Trace], dict[str, float]]:
+    """Replay held-out segments on the identified model (only their start states are estimated)."""
+    val_ms = sd.model_sequences(problem.name + "_validation", identified.copy(), segments)
+    params = opt_params.copy()
+    for name in params.keys():
+        params[name].frozen = True  # the identified spec already holds the values
+    rollout = InitialStateRollout(val_ms, model, maps, params) if problem.estimate_initial_state else None
+    fn = batched_residual_fn([val_ms], build_model=CachedBuild(), modify_residual=modify, custom_rollout=rollout,
+                             resample_true=False)
+    if rollout is not None:
+        with quiet_output(problem.optimizer.quiet):  # start states enter almost linearly: 2 Gauss-Newton steps
+            params, _ = sysid.optimize(params, fn, optimizer="mujoco", verbose=False, max_iters=2)
+    _, preds, records = fn(params.as_vector(), params, return_pred_all=True)
+    traces, sq, count = position_traces("validation", preds, records, maps, fn.segment_names)
+    return traces, {m.ros_joint: float(np.sqrt(s / count)) for m, s in zip(maps, sq)}
+
+
+@dataclass(frozen=True, eq=False)
+class HeldOutTorque:
+    """The torque check's outcome: the regression's friction document, the model the result carries (the
+    window fit's, or the torque-space fit's when chosen on the training rows) and the torque-space fit's values."""
+
+    friction: dict[str, Any]
+    spec: mujoco.MjSpec
+    torque_space: dict[str, Any]
+
+
+def held_out_torque(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec, maps: Sequence[sd.JointMap],
+                  train_data: Sequence, val_data: Sequence, metrics: dict[str, Any], notes: list[str]
+                  ) -> HeldOutTorque:
+    """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
+    fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
+    torque-space fit when it is chosen on the training rows (`torque_space.choose_on_training`), else the window
+    fit: the held-out rows judge the choice, they do not make it."""
+    try:
+        check = torque_validation(model, maps, train_data, val_data,
+                                  {"nominal": model, "window_fit": identified.copy().compile()})
+    except SysidRosError as exc:
+        notes.append(f"torque-space validation failed: {exc}")
+        return HeldOutTorque({}, identified, {})
+    if check is None:
+        return HeldOutTorque({}, identified, {})
+    try:
+        choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data)
+        extra = None if choice is None else torque_validation(model, maps, train_data, val_data,
+                                                              {"torque_space": choice.fit.spec.copy().compile()},
+                                                              friction=False)
+    except SysidRosError as exc:
+        notes.append(f"the torque-space fit failed ({exc}); the identified model is the window fit")
+        choice = extra = None
+    rms, chosen, document = check.rms_nm, identified, {}
+    taken = False
+    if choice is not None and extra is not None:
+        space, taken = choice.fit, choice.taken
+        rms["torque_space"] = extra.rms_nm["torque_space"]
+        held_out_ratio = torque_ratio(rms["torque_space"], rms["window_fit"], check.joints)
+        chosen = space.spec if taken else identified
+        outside = outside_bounds(space, problem.parameters)
+        document = {"taken": taken, "training_torque_ratio_to_window_fit": round(choice.ratio, 4),
+                    "held_out_torque_ratio_to_window_fit": round(held_out_ratio, 4), **space.document(),
+                    "outside_problem_bounds": outside}
+        notes.append(_choice_note(taken, choice.ratio, space))
+        if taken and outside:
+            notes.append("the torque-space fit puts values outside the problem's bounds (it is not bounded; the "
+                         f"window fit is): {', '.join(outside)}")
+    rms["identified"] = rms["torque_space" if taken else "window_fit"]
+    metrics["held_out_torque_rms_nm"] = check.metrics()
+    metrics["identified_model"] = "torque_space" if taken else "window_fit"
+    worse = [j for j in check.joints if rms["identified"][j] > rms["nominal"][j]]
+    if worse:
+        notes.append(f"held-out joint torque ({check.held_out}) predicted worse by the identified model than by "
+                     "the model file on " + ", ".join(f"{j} ({rms['identified'][j]:.3g} vs "
+                                                      f"{rms['nominal'][j]:.3g} N m)" for j in worse))
+    notes += check.friction_notes({m.ros_joint for m in maps for p in problem.parameters
+                                   if p.kind == "joint_effort_offset" and p.target == m.mjcf_joint})
+    return HeldOutTorque(check.friction_document(), chosen, document)
+
+
+def _torque_space_choice(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec,
+                         maps: Sequence[sd.JointMap], train_data: Sequence, val_data: Sequence
+                         ) -> TorqueSpaceChoice | None:
+    """The torque-space fit and the choice, both on the rows the regression is fitted on (the held-out rows left
+    out)."""
+    fit_parts, _, _ = held_out_split(train_data, val_data)
+    return choose_on_training(identified, problem.parameters, model, maps, fit_parts)
+
+
+def _choice_note(taken: bool, ratio: float, space: TorqueSpaceFit) -> str:
+    what = (f"{len(space.bodies)} bodies' inertials and {sum(len(t) for t in space.joints.values())} joint terms "
+            "by weighted least squares on the measured torque")
+    parts = ((space.projected, "bodies projected onto physical values"),
+             (space.held_at_zero, "joint terms held at 0 (negative when free)"))
+    extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
+    if taken:
+        return (f"the identified model is the torque-space fit ({what}{extra}): on the training rows' last quarter "
+                f"(a fit on the rest) its joint torque is {ratio:.2f}x the window fit's (geometric mean over the "
+                "joints); `parameters` hold its values (the window fit's are under `window_fit_parameters`); the "
+                "held-out position replay is the window fit's")
+    return (f"the identified model is the window fit: the torque-space fit ({what}), fitted on the first 75 % of "
+            f"the training rows, predicts the rest's joint torque {ratio:.2f}x the window fit's (geometric mean over "
+            f"the joints; taken below {TAKE_BELOW:g}x)")

@@ -1,0 +1,1 @@
+"""Helpers only the tests and benches use: simulated recordings, tuner test joints, bag writers."""
