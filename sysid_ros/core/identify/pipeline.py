@@ -55,8 +55,10 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
     objective = tuple(float(v) for v in (getattr(fit.opt_result, "extras", None) or {}).get("objective", ()))
     log.timings["total_s"] = time.perf_counter() - t_start
     log.report("done", 1.0, f"identified {len(results)} parameters in {log.timings['total_s']:.2f} s")
-    return IdentificationResult(run.problem, tuple(results), checked.metrics, checked.identified, start.params,
-                                fit.opt_params, fit.opt_result, fit.residual_fn, fit.ms, spread.cov,
-                                tuple(checked.traces), objective, tuple(log.notes), log.timings,
-                                verdict(log.warnings), tuple(log.warnings), checked.friction, checked.torque_space,
-                                tuple(window_fit))
+    return IdentificationResult(
+        problem=run.problem, parameters=tuple(results), metrics=checked.metrics, identified_spec=checked.identified,
+        initial_params=start.params, opt_params=fit.opt_params, opt_result=fit.opt_result,
+        residual_fn=fit.residual_fn, model_sequences=fit.ms, covariance=spread.cov, traces=tuple(checked.traces),
+        objective=objective, notes=tuple(log.notes), timings_s=log.timings, verdict=verdict(log.warnings),
+        warnings=tuple(log.warnings), friction=checked.friction, torque_space=checked.torque_space,
+        window_fit_parameters=tuple(window_fit))

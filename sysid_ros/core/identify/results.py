@@ -60,8 +60,10 @@ class ParameterResult:
     `max`); `value` etc. above are then mass, com and tensor (`inertia.PHYSICAL`), half-widths propagated."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, kw_only=True)
 class IdentificationResult:
+    """What `identify` returns: the results per parameter, metrics, the identified model and the library's state."""
+
     problem: Problem
     parameters: tuple[ParameterResult, ...]
     metrics: dict[str, Any]

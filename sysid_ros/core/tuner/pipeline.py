@@ -6,6 +6,9 @@ Every motion goes through the Plant seam. `plan_seconds` says beforehand how lon
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass
 
 from ..linear.joint_model import JointModel
@@ -75,6 +78,14 @@ def tuning_plan_seconds(servo: Servo, command_rate_hz: float, goal: Goal = Goal(
             "verify": out["verify"]}
 
 
+@contextmanager
+def _motion_seconds(plant: Plant, seconds: dict[str, float], stage: str) -> Iterator[None]:
+    """Seconds of motion the plant plays inside the block, as `seconds[stage]`."""
+    mark = plant.motion_s
+    yield
+    seconds[stage] = plant.motion_s - mark
+
+
 def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | None = None,
          twin: Plant | bool | None = None) -> TuneResult:
     """Tune one joint through `plant`. `seed` (e.g. the analytic start) starts the sweep, joins the search and
@@ -83,20 +94,19 @@ def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | 
     seed = seed or servo.seed
     twin = goal.twin_screening if twin is None else twin
     seconds: dict[str, float] = {}
-    mark = plant.motion_s
-    ident = identify_servo(servo, plant, seed=seed)
-    seconds["identify"] = plant.motion_s - mark
+    timed = partial(_motion_seconds, plant, seconds)
+    with timed("identify"):
+        ident = identify_servo(servo, plant, seed=seed)
     model = ident.model
     tapes_ = stage_tapes(servo, plant.command_rate_hz, goal, model)
     notes = list(ident.notes)
 
-    mark = plant.motion_s
     as_found = servo.as_found
-    af_steps = score([plant.play(tapes_["sweep"][0], as_found)])
-    af_eval = evaluate(plant, as_found, tapes_["refine"], goal.repeats)
+    with timed("as found"):
+        af_steps = score([plant.play(tapes_["sweep"][0], as_found)])
+        af_eval = evaluate(plant, as_found, tapes_["refine"], goal.repeats)
     limits, why = limits_from([af_steps, af_eval], goal, plant.torque_limit_nm)
     notes += why
-    seconds["as found"] = plant.motion_s - mark
 
     twin_ = None
     twin_base = None
@@ -118,20 +128,19 @@ def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | 
                                  f"starts {goal.twin_sweep_margin_rungs} rungs below, at {near:.4g} rad/s")
                     start_wn = near
 
-    mark = plant.motion_s
-    sweep = run_sweep(servo, plant, model, limits, goal, start_wn, tapes_["sweep"][0])
-    seconds["sweep"] = plant.motion_s - mark
+    with timed("sweep"):
+        sweep = run_sweep(servo, plant, model, limits, goal, start_wn, tapes_["sweep"][0])
 
-    mark = plant.motion_s
-    judge = Judge(plant, tapes_["refine"], model, limits, af_eval, sweep.wn_max_rad_s, goal, twin_, twin_base,
-                  as_found.gains)
-    refined = refine(judge, servo, seed, plant.feedforward_terms)
-    seconds["refine"] = plant.motion_s - mark
+    judge = Judge(plant=plant, tapes=tapes_["refine"], model=model, limits=limits, as_found=af_eval,
+                  wn_max_rad_s=sweep.wn_max_rad_s, goal=goal, twin=twin_, twin_as_found=twin_base,
+                  as_found_gains=as_found.gains)
+    with timed("refine"):
+        refined = refine(judge, servo, seed, plant.feedforward_terms)
 
-    mark = plant.motion_s
     pick = refined.pick.controller if refined.pick else None
-    checked = verify(plant, tapes_["verify"], model, limits, sweep.wn_max_rad_s, as_found, pick, seed, goal.repeats)
-    seconds["verify"] = plant.motion_s - mark
+    with timed("verify"):
+        checked = verify(plant, tapes_["verify"], model=model, limits=limits, wn_max_rad_s=sweep.wn_max_rad_s,
+                         as_found=as_found, pick=pick, start=seed, repeats=goal.repeats)
     seconds["total"] = sum(seconds.values())
     if not math.isfinite(sweep.wn_max_rad_s):
         notes.append("no finite deploy ceiling")

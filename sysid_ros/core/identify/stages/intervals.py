@@ -9,22 +9,19 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-import mujoco
 import numpy as np
 from mujoco import sysid
 from scipy.special import stdtrit
 
-from ..rollout import sequences as sd
 from .load import Loaded
 from .optimize import Fit
-from ..problem.parameters import CachedBuild
 from ..problem.plausibility import Prior
 from ..problem.file import Problem
-from ..rollout.residual import ScaledResidual, batched_residual_fn, null_directions
+from ..rollout.residual import batched_residual_fn, null_directions
 from ..checks.misfit import SignalFit, block_sandwich, signal_fits, time_blocks
 from ..results import RunLog
-from ..checks.start_noise import (ShiftedStartRollout, start_state_covariance, start_state_noise,
-    start_state_row_variance, start_state_sensitivity, weighted_step)
+from ..checks.start_noise import (ShiftedStartRollout, StartStateNoise, start_state_covariance, start_state_noise,
+                                  start_state_row_variance, start_state_sensitivity, weighted_step)
 from ..checks.time_offset import OffsetScan, residual_builder, scan_command_offset
 from ..checks.suspect import offset_warnings, residual_warnings
 from .warm_start import Start
@@ -82,23 +79,20 @@ def _start_state_noise(run: Loaded, start: Start, fit: Fit, spread: Spread, log:
     problem = run.problem
     log.report("intervals", 0.88, "propagating the measured start states' noise")
     weight = problem.start_noise == "weight" and not spread.null.any()
-    lower, upper = fit.opt_params.get_bounds()
-    cov, intervals, widening, noise, x_new, extra_variance = with_start_state_noise(
-        problem, run.model, run.maps, run.train_sources, fit.ms, fit.build, fit.modify, fit.opt_params, spread.x_hat,
-        spread.jac, spread.res_star, np.asarray(spread.cov, dtype=float), spread.intervals, weight, lower, upper,
-        start.prior)
-    spread = replace(spread, cov=cov, intervals=intervals, widening=widening, extra_variance=extra_variance)
+    effect = start_noise_effect(run, start, fit, spread, weight)
+    spread = replace(spread, cov=effect.cov, intervals=effect.intervals, widening=effect.widening,
+                     extra_variance=effect.row_variance)
     if weight:
-        fit.opt_params.update_from_vector(x_new)
-        res_star, preds, records = fit.residual_fn(x_new, fit.opt_params, return_pred_all=True)
-        spread = replace(spread, x_hat=x_new, res_star=res_star, preds=preds, records=records)
+        fit.opt_params.update_from_vector(effect.x)
+        res_star, preds, records = fit.residual_fn(effect.x, fit.opt_params, return_pred_all=True)
+        spread = replace(spread, x_hat=effect.x, res_star=res_star, preds=preds, records=records)
     log.timings["start_state_s"] = time.perf_counter() - t0
-    noise_text = f"{_fmt(noise.position_noise)} rad, {_fmt(noise.velocity_noise)} rad/s"
+    noise_text = f"{_fmt(effect.noise.position_noise)} rad, {_fmt(effect.noise.velocity_noise)} rad/s"
     log.notes.append(("segments start from measured states: one generalized least-squares step weights each "
                       f"segment by its start state's noise ({noise_text}); intervals from that weighting"
                       if weight else "segments start from measured states: intervals include that state's noise "
-                      f"carried through each segment ({noise_text}; half-widths x{np.nanmin(widening):.2g}-"
-                      f"{np.nanmax(widening):.2g} of the white-residual ones)"))
+                      f"carried through each segment ({noise_text}; half-widths x{np.nanmin(effect.widening):.2g}-"
+                      f"{np.nanmax(effect.widening):.2g} of the white-residual ones)"))
     if problem.start_noise == "weight" and not weight:
         log.notes.append("start_noise: weight skipped (a null direction); intervals propagate it instead")
     return spread
@@ -179,20 +173,32 @@ def misfit_intervals(res_star: Sequence, group_sizes: Sequence[int], signals: in
     return np.maximum(intervals, sandwich), widening
 
 
-def with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                            sources: Sequence, ms: sysid.ModelSequences, build: CachedBuild, modify: ScaledResidual,
-                            params: sysid.ParameterDict, x_hat: np.ndarray, jac: np.ndarray, res_star: Sequence,
-                            cov: np.ndarray, intervals: np.ndarray, weight: bool, lower: np.ndarray,
-                            upper: np.ndarray, prior: Prior | None = None
-                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, np.ndarray, np.ndarray]:
-    """The measured start states' noise (`start_error`): (covariance, half-widths, their widening over the
-    library's, the noise, x, each residual row's start-state variance). Propagated into the covariance; with
-    `weight` also a GLS step that moves x."""
-    noise = start_state_noise(model, maps, sources, problem.smoothing_samples or 0, problem.start_velocity)
+@dataclass(frozen=True)
+class StartNoiseEffect:
+    """What the measured start states' noise does to a fit: covariance, half-widths, their widening over the
+    library's, the noise itself, x (moved by the GLS step when weighted), each residual row's start-state variance."""
+
+    cov: np.ndarray
+    intervals: np.ndarray
+    widening: np.ndarray
+    noise: StartStateNoise
+    x: np.ndarray
+    row_variance: np.ndarray
+
+
+def start_noise_effect(run: Loaded, start: Start, fit: Fit, spread: Spread, weight: bool) -> StartNoiseEffect:
+    """The measured start states' noise (`checks.start_noise`) propagated into the covariance; with `weight` also a
+    GLS step that moves x."""
+    problem, ms, prior, params = run.problem, fit.ms, start.prior, fit.opt_params
+    x_hat, res_star, intervals = spread.x_hat, spread.res_star, spread.intervals
+    cov = np.asarray(spread.cov, dtype=float)
+    lower, upper = params.get_bounds()
+    noise = start_state_noise(run.model, run.maps, run.train_sources, problem.smoothing_samples or 0,
+                              problem.start_velocity)
     shifter = ShiftedStartRollout()
-    fn = batched_residual_fn([ms], build_model=build, modify_residual=modify, custom_rollout=shifter,
+    fn = batched_residual_fn([ms], build_model=fit.build, modify_residual=fit.modify, custom_rollout=shifter,
                              resample_true=False)
-    jac = np.asarray(jac, dtype=float)
+    jac = np.asarray(spread.jac, dtype=float)
     r0, sens, seg_rows = start_state_sensitivity(x_hat, params, fn, shifter, len(ms.measured_rollout[0].initial_state),
                                                  noise, base=res_star)
     t = float(stdtrit(max(len(r0) - len(x_hat), 1), 0.975))
@@ -208,4 +214,4 @@ def with_start_state_noise(problem: Problem, model: mujoco.MjModel, maps: Sequen
         widened = np.sqrt(intervals ** 2 + t ** 2 * np.clip(np.diag(new_cov - cov), 0, None))
     with np.errstate(invalid="ignore", divide="ignore"):
         widening = np.where(intervals > 0, widened / intervals, np.nan)
-    return new_cov, widened, widening, noise, x_new, start_state_row_variance(sens, seg_rows, noise)
+    return StartNoiseEffect(new_cov, widened, widening, noise, x_new, start_state_row_variance(sens, seg_rows, noise))

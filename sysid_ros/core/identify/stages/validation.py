@@ -50,8 +50,7 @@ def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
     traces += _validation(run, fit, identified, metrics, log)
     t0 = time.perf_counter()
     log.report("validation", 0.94, "held-out joint torque")
-    torque = held_out_torque(run.problem, run.model, identified, run.maps, run.train_data, run.val_data, metrics,
-                             log.notes)
+    torque = held_out_torque(run, identified, metrics, log.notes)
     log.timings["torque_check_s"] = time.perf_counter() - t0
     return Validated(torque.spec, metrics, traces, torque.friction, torque.torque_space)
 
@@ -156,13 +155,13 @@ class HeldOutTorque:
     torque_space: dict[str, Any]
 
 
-def held_out_torque(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec, maps: Sequence[sd.JointMap],
-                  train_data: Sequence, val_data: Sequence, metrics: dict[str, Any], notes: list[str]
-                  ) -> HeldOutTorque:
+def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, Any], notes: list[str]
+                    ) -> HeldOutTorque:
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
     torque-space fit when it is chosen on the training rows (`torque_space.choose_on_training`), else the window
     fit: the held-out rows judge the choice, they do not make it."""
+    problem, model, maps, train_data, val_data = run.problem, run.model, run.maps, run.train_data, run.val_data
     try:
         check = torque_validation(model, maps, train_data, val_data,
                                   {"nominal": model, "window_fit": identified.copy().compile()})

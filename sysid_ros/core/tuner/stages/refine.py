@@ -69,7 +69,7 @@ def evaluate(plant: Plant, controller: Controller, tapes_: Sequence[Tape], repea
     return score([plant.play(tape, controller) for _ in range(repeats) for tape in tapes_])
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Judge:
     """Scores candidates on a plant against its as-found score; optionally screens on a twin first."""
 

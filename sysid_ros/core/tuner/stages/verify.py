@@ -48,9 +48,8 @@ class VerifyResult:
     notes: tuple[str, ...]
 
 
-def verify(plant: Plant, tapes_: Sequence[Tape], model: JointModel, limits: SweepLimits, wn_max_rad_s: float,
-           as_found: Controller, pick: Controller | None, start: Controller | None,
-           repeats: int = 1) -> VerifyResult:
+def verify(plant: Plant, tapes_: Sequence[Tape], *, model: JointModel, limits: SweepLimits, wn_max_rad_s: float,
+           as_found: Controller, pick: Controller | None, start: Controller | None, repeats: int = 1) -> VerifyResult:
     """Stage 4 on held-out `tapes_`."""
     base = evaluate(plant, as_found, tapes_, repeats)
     entries = [Verified("as found", as_found, base, cost(base, base, limits.stop_allocation_mrad), ())]
