@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sysid_ros.core.bags import BagWriter, read_array_commands, read_joint_states  # noqa: E402
-from sysid_ros.core.bags.read import typestore_for  # noqa: E402
+from sysid_ros.core.bags import typestore_for  # noqa: E402
 
 JS = "sensor_msgs/msg/JointState"
 F64 = "std_msgs/msg/Float64MultiArray"

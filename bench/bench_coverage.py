@@ -46,7 +46,7 @@ def table(label: str, values: np.ndarray, half: np.ndarray, flagged: np.ndarray,
 def iiwa(seeds: range, seconds: float) -> None:
     """Payload and seven dampings of the iiwa per seed: error, half-width, and their ratio."""
     import test_identify_iiwa as arm
-    from sysid_ros.core.bags.arrays_io import save_npz
+    from sysid_ros.core.bags import save_npz
     from sysid_ros.core.identify import identify
 
     truth = {f"joint{k + 1}_damping": d for k, d in enumerate(arm.TRUE_DAMPING)} | {"payload_mass": arm.TRUE_PAYLOAD_KG}

@@ -39,9 +39,9 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.bags.arrays_io import save_npz  # noqa: E402
+from sysid_ros.core.bags import save_npz  # noqa: E402
 from sysid_ros.core.fleet import run_fleet  # noqa: E402
-from sysid_ros.core.fleet.engines import map_jobs  # noqa: E402
+from sysid_ros.core.fleet import map_jobs  # noqa: E402
 from support.synthetic import EFFORT_TOPIC, record_pendulum  # noqa: E402
 
 ENGINES = ("local", "ray")

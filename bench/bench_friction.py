@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
 from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify.problem.arm_models import Payload, iiwa_mjcf  # noqa: E402
+from sysid_ros.core.identify import Payload, iiwa_mjcf  # noqa: E402
 from support.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag, true_torque_rms
 
 

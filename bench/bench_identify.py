@@ -32,10 +32,10 @@ from mujoco import sysid
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.bags.arrays_io import load_npz, save_npz  # noqa: E402
+from sysid_ros.core.bags import load_npz, save_npz  # noqa: E402
 from sysid_ros.core.identify import identify, problem_from_dict, quiet_output  # noqa: E402
 from support.synthetic import ARM3_GAINS, multisine, record_effort, record_position  # noqa: E402
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot, load_spec  # noqa: E402
+from sysid_ros.core.sim import FeedbackNoise, SimRobot, load_spec  # noqa: E402
 
 PENDULUM_TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
 ARM_TRUTH = {"link1_mass": 2.2, "link2_mass": 1.1, "link3_mass": 0.6,
@@ -180,7 +180,7 @@ def arm_problem(path: Path):
 def iiwa_data(folder: Path) -> tuple[Path, Path]:
     """The iiwa with a hidden 0.8 kg payload and joint damping (the model file: 0.5 kg, 0.5 N m s/rad), PID
     tracking of multisine setpoints; 0.2 mrad position noise, exact velocity (test_identify_iiwa_bags)."""
-    from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf
+    from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf
     from support.synthetic import iiwa_setpoints, record_iiwa
 
     model = iiwa_mjcf(folder / "iiwa.xml", payload=Payload(0.5))
@@ -197,7 +197,7 @@ IIWA_TRUTH = {**{f"lbr_iiwa_joint_{k + 1}_damping": d for k, d in enumerate(IIWA
 
 def iiwa_problem(model: Path, path: Path):
     """The problem as test_identify_iiwa_bags writes it: defaults everywhere but window, noise and parameters."""
-    from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS
+    from sysid_ros.core.identify import IIWA_JOINTS
 
     return problem_from_dict({
         "model": str(model), "joints": list(IIWA_JOINTS), "training": [str(path)], "segment_s": 0.25,
@@ -210,7 +210,7 @@ def iiwa_problem(model: Path, path: Path):
 
 
 def raw_iiwa(model: Path, path: Path) -> dict[str, float]:
-    from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS
+    from sysid_ros.core.identify import IIWA_JOINTS
 
     out = raw_windows(path, load_spec(str(model)), list(IIWA_JOINTS),
                       {"payload": (0.5, 0.05, 3.0), "lbr_iiwa_link_7": (0.3, 0.01, 2.0)},

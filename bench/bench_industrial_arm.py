@@ -26,7 +26,7 @@ from industrial_arm import LINKS, PAYLOAD_KG, TRUE_LINK_MASS_KG, loaded_and_unlo
 from test_identify_industrial_arm import JOINTS, _arm_problem, _with_tool  # noqa: E402
 
 from sysid_ros.core.identify import identify, problem_from_dict, write_results  # noqa: E402
-from sysid_ros.core.files.paths import model_path  # noqa: E402
+from sysid_ros.core.files import model_path  # noqa: E402
 
 
 def main() -> None:

@@ -51,11 +51,11 @@ from scipy.special import log_ndtr  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.signals.derivatives import savgol_derivatives  # noqa: E402
-from sysid_ros.core.linear.joint_model import pendulum_columns  # noqa: E402
+from sysid_ros.core.signals import savgol_derivatives  # noqa: E402
+from sysid_ros.core.linear import pendulum_columns  # noqa: E402
 from sysid_ros.core.online import ChangeDetected, OnlineEstimator, fit_window  # noqa: E402
-from sysid_ros.core.linear.regression import select_rows  # noqa: E402
-from sysid_ros.core.signals.arrays import JointSamples  # noqa: E402
+from sysid_ros.core.linear import select_rows  # noqa: E402
+from sysid_ros.core.signals import JointSamples  # noqa: E402
 from test_online import CHANGES, LENGTH_M, ROTOR_KG_M2, S, config, settle_time_s, two_changes  # noqa: E402
 from test_online_steady import steady_record  # noqa: E402
 
@@ -153,7 +153,7 @@ def score(times: np.ndarray, mass: np.ndarray, events: list[float]) -> dict[str,
 
 def arm_runs(record: JointSamples, arm_model: str) -> dict:
     """name -> (hop times s, estimates (rows x [mass, mz]), event times or None)."""
-    from sysid_ros.core.identify.problem.arm_models import IIWA_FLANGE
+    from sysid_ros.core.identify import IIWA_FLANGE
     from sysid_ros.core.online import payload_config
 
     def ours(detect: bool):
@@ -191,9 +191,9 @@ def implied_false_alarms(checks: int, parameters: int, sigma: float) -> float:
 
 def arm_rows(record: JointSamples, arm_model: str):
     """The payload columns (N, 7, 10), torque minus the known arm (N, 7) and used rows, acausal derivatives."""
-    from sysid_ros.core.identify.problem.arm_models import IIWA_FLANGE
+    from sysid_ros.core.identify import IIWA_FLANGE
     from sysid_ros.core.online import payload_config
-    from sysid_ros.core.online.window import prepare
+    from sysid_ros.core.online import prepare
 
     cfg = payload_config(arm_model, IIWA_FLANGE)
     prep = prepare(cfg, record.time_ns, record.position, record.effort)
@@ -300,7 +300,7 @@ def industrial_main() -> None:
 
     from industrial_arm import PAYLOAD_KG, loaded_and_unloaded
     from sysid_ros.core.online import ParameterChange, payload_config
-    from sysid_ros.core.online.payload import WITH_INERTIA, load_model, payload_inertia
+    from sysid_ros.core.online import WITH_INERTIA, load_model, payload_inertia
     from test_online_industrial import identified_arm
 
     folder = tempfile.mkdtemp()

@@ -43,12 +43,12 @@ from scipy.signal import butter, filtfilt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sysid_ros.core.bags.arrays_io import save_npz  # noqa: E402
+from sysid_ros.core.bags import save_npz  # noqa: E402
 from sysid_ros.core.identify import identify, problem_from_dict, write_results  # noqa: E402
 from sysid_ros.core.identify.rollout import sequences as sd  # noqa: E402
-from sysid_ros.core.identify.stages.load import load_source  # noqa: E402
-from sysid_ros.core.identify.checks.torque_validation import torque_validation  # noqa: E402
-from sysid_ros.core.signals.arrays import JointSamples  # noqa: E402
+from sysid_ros.core.identify import load_source  # noqa: E402
+from sysid_ros.core.identify import torque_validation  # noqa: E402
+from sysid_ros.core.signals import JointSamples  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO / "test/data/real/panda_menagerie/panda_torque.xml"

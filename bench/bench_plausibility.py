@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
 from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify.problem.plausibility import DRIVE_ACCELERATION_RAD_S2  # noqa: E402
+from sysid_ros.core.identify import DRIVE_ACCELERATION_RAD_S2  # noqa: E402
 from test_plausibility import LIMITS_NM, TRUE_MASSES, TRUE_TERMS, JOINTS, joint_terms, problem_doc, write_logs  # noqa: E402
 
 CASES = ("wide", "defaults", "inertia", "prior")

@@ -18,11 +18,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.signals.derivatives import finite_differences, savgol_derivatives  # noqa: E402
+from sysid_ros.core.signals import finite_differences, savgol_derivatives  # noqa: E402
 from sysid_ros.core.errors import DataError  # noqa: E402
-from sysid_ros.core.linear.joint_model import PENDULUM_TERMS, fit_pendulum  # noqa: E402
+from sysid_ros.core.linear import PENDULUM_TERMS, fit_pendulum  # noqa: E402
 from support.open_loop import validate_open_loop  # noqa: E402
-from sysid_ros.core.linear.regression import RowSelection  # noqa: E402
+from sysid_ros.core.linear import RowSelection  # noqa: E402
 from test_regression import (LENGTH_M, NOISE_RAD, ROTOR_KG_M2, TRUTH, pendulum, pendulum_with,  # noqa: E402
                              record)
 

@@ -102,8 +102,8 @@ def reports(demo: Path):
     """(name, function drawing the page, folder to write it in) of the demo run's reports."""
     from sysid_ros.core import tapes
     from sysid_ros.core.report import identification, tuning
-    from sysid_ros.core.report.tape import tape_page
-    from sysid_ros.core.tapes.envelope import Envelope
+    from sysid_ros.core.report import tape_page
+    from sysid_ros.core.tapes import Envelope
 
     out = []
     if (demo / "identified" / "identified.yaml").is_file():
@@ -137,7 +137,7 @@ def main() -> int:
     import matplotlib.pyplot  # noqa: F401
     t2 = time.perf_counter()
     print(f"imports: plotly.graph_objects {t1 - t0:.2f} s, matplotlib.pyplot {t2 - t1:.2f} s")
-    from sysid_ros.core.report.page import Page
+    from sysid_ros.core.report import Page
 
     print(f"{'report':<18}{'plots':>6} | {'plotly MB':>9}{'draw s':>8}{'browser s':>10} | "
           f"{'mpl-SVG MB':>10}{'draw s':>8}{'browser s':>10} | goal < {GOAL_MB:g} MB, < {GOAL_S:g} s")

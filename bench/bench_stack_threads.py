@@ -30,8 +30,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from std_srvs.srv import Trigger
 
 from bench_fleet_stack import RATE_HZ, SIM, start_stack
-from sysid_ros.core.gains.pid import PidGains
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.gains import PidGains
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 from sysid_ros.ros.client import RESEND_S, RosClient, play_ended, request_play, wait_for
 from sysid_ros.ros.processes import isolate_ros_environment
 

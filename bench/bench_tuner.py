@@ -30,11 +30,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
 from support.tuner_joints import DemoJoint, direct_drive, shoulder, with_gains  # noqa: E402
-from sysid_ros.core.linear.joint_model import JointModel  # noqa: E402
-from sysid_ros.core.tapes.envelope import Envelope  # noqa: E402
-from sysid_ros.core.tuner.pipeline import tune
-from sysid_ros.core.tuner.plants.joint import SimPlant
-from sysid_ros.core.tuner.servo import DriveGains, Goal, Servo
+from sysid_ros.core.linear import JointModel  # noqa: E402
+from sysid_ros.core.tapes import Envelope  # noqa: E402
+from sysid_ros.core.tuner import tune
+from sysid_ros.core.tuner import SimPlant
+from sysid_ros.core.tuner import DriveGains, Goal, Servo
 
 
 def pendulum() -> DemoJoint:

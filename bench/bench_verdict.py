@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.bags.arrays_io import save_npz  # noqa: E402
+from sysid_ros.core.bags import save_npz  # noqa: E402
 from sysid_ros.core.identify import identify  # noqa: E402
 from support.synthetic import arm3_tracking_record  # noqa: E402
 from test_identify_verdict import (ARM3, PENDULUM_TRUTH, TOPIC, arm3_problem, damaged, pendulum_problem,  # noqa: E402

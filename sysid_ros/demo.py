@@ -201,7 +201,7 @@ class TuningRig:
 
 def tune_pendulum(folder: Path, real_time_factor: float) -> tuple[dict, dict | None]:
     """Tune the hidden pendulum's poor servo over ROS, apply the proposal and let the canary decide."""
-    from .core.tuner.proposal import load_proposal
+    from .core.tuner import load_proposal
 
     from .cli.tuner import feedback_printer
 

@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.errors import DataError, ModelError
-from sysid_ros.core.linear.arm_regressor import (INERTIAL_NAMES, ArmRegressor, base_parameters,
-    body_inertial_parameters, fit_arm, structural_base_parameters)
-from sysid_ros.core.linear.regression import BootstrapSettings, RowSelection
-from sysid_ros.core.signals.derivatives import Derivatives, quartic_derivatives
+from sysid_ros.core.linear import (INERTIAL_NAMES, ArmRegressor, base_parameters, body_inertial_parameters, fit_arm, structural_base_parameters)
+from sysid_ros.core.linear import BootstrapSettings, RowSelection
+from sysid_ros.core.signals import Derivatives, quartic_derivatives
 
 # A deliberately irregular arm: tilted frames, rotated principal axes, a slide joint at the tip.
 SPATIAL_XML = """<mujoco><option timestep="0.002"/>

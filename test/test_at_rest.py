@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from sysid_ros.core.tuner.plants.at_rest import RestWatch
+from sysid_ros.core.tuner import RestWatch
 
 MS = 1_000_000
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_bags_make import F64, JAZZY, JS, joint_state
 
-from sysid_ros.core.bags.fastcdr import decode_cdr, decode_f64_array_cdr, names_from_key
+from sysid_ros.core.bags import decode_cdr, decode_f64_array_cdr, names_from_key
 
 text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", max_size=9)
 floats = st.floats(allow_nan=False, width=64)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from test_bags_make import F64, JAZZY, JS, T0_NS, TRAJ, float64_array, joint_state, sine_states, trajectory, write_bag
 
-from sysid_ros.core.bags import (BagWriter, export_csv, inspect, load_csv_samples, load_npz, read_joint_states,
+from sysid_ros.core.bags import (BagWriter, export_csv, inspect_bag as inspect, load_csv_samples, load_npz, read_joint_states,
     read_recording, save_npz)
 from sysid_ros.core.errors import DataError
-from sysid_ros.core.signals.arrays import JointCommands
+from sysid_ros.core.signals import JointCommands
 
 STORAGES = ("mcap", "sqlite3")
 MS = 1_000_000

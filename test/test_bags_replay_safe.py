@@ -10,7 +10,7 @@ from test_bags_make import F64, JS, T0_NS, float64_array, joint_state
 
 from sysid_ros.cli import main
 from sysid_ros.core.bags import BagWriter, command_topics, read_joint_states, read_metadata
-from sysid_ros.core.bags.write import COMMANDS_KEY
+from sysid_ros.core.bags import COMMANDS_KEY
 
 COMMANDS = "/forward_command_controller/commands"
 

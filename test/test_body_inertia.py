@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import yaml
 
-from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.bags import save_npz
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
 from sysid_ros.core.identify.problem import inertia
-from sysid_ros.core.identify.problem.parameters import build_parameters
-from sysid_ros.core.identify.problem.file import ParameterSpec
+from sysid_ros.core.identify import build_parameters
+from sysid_ros.core.identify import ParameterSpec
 from support.synthetic import EPOCH_NS, multisine, record_effort
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 NOMINAL_TIP = (0.5, (0.0, 0.01, -0.1), "0.004 0.005 0.002 -0.0005 0.0003 0.0004")
 TRUE_TIP = (0.65, (0.02, -0.01, -0.13), "0.0055 0.0062 0.0021 -0.0007 0.0002 0.0006")
@@ -148,8 +148,8 @@ def test_body_inertia_recovers_the_tip_and_writes_loadable_models(tmp_path):
 
 def test_bound_rule_reads_the_coordinates():
     """A body_inertia on a bound of one of its coordinates is flagged by name (its tensor entries have none)."""
-    from sysid_ros.core.identify.results import ParameterResult
-    from sysid_ros.core.identify.checks.suspect import bound_warnings
+    from sysid_ros.core.identify import ParameterResult
+    from sysid_ros.core.identify import bound_warnings
 
     theta = inertia.from_physical((0.5, *NOMINAL_TIP[1], *map(float, NOMINAL_TIP[2].split())))
     lo, hi = inertia.coordinate_box(theta, 0.25, 1.0)
@@ -167,7 +167,7 @@ def test_bound_rule_reads_the_coordinates():
 def test_identifiable_is_judged_in_physical_terms():
     """A 1 kg body known to +-2 % is identifiable (its log-Cholesky alpha, near 0, has a half-width of 0.01);
     a near-zero product of inertia is judged against the tensor's trace; an infinite half-width never passes."""
-    from sysid_ros.core.identify.stages.summarize import identifiable
+    from sysid_ros.core.identify import identifiable
 
     value = (1.0, 0.0, 0.01, -0.1, 0.02, 0.03, 0.04, 1e-6, 0.0, -2e-6)
     half = (0.02, 0.001, 0.001, 0.002, 0.001, 0.001, 0.002, 3e-4, 3e-4, 3e-4)

@@ -19,8 +19,8 @@ from test_bags_make import sine_states, write_bag
 from test_identify_problem import pendulum_npz
 
 from sysid_ros.cli import main
-from sysid_ros.core.bags.arrays_io import load_npz, save_npz
-from sysid_ros.core.signals.arrays import JointSamples
+from sysid_ros.core.bags import load_npz, save_npz
+from sysid_ros.core.signals import JointSamples
 
 REPO = Path(__file__).resolve().parents[1]
 YEAR_NS = 365 * 86400 * 10**9

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core.errors import ConfigError
-from sysid_ros.core.files.ros_params import load_ros_parameters
-from sysid_ros.core.gains.controller_file import persist
-from sysid_ros.core.gains.controller_styles import get_style
+from sysid_ros.core.files import load_ros_parameters
+from sysid_ros.core.gains import persist
+from sysid_ros.core.gains import get_style
 
 CONTROLLERS = """\
 controller_manager:

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from sysid_ros.core.errors import GainsError
-from sysid_ros.core.gains.journal import GainsJournal
-from sysid_ros.core.gains.pid import GainGuard
+from sysid_ros.core.gains import GainsJournal
+from sysid_ros.core.gains import GainGuard
 from sysid_ros.ros.client import wait_for
 from sysid_ros.ros.controller_gains import ControllerGains
 
@@ -97,7 +97,7 @@ def test_trial_gains_are_journaled_so_a_crash_mid_session_is_restored(controller
 def test_a_shared_journal_recovers_only_this_controllers_changes(controller, client):
     """Entries are keyed by the controller's fully qualified name: another robot's unfinished change in the same
     journal is neither rolled back nor marked, and this controller's is."""
-    from sysid_ros.core.gains.journal import GainChange
+    from sysid_ros.core.gains import GainChange
 
     other = controller.journal.record(GainChange("r2-change", "/r2/sim_robot", {"gains.hinge.p": 1.0},
                                                  {"gains.hinge.p": 2.0}, "applied", "r2's trial"))

@@ -19,9 +19,9 @@ import yaml
 
 from sysid_ros.cli import main
 from sysid_ros.core.errors import GainsError
-from sysid_ros.core.files.ros_params import load_ros_parameters
-from sysid_ros.core.gains.journal import GainsJournal
-from sysid_ros.core.tuner.proposal import GainProposal
+from sysid_ros.core.files import load_ros_parameters
+from sysid_ros.core.gains import GainsJournal
+from sysid_ros.core.tuner import GainProposal
 from sysid_ros.ros.client import RosClient, wait_for
 from sysid_ros.ros.controller_gains import ControllerGains, GainsOverridden
 
@@ -188,8 +188,8 @@ def test_a_reloaded_controller_is_noticed_not_rolled_back(ros, tmp_path):
 def test_the_tuner_reads_infinite_clamps_and_its_trials_restore_them(ros, tmp_path):
     """control_toolbox >= 5 defaults the integral clamp to +-inf (no clamp): the tuner models it at the
     joint's torque cap, and a trial session on the controller ends with +-inf exactly."""
-    from sysid_ros.core.tapes.envelope import Envelope
-    from sysid_ros.core.tuner.servo import Controller, DriveGains
+    from sysid_ros.core.tapes import Envelope
+    from sysid_ros.core.tuner import Controller, DriveGains
     from sysid_ros.ros.ros_plant import RosArm
 
     client, _, _ = ros

@@ -11,7 +11,7 @@ import yaml
 from sysid_ros.core import tapes
 from sysid_ros.core.errors import ConfigError, EnvelopeError
 from sysid_ros.core.tapes import KnotCurve, SineCurve, Tape
-from sysid_ros.core.tapes.envelope import Envelope, check_sample, check_tape
+from sysid_ros.core.tapes import Envelope, check_sample, check_tape
 
 ELBOW = Envelope(origin_rad=0.0, travel_rad=0.4, max_speed_rad_s=2.0, max_torque_nm=6.0)
 

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from sysid_ros.cli import main
-from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.files.ros_params import load_ros_parameters
-from sysid_ros.core.tuner.proposal import GainProposal
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.files import load_ros_parameters
+from sysid_ros.core.tuner import GainProposal
 
 GAINS = {"gains.hinge.p": 31.5, "gains.hinge.i": 0.0, "gains.hinge.d": 1.57, "gains.hinge.i_clamp": 0.0}
 FOUND = {"gains.hinge.p": 5.0, "gains.hinge.i": 0.0, "gains.hinge.d": 0.2, "gains.hinge.i_clamp": 0.0}

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 
-from sysid_ros.core.gains.journal import GainsJournal
-from sysid_ros.core.linear.joint_model import JointModel
+from sysid_ros.core.gains import GainsJournal
+from sysid_ros.core.linear import JointModel
 from sysid_ros.core.tapes import jog
-from sysid_ros.core.tapes.envelope import Envelope
-from sysid_ros.core.tuner.servo import Controller, DriveGains
+from sysid_ros.core.tapes import Envelope
+from sysid_ros.core.tuner import Controller, DriveGains
 from sysid_ros.demo import TUNE_ENVELOPE, TUNE_RATE_HZ, TUNE_RECORDER, TUNED_PENDULUM
 from sysid_ros.ros.client import wait_for
 from sysid_ros.ros.controller_gains import ControllerGains

@@ -27,9 +27,9 @@ from headless_browser import check_offline_page
 from sysid_ros.cli import main
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.fleet import load_manifest, run_fleet
-from sysid_ros.core.fleet.robot import identify_robot
-from sysid_ros.core.fleet.run import longest_first
-from sysid_ros.core.fleet.statistics import drift, fleet_statistics
+from sysid_ros.core.fleet import identify_robot
+from sysid_ros.core.fleet import longest_first
+from sysid_ros.core.fleet import drift, fleet_statistics
 from support.synthetic import record_pendulum, write_effort_bag
 
 PHYSICS = {  # pole.mass kg, hinge.damping N m s/rad, hinge.frictionloss N m
@@ -386,7 +386,7 @@ def test_a_robot_with_its_own_training_bags_never_validates_on_the_shared_proble
     """README's manifest: the shared problem names held-out data of its own; a robot that names only `train:`
     is validated on nothing (its provenance says so), one that names `validate:` too on its own, and a robot
     that names neither keeps the shared problem's data."""
-    from sysid_ros.core.fleet.robot import robot_problem
+    from sysid_ros.core.fleet import robot_problem
 
     shared = tmp_path / "shared.yaml"
     shared.write_text(yaml.safe_dump({

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from std_msgs.msg import String
 
-from sysid_ros.core.gains.journal import GainsJournal
+from sysid_ros.core.gains import GainsJournal
 from sysid_ros.demo import AS_FOUND, TUNE_RECORDER, TUNED_PENDULUM, TUNER, activate
 from sysid_ros.ros.client import wait_for
 from sysid_ros.nodes.servo_tuner import RESULT_QOS

@@ -9,16 +9,16 @@ import mujoco
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.bags import save_npz
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
 from sysid_ros.core.identify.problem import inertia
-from sysid_ros.core.identify.output.export import identified_urdf
-from sysid_ros.core.identify.output.export import identified_xml
-from sysid_ros.core.identify.problem.parameters import build_parameters
-from sysid_ros.core.identify.problem.spec_values import inertia_tensor
-from sysid_ros.core.identify.problem.file import ParameterSpec
+from sysid_ros.core.identify import identified_urdf
+from sysid_ros.core.identify import identified_xml
+from sysid_ros.core.identify import build_parameters
+from sysid_ros.core.identify import inertia_tensor
+from sysid_ros.core.identify import ParameterSpec
 from support.synthetic import EPOCH_NS, multisine, record_effort
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 FULL = "0.05 0.04 0.03 0.004 -0.003 0.002"  # ixx iyy izz ixy ixz iyz: principal axes tilted off the body's
 MJCF = f"""<mujoco model="tilted">

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_identify_problem import pendulum_npz
 
 from sysid_ros.cli import main
-from sysid_ros.core.tuner.proposal import GainProposal
+from sysid_ros.core.tuner import GainProposal
 
 SETTINGS = settings(max_examples=40, deadline=10_000, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

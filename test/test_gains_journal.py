@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sysid_ros.core.errors import GainsError
-from sysid_ros.core.gains.journal import GainChange, GainsJournal
+from sysid_ros.core.gains import GainChange, GainsJournal
 
 
 def change(**overrides) -> GainChange:

@@ -7,7 +7,7 @@ import rclpy
 import yaml
 from std_srvs.srv import Trigger
 
-from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.bags import save_npz
 from sysid_ros.ros.client import send_goal, wait_for
 from sysid_ros.nodes.identifier import IdentifierNode
 from test_identify_problem import pendulum_record

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from sysid_ros.core.bags.arrays_io import save_npz
-from sysid_ros.core.files.paths import config_dir
+from sysid_ros.core.bags import save_npz
+from sysid_ros.core.files import config_dir
 from sysid_ros.core.identify import identify, load_problem, problem_from_dict
 from support.synthetic import arm3_tracking_record
 

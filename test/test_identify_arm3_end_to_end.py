@@ -16,8 +16,8 @@ import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 
-from sysid_ros.core.files.paths import config_dir
-from sysid_ros.core.files.ros_params import load_ros_parameters
+from sysid_ros.core.files import config_dir
+from sysid_ros.core.files import load_ros_parameters
 from sysid_ros.core.identify import identify, problem_from_dict
 from sysid_ros.ros.client import play_tape, status_value
 

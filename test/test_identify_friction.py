@@ -22,16 +22,16 @@ import yaml
 
 pytest.importorskip("pybullet_data")
 
-from sysid_ros.core.linear.arm_friction import fit_arm_friction  # noqa: E402
-from sysid_ros.core.linear.arm_regressor import JOINT_TERMS, ArmRegressor  # noqa: E402
-from sysid_ros.core.sim.motors import effort_offsets  # noqa: E402
-from sysid_ros.core.bags.logger_clock import repeated_rows  # noqa: E402
-from sysid_ros.core.signals.derivatives import Derivatives  # noqa: E402
+from sysid_ros.core.linear import fit_arm_friction  # noqa: E402
+from sysid_ros.core.linear import JOINT_TERMS, ArmRegressor  # noqa: E402
+from sysid_ros.core.sim import effort_offsets  # noqa: E402
+from sysid_ros.core.bags import repeated_rows  # noqa: E402
+from sysid_ros.core.signals import Derivatives  # noqa: E402
 from sysid_ros.core.errors import ConfigError  # noqa: E402
-from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
 from support.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag, true_torque_rms
-from sysid_ros.core.linear.regression import BootstrapSettings  # noqa: E402
-from sysid_ros.core.sim.robot import SimRobot, SmoothFriction  # noqa: E402
+from sysid_ros.core.linear import BootstrapSettings  # noqa: E402
+from sysid_ros.core.sim import SimRobot, SmoothFriction  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -159,8 +159,8 @@ def test_torque_rows_take_efforts_as_joint_torques_whatever_the_gear():
     """Efforts and effort commands are joint torques (the drive divides them by gear x gain): a geared motor
     must not scale the measured torque again."""
     from sysid_ros.core.identify.rollout import sequences as sd
-    from sysid_ros.core.identify.checks.torque_validation import torque_rows
-    from sysid_ros.core.signals.arrays import JointSamples
+    from sysid_ros.core.identify import torque_rows
+    from sysid_ros.core.signals import JointSamples
 
     xml = ('<mujoco><worldbody><body><joint name="j" axis="0 1 0"/><geom size="0.1" mass="1"/></body></worldbody>'
            '<actuator><motor name="m" joint="j" gear="50"/></actuator></mujoco>')

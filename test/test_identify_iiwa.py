@@ -16,11 +16,11 @@ pytestmark = pytest.mark.slow  # three recordings and two 7-joint identification
 
 import mujoco  # noqa: E402
 
-from sysid_ros.core.bags.arrays_io import save_npz  # noqa: E402
+from sysid_ros.core.bags import save_npz  # noqa: E402
 from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf, mass_sum_groups  # noqa: E402
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf, mass_sum_groups  # noqa: E402
 from support.synthetic import iiwa_setpoints, record_iiwa  # noqa: E402
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot  # noqa: E402
+from sysid_ros.core.sim import FeedbackNoise, SimRobot  # noqa: E402
 
 NOMINAL_PAYLOAD = Payload(0.5, com_m=(0.0, 0.0, 0.08))
 TRUE_PAYLOAD_KG = 0.8

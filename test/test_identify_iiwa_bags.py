@@ -19,9 +19,9 @@ pytest.importorskip("pybullet_data")
 pytestmark = pytest.mark.slow  # two recordings and two 7-joint identifications
 
 from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
 from support.synthetic import iiwa_setpoints, record_iiwa  # noqa: E402
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot  # noqa: E402
+from sysid_ros.core.sim import FeedbackNoise, SimRobot  # noqa: E402
 
 TRUE_PAYLOAD_KG = 0.8
 TRUE_DAMPING = (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)

@@ -18,9 +18,9 @@ pytest.importorskip("pybullet_data")
 pytestmark = pytest.mark.ros
 
 from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
-from sysid_ros.core.files.ros_params import load_ros_parameters  # noqa: E402
-from sysid_ros.core.files.paths import config_dir  # noqa: E402
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
+from sysid_ros.core.files import load_ros_parameters  # noqa: E402
+from sysid_ros.core.files import config_dir  # noqa: E402
 from sysid_ros.ros.client import play_tape, status_value  # noqa: E402
 
 TRUE_DAMPING = dict(zip(IIWA_JOINTS, (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)))

@@ -26,7 +26,7 @@ import pytest
 from industrial_arm import JOINTS, LINKS, PAYLOAD_KG, loaded_and_unloaded
 
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
-from sysid_ros.core.files.paths import model_path
+from sysid_ros.core.files import model_path
 
 TOOL = '<body name="tool" pos="0 0.16 0"><inertial pos="0 0 0" mass="1.0" diaginertia="0.002 0.002 0.002"/></body>'
 

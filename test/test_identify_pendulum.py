@@ -17,11 +17,11 @@ import pytest
 import yaml
 from headless_browser import check_offline_page
 
-from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.bags import save_npz
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
 from support.synthetic import (EFFORT_TOPIC, EPOCH_NS, multisine, record_effort, record_pendulum,
     write_effort_bag)
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
 PHYSICS = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}

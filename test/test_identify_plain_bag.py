@@ -20,10 +20,10 @@ from sysid_ros.cli import main
 from sysid_ros.core.bags import inspect_bag
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
-from sysid_ros.core.identify.stages.load import load_source
-from sysid_ros.core.identify.problem.file import DataSource
+from sysid_ros.core.identify import load_source
+from sysid_ros.core.identify import DataSource
 from support.synthetic import multisine, record_effort
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
 PHYSICS = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}

@@ -10,13 +10,13 @@ from mujoco import sysid
 from rosbags.typesys import Stores, get_typestore
 
 from sysid_ros.core.bags import BagWriter
-from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.bags import save_npz
 from sysid_ros.core.errors import ConfigError, DataError, SysidRosError
-from sysid_ros.core.files.paths import config_dir
+from sysid_ros.core.files import config_dir
 from sysid_ros.core.identify import identify, load_problem, problem_from_dict
 from support.synthetic import multisine, record_effort
-from sysid_ros.core.signals.arrays import JointSamples
-from sysid_ros.core.sim.robot import SimRobot
+from sysid_ros.core.signals import JointSamples
+from sysid_ros.core.sim import SimRobot
 
 TS = get_typestore(Stores.ROS2_JAZZY)
 

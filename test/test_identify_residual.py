@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mujoco import sysid
 
-from sysid_ros.core.files.models import load_spec
-from sysid_ros.core.identify.rollout.residual import ScaledResidual
+from sysid_ros.core.files import load_spec
+from sysid_ros.core.identify import ScaledResidual
 
 
 def test_plain_shortcut_equals_the_library_transform():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from mujoco import minimize
 
-from sysid_ros.core.identify.rollout.stopping import NegligibleStep, StoppingJacobian, step_standard_errors
+from sysid_ros.core.identify import NegligibleStep, StoppingJacobian, step_standard_errors
 
 
 def linear(seed: int = 0, rows: int = 400, sum_only: bool = False):

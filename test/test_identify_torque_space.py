@@ -27,15 +27,15 @@ pytest.importorskip("pybullet_data")
 
 from sysid_ros.core.identify import problem_from_dict  # noqa: E402
 from sysid_ros.core.identify.rollout import sequences as sd  # noqa: E402
-from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, Payload, iiwa_mjcf, write_mjcf  # noqa: E402
-from sysid_ros.core.identify.stages.load import load_source  # noqa: E402
-from sysid_ros.core.identify.stages.load import load_run  # noqa: E402
-from sysid_ros.core.identify.results import RunLog  # noqa: E402
-from sysid_ros.core.identify.problem.file import DataSource  # noqa: E402
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf, write_mjcf  # noqa: E402
+from sysid_ros.core.identify import load_source  # noqa: E402
+from sysid_ros.core.identify import load_run  # noqa: E402
+from sysid_ros.core.identify import RunLog  # noqa: E402
+from sysid_ros.core.identify import DataSource  # noqa: E402
 from support.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag  # noqa: E402
-from sysid_ros.core.identify.checks.torque_validation import torque_rows  # noqa: E402
-from sysid_ros.core.identify.stages.torque_fit import fitted_bodies, physical_body  # noqa: E402
-from sysid_ros.core.sim.motors import effort_offsets  # noqa: E402
+from sysid_ros.core.identify import torque_rows  # noqa: E402
+from sysid_ros.core.identify import fitted_bodies, physical_body  # noqa: E402
+from sysid_ros.core.sim import effort_offsets  # noqa: E402
 
 LINKS = tuple(f"lbr_iiwa_link_{k}" for k in range(1, 8))
 MASS_SCALE = (1.3, 0.75, 1.25, 0.7, 1.35, 0.8, 1.3)

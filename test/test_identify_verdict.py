@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from sysid_ros.cli import main
-from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.bags import save_npz
 from sysid_ros.core.identify import identify
 from support.synthetic import EFFORT_TOPIC as TOPIC, arm3_tracking_record, write_effort_bag
-from sysid_ros.core.signals.arrays import JointCommands
-from sysid_ros.core.sim.robot import FeedbackNoise
+from sysid_ros.core.signals import JointCommands
+from sysid_ros.core.sim import FeedbackNoise
 from test_identify_arm import PHYSICS as ARM3, arm3_problem
 from test_identify_pendulum import TRUTH as PENDULUM_TRUTH, _problem, _record
 

@@ -10,7 +10,7 @@ from industrial_arm import (CURRENT_RESOLUTION_A, DRIVE_GAIN_NM_PER_A, FRICTION,
                             loaded_and_unloaded)
 
 from sysid_ros.core.bags import read_joint_states
-from sysid_ros.core.files.paths import model_path
+from sysid_ros.core.files import model_path
 
 
 def test_the_model_s_payload_is_sameframe_and_each_joint_has_a_plain_motor():

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.bags import save_npz
 from sysid_ros.core.identify import identify, problem_from_dict
 from support.synthetic import multisine, record_effort
-from sysid_ros.core.linear.joint_model import fit_pendulum
-from sysid_ros.core.signals.derivatives import savgol_derivatives
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.linear import fit_pendulum
+from sysid_ros.core.signals import savgol_derivatives
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 PHYSICS = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}
 NAMES = ("mass", "damping", "friction")

@@ -23,8 +23,8 @@ import pytest
 import rclpy
 from rclpy.node import Node as RclpyNode
 
-from sysid_ros.core.files.paths import share_dir
-from sysid_ros.core.files.ros_params import load_ros_parameters
+from sysid_ros.core.files import share_dir
+from sysid_ros.core.files import load_ros_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))

@@ -15,12 +15,12 @@ import sys
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags.logger_clock import regularize, repeated_rows
-from sysid_ros.core.bags.summary import inspect_bag
+from sysid_ros.core.bags import regularize, repeated_rows
+from sysid_ros.core.bags import inspect_bag
 from sysid_ros.core.identify import identify, problem_from_dict
 from support.synthetic import EPOCH_NS, as_real_logger, multisine, record_effort, write_effort_bag
-from sysid_ros.core.signals.arrays import JointCommands, JointSamples
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.signals import JointCommands, JointSamples
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 PHYSICS = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}
 SECONDS = 8.0

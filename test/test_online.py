@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.errors import ConfigError, DataError
-from sysid_ros.core.gains.pid import PidGains
+from sysid_ros.core.gains import PidGains
 from sysid_ros.core.online import (DISCARDED, ChangeDetected, Estimate, ExcitationRecovered, ExcitationRequest,
     OnlineConfig, OnlineEstimator, ParameterChange, joint_window_model, pendulum_config, pendulum_window_model)
-from sysid_ros.core.signals.arrays import JointSamples
-from sysid_ros.core.signals.joint_trajectory import Trajectory
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.signals import JointSamples
+from sysid_ros.core.signals import Trajectory
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 LENGTH_M, ROTOR_KG_M2 = 0.5, 1e-4
 NOISE = FeedbackNoise(position_rad=5e-4, effort_nm=0.01)
@@ -260,8 +260,8 @@ def test_free_motion_is_not_a_change_to_zero():
     import numpy as np
 
     from sysid_ros.core.online import OnlineEstimator, pendulum_config
-    from sysid_ros.core.signals.arrays import JointSamples
-    from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+    from sysid_ros.core.signals import JointSamples
+    from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
     robot = SimRobot("pendulum", noise=FeedbackNoise(position_rad=5e-4), initial_positions=[0.6],
                      physics={"pole.mass": 1.3, "hinge.damping": 0.02, "hinge.frictionloss": 0.0})

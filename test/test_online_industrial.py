@@ -20,10 +20,10 @@ import pytest
 from industrial_arm import (FRICTION, JOINTS, LINKS, MODEL, PAYLOAD_KG, TRUE_DAMPING_NM_S_RAD, TRUE_LINK_MASS_KG,
                             loaded_and_unloaded, write_joint_states_bag)
 from sysid_ros.cli import main
-from sysid_ros.core.files.models import load_spec
+from sysid_ros.core.files import load_spec
 from sysid_ros.core.online import ChangeDetected, OnlineEstimator, ParameterChange, payload_config
-from sysid_ros.core.online.payload import WITH_INERTIA, load_model, payload_inertia, physical_payload
-from sysid_ros.core.online.timebase import on_uniform_grid
+from sysid_ros.core.online import WITH_INERTIA, load_model, payload_inertia, physical_payload
+from sysid_ros.core.online import on_uniform_grid
 
 SECONDS = 20.0
 # what a whole-arm identification of the unloaded run leaves (measured by arm23 on these logs: link masses within

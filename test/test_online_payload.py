@@ -20,13 +20,13 @@ import yaml  # noqa: E402
 
 from sysid_ros.cli import main  # noqa: E402
 from sysid_ros.core.errors import ConfigError, ModelError  # noqa: E402
-from sysid_ros.core.gains.pid import PidGains  # noqa: E402
-from sysid_ros.core.identify.problem.arm_models import IIWA_FLANGE, IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
+from sysid_ros.core.gains import PidGains  # noqa: E402
+from sysid_ros.core.identify import IIWA_FLANGE, IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
 from support.synthetic import multisine, record_position  # noqa: E402
 from sysid_ros.core.online import (FIRST_MOMENTS, ChangeDetected, OnlineEstimator, ParameterChange,
     PayloadWindowModel, event_record, payload_config)
-from sysid_ros.core.signals.arrays import JointSamples  # noqa: E402
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot  # noqa: E402
+from sysid_ros.core.signals import JointSamples  # noqa: E402
+from sysid_ros.core.sim import FeedbackNoise, SimRobot  # noqa: E402
 
 S = 1_000_000_000
 DT_S = 0.002
@@ -154,8 +154,8 @@ def test_replay_from_a_bag_gives_the_same_events(run, tmp_path, capsys) -> None:
 
 def test_models_load_as_identify_loads_them():
     """An embedded name or a URDF works as the estimator's model; a URDF keeps every link (no fusing)."""
-    from sysid_ros.core.identify.problem.arm_models import pybullet_data_file
-    from sysid_ros.core.online.payload import load_model
+    from sysid_ros.core.identify import pybullet_data_file
+    from sysid_ros.core.online import load_model
 
     assert load_model("pendulum").body("pole").mass[0] > 0
     urdf = load_model(pybullet_data_file())

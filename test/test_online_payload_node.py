@@ -23,8 +23,8 @@ from std_msgs.msg import String  # noqa: E402
 
 from sysid_ros.cli import main  # noqa: E402
 from sysid_ros.core import tapes  # noqa: E402
-from sysid_ros.core.tapes.envelope import Envelope  # noqa: E402
-from sysid_ros.core.identify.problem.arm_models import IIWA_JOINTS, IIWA_TORQUE_LIMITS_NM  # noqa: E402
+from sysid_ros.core.tapes import Envelope  # noqa: E402
+from sysid_ros.core.identify import IIWA_JOINTS, IIWA_TORQUE_LIMITS_NM  # noqa: E402
 from sysid_ros.core.online import FIRST_MOMENTS  # noqa: E402
 from sysid_ros.demo import activate  # noqa: E402
 from sysid_ros.ros.client import request_play, wait_for  # noqa: E402

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.online import ChangeDetected, ExcitationRequest, OnlineEstimator, ParameterChange
-from sysid_ros.core.signals.arrays import JointSamples
-from sysid_ros.core.sim.robot import SimRobot
+from sysid_ros.core.signals import JointSamples
+from sysid_ros.core.sim import SimRobot
 from test_online import NOISE, config, multisine_reference
 
 DURATION_S = 600.0
@@ -87,7 +87,7 @@ def test_arm_steady_operation_raises_no_change(tmp_path) -> None:
     standard errors of the residual noise the accepted windows measured (not a noise reference so large
     that nothing could fire)."""
     pytest.importorskip("pybullet_data")
-    from sysid_ros.core.identify.problem.arm_models import IIWA_FLANGE
+    from sysid_ros.core.identify import IIWA_FLANGE
     from sysid_ros.core.online import FIRST_MOMENTS, payload_config
     from test_online_payload import PAYLOAD, models, payload_record
 

@@ -13,10 +13,10 @@ from mujoco import sysid
 from sysid_ros.core.identify.rollout import sequences as sd
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.identify import problem_from_dict
-from sysid_ros.core.identify.problem.parameters import CachedBuild, build_parameters
-from sysid_ros.core.identify.problem.plausibility import physical_bounds
-from sysid_ros.core.identify.problem.model import check_problem, problem_spec
-from sysid_ros.core.files.paths import model_path
+from sysid_ros.core.identify import CachedBuild, build_parameters
+from sysid_ros.core.identify import physical_bounds
+from sysid_ros.core.identify import check_problem, problem_spec
+from sysid_ros.core.files import model_path
 
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
 POSE = [0.0, -1.1, 1.4, -1.6, -1.57, 0.0]

@@ -13,16 +13,15 @@ import math
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags.arrays_io import save_npz
+from sysid_ros.core.bags import save_npz
 from sysid_ros.core.errors import ConfigError
-from sysid_ros.core.gains.pid import PidGains
+from sysid_ros.core.gains import PidGains
 from sysid_ros.core.identify import identify, problem_from_dict
 from sysid_ros.core.identify.problem import inertia
-from sysid_ros.core.identify.problem.plausibility import (DRIVE_ACCELERATION_RAD_S2, FRICTION_FRACTION, MASS_RANGE,
-    physical_bounds)
-from sysid_ros.core.identify.problem.model import check_problem, problem_spec
+from sysid_ros.core.identify import DRIVE_ACCELERATION_RAD_S2, FRICTION_FRACTION, MASS_RANGE, physical_bounds
+from sysid_ros.core.identify import check_problem, problem_spec
 from support.synthetic import multisine, record_position
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 JOINTS = ("shoulder", "elbow", "wrist")
 LIMITS_NM = (60.0, 30.0, 8.0)

@@ -16,9 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sysid_ros.core.signals.derivatives import (hold_differences, hold_kernel, savgol_derivatives,
-    smooth_like_acceleration, window_samples)
-from sysid_ros.core.files.paths import model_path
+from sysid_ros.core.signals import (hold_differences, hold_kernel, savgol_derivatives, smooth_like_acceleration, window_samples)
+from sysid_ros.core.files import model_path
 from sysid_ros.core.signals import JointSamples
 
 RATES_HZ = st.floats(min_value=50.0, max_value=5000.0)
@@ -100,7 +99,7 @@ def _arm_motion(rate_hz: float, seconds: float = 2.0):
 def test_the_torque_check_s_rows_match_the_true_model_at_any_rate(rate_hz):
     from sysid_ros.core.identify.rollout import sequences as sd
     from sysid_ros.core.linear import ArmRegressor
-    from sysid_ros.core.identify.checks.torque_validation import torque_rows
+    from sysid_ros.core.identify import torque_rows
 
     model, samples = _arm_motion(rate_hz, seconds=max(2.0, 220 / rate_hz))
     maps = sd.joint_maps(model, samples.joint_names, {})
@@ -130,8 +129,8 @@ def test_the_regression_fits_the_arm_at_any_rate(rate_hz):
 
 @pytest.mark.parametrize("rate_hz", [50.0, 100.0, 1000.0, 5000.0])
 def test_the_online_payload_estimator_runs_at_any_rate(rate_hz):
-    from sysid_ros.core.online.estimator import OnlineEstimator
-    from sysid_ros.core.online.payload import payload_config
+    from sysid_ros.core.online import OnlineEstimator
+    from sysid_ros.core.online import payload_config
 
     model, samples = _arm_motion(rate_hz, seconds=4.0)
     estimator = OnlineEstimator(payload_config(model, "payload", inertia=False, horizon_s=2.0, hop_s=0.5,
@@ -152,9 +151,9 @@ def test_the_torque_space_fit_runs_at_any_rate(rate_hz):
     heavy model's (measured 5-8 %: what is left is the filter's bias on a 1-2 period motion, and the ridge
     toward the heavy model on what that motion hardly excites)."""
     from sysid_ros.core.identify.rollout import sequences as sd
-    from sysid_ros.core.identify.problem.file import ParameterSpec
-    from sysid_ros.core.identify.checks.torque_validation import torque_rows
-    from sysid_ros.core.identify.stages.torque_fit import fit_on_parts
+    from sysid_ros.core.identify import ParameterSpec
+    from sysid_ros.core.identify import torque_rows
+    from sysid_ros.core.identify import fit_on_parts
     from sysid_ros.core.linear import ArmRegressor
 
     model, samples = _arm_motion(rate_hz, seconds=min(4.0, 2000 / rate_hz))

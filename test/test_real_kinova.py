@@ -15,16 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags.arrays_io import load_npz
-from sysid_ros.core.bags.logger_clock import regularize
-from sysid_ros.core.bags.summary import inspect_bag
+from sysid_ros.core.bags import load_npz
+from sysid_ros.core.bags import regularize
+from sysid_ros.core.bags import inspect_bag
 from sysid_ros.core.identify import problem_from_dict
 from sysid_ros.core.identify.rollout import sequences as sd
-from sysid_ros.core.identify.stages.load import load_source
-from sysid_ros.core.identify.problem.model_cache import compiled_model
+from sysid_ros.core.identify import load_source
+from sysid_ros.core.identify import compiled_model
 from support.synthetic import write_effort_bag
-from sysid_ros.core.identify.checks.torque_validation import torque_validation
-from sysid_ros.core.signals.arrays import JointCommands
+from sysid_ros.core.identify import torque_validation
+from sysid_ros.core.signals import JointCommands
 
 DATA = Path(__file__).parent / "data" / "real" / "kinova_gen3"
 JOINTS = [f"joint_{k}" for k in range(1, 8)]

@@ -21,8 +21,8 @@ from test_identify_problem import pendulum_npz
 
 from sysid_ros.cli import main
 from sysid_ros.core.errors import ConfigError, DataError
-from sysid_ros.core.files.reading import load_yaml, npz_headers, read_bytes
-from sysid_ros.core.files.writing import folder_lock, refuse_inputs_inside, remove_stale, replace_file
+from sysid_ros.core.files import load_yaml, npz_headers, read_bytes
+from sysid_ros.core.files import folder_lock, refuse_inputs_inside, remove_stale, replace_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ arm_controller:
 
 
 def proposal_file(folder: Path, **changes) -> Path:
-    from sysid_ros.core.tuner.proposal import GainProposal
+    from sysid_ros.core.tuner import GainProposal
 
     gains = {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
     found = {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}
@@ -321,14 +321,14 @@ def test_the_last_guard_turns_any_escaping_exception_into_one_line(capsys, monke
 # ---- persist: links, anchors, modes --------------------------------------------------------------------------
 
 def persist(path: Path, controller: str = "arm_controller") -> Path:
-    from sysid_ros.core.gains.controller_styles import get_style
-    from sysid_ros.core.gains.controller_file import persist as write
+    from sysid_ros.core.gains import get_style
+    from sysid_ros.core.gains import persist as write
 
     return write(path, controller, {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}, get_style("pid_controller"))
 
 
 def gains_of(path: Path, controller: str) -> dict:
-    from sysid_ros.core.files.ros_params import load_ros_parameters
+    from sysid_ros.core.files import load_ros_parameters
 
     return {k: v for k, v in load_ros_parameters(path, controller).items() if k.startswith("gains.")}
 
@@ -486,7 +486,7 @@ def test_fleet_judges_a_malformed_baseline_before_any_robot_runs(capsys, tmp_pat
 
 
 def test_local_workers_are_capped_by_cores_and_memory():
-    from sysid_ros.core.fleet.engines import local_workers
+    from sysid_ros.core.fleet import local_workers
 
     n, why = local_workers(64)
     assert 1 <= n <= (os.cpu_count() or 1) and n < 64 and why.startswith(f"workers capped at {n} of the 64 asked")
@@ -494,7 +494,7 @@ def test_local_workers_are_capped_by_cores_and_memory():
 
 
 def test_provenance_hashes_only_the_bag_never_a_link_out_of_it(tmp_path):
-    from sysid_ros.core.fleet.provenance import data_files
+    from sysid_ros.core.fleet import data_files
 
     (tmp_path / "etc_bag").symlink_to("/etc")
     with pytest.raises(ConfigError, match="not a rosbag2 bag"):

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.errors import DataError, ModelError
-from sysid_ros.core.linear.joint_model import PENDULUM_TERMS, JointFit, fit_pendulum
+from sysid_ros.core.linear import PENDULUM_TERMS, JointFit, fit_pendulum
 from support.open_loop import simulate_open_loop, validate_open_loop, with_parameters
-from sysid_ros.core.linear.regression import RowSelection, condition_number, fit_linear
-from sysid_ros.core.signals.derivatives import finite_differences, quartic_derivatives, savgol_derivatives
+from sysid_ros.core.linear import RowSelection, condition_number, fit_linear
+from sysid_ros.core.signals import finite_differences, quartic_derivatives, savgol_derivatives
 
 TRUTH = {"mass_kg": 1.3, "damping_nm_s_rad": 0.08, "friction_nm": 0.05}
 LESSON_SG = {"mass_kg": 1.3266, "damping_nm_s_rad": 0.0868, "friction_nm": 0.0417}

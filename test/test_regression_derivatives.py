@@ -8,10 +8,8 @@ import pytest
 from dataclasses import replace
 
 from sysid_ros.core.errors import DataError
-from sysid_ros.core.signals.arrays import JointSamples
-from sysid_ros.core.signals.derivatives import (estimate_position_noise, finite_differences, hold_differences,
-    hold_kernel, quartic_derivatives, same_filter, samples_derivatives, savgol_derivatives, smooth_like_acceleration,
-    uniform_dt_s, window_samples)
+from sysid_ros.core.signals import JointSamples
+from sysid_ros.core.signals import (estimate_position_noise, finite_differences, hold_differences, hold_kernel, quartic_derivatives, same_filter, samples_derivatives, savgol_derivatives, smooth_like_acceleration, uniform_dt_s, window_samples)
 
 DT = 0.002
 

@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.errors import ConfigError, DataError
-from sysid_ros.core.linear.joint_model import (PRISMATIC_TERMS, REVOLUTE_TERMS, JointModel, fit_joint_model,
-    joint_columns)
-from sysid_ros.core.signals.derivatives import quartic_derivatives
+from sysid_ros.core.linear import PRISMATIC_TERMS, REVOLUTE_TERMS, JointModel, fit_joint_model, joint_columns
+from sysid_ros.core.signals import quartic_derivatives
 
 CAP_NM = 5.5
 NOISE_RAD = 1e-4  # an encoder-grade 0.1 mrad at 1 kHz

@@ -13,7 +13,7 @@ import yaml
 
 from headless_browser import check_offline_page
 from sysid_ros.core.report import Page, figure, line, thin
-from sysid_ros.core.report.identification import periodogram
+from sysid_ros.core.report import periodogram
 
 
 @pytest.mark.parametrize("n", [1000, 1001])
@@ -103,8 +103,8 @@ def test_the_foxglove_and_plotjuggler_layouts_watch_the_recorders_topics():
     import json
     import xml.etree.ElementTree as ET
 
-    from sysid_ros.core.files.paths import config_dir
-    from sysid_ros.core.files.ros_params import load_ros_parameters
+    from sysid_ros.core.files import config_dir
+    from sysid_ros.core.files import load_ros_parameters
 
     params = load_ros_parameters(config_dir() / "tape_recorder.yaml", "tape_recorder")
     # the recorder's names are relative (a namespace moves them); the layouts watch a robot at the root
@@ -140,7 +140,7 @@ def test_the_tuning_report_states_units_cost_keep_rule_and_the_feed_forward(tmp_
     """A proposal with a host feed-forward and a canary whose live ratio is 100x below its threshold: the gains
     table has units, cost and the keep rule are defined in words, the feed-forward is shown as part of the
     proposal, and the canary's ratios are on a log axis beside the threshold line."""
-    from sysid_ros.core.report.tuning import write_tuning_report
+    from sysid_ros.core.report import write_tuning_report
 
     run = tmp_path / "tune_20261202T000000Z"
     run.mkdir()
@@ -171,7 +171,7 @@ def test_the_tuning_report_states_units_cost_keep_rule_and_the_feed_forward(tmp_
 
 def test_the_identification_parameter_table_gives_each_kinds_unit():
     """Each parameter row names the unit of its kind's values, next to the value."""
-    from sysid_ros.core.report.identification import parameter_table
+    from sysid_ros.core.report import parameter_table
 
     page = Page("parameters")
     row = {"value": 0.1, "half_width_95": 0.01, "start": 0.2, "min": 0.0, "max": 1.0, "frozen": False,

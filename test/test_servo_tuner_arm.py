@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from sysid_ros.core.tuner.proposal import load_proposal
+from sysid_ros.core.tuner import load_proposal
 from sysid_ros.demo import TuningRig
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from headless_browser import check_offline_page
-from sysid_ros.core.files.ros_params import load_ros_parameters
-from sysid_ros.core.gains.journal import GainsJournal
-from sysid_ros.core.tuner.proposal import load_proposal
+from sysid_ros.core.files import load_ros_parameters
+from sysid_ros.core.gains import GainsJournal
+from sysid_ros.core.tuner import load_proposal
 from sysid_ros.demo import AS_FOUND, TRUTH, TUNED_PENDULUM, TuningRig
 from sysid_ros.ros.client import wait_for
 

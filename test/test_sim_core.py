@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.errors import ConfigError, DataError, GainsError, ModelError
-from sysid_ros.core.gains.pid import GainGuard, PidGains, split_parameter_name
-from sysid_ros.core.signals.joint_trajectory import Trajectory
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot
+from sysid_ros.core.gains import GainGuard, PidGains, split_parameter_name
+from sysid_ros.core.signals import Trajectory
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 S = 1_000_000_000
 

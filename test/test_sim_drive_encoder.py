@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.errors import ConfigError
-from sysid_ros.core.gains.pid import PidGains
-from sysid_ros.core.sim.robot import DriveEncoder, FeedbackNoise, SimRobot
+from sysid_ros.core.gains import PidGains
+from sysid_ros.core.sim import DriveEncoder, FeedbackNoise, SimRobot
 
 S = 1_000_000_000
 

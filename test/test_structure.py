@@ -42,9 +42,22 @@ def _imports(tree: ast.Module) -> tuple[list[ast.stmt], list[ast.stmt]]:
     return top, inner
 
 
+def _exports(modules: dict[str, tuple[Path, bool]]) -> dict[str, dict[str, str]]:
+    """Package -> its front door's `EXPORTS` (name -> the defining module, absolute)."""
+    out: dict[str, dict[str, str]] = {}
+    for name, (path, package) in modules.items():
+        for node in ast.parse(path.read_text()).body if package else ():
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "EXPORTS":
+                out[name] = {k.value: name + v.value if v.value.startswith(".") else v.value
+                             for k, v in zip(node.value.keys, node.value.values)}
+    return out
+
+
 def _graph() -> dict[str, set[str]]:
-    """Module -> the core modules loading it loads (a submodule's packages included)."""
+    """Module -> the core modules loading it loads (a submodule's packages included); a name taken from a front
+    door counts as an import of the module defining it (the door imports it on first use)."""
     modules = _modules()
+    doors = _exports(modules)
     graph: dict[str, set[str]] = {}
     for name, (path, package) in modules.items():
         top, _ = _imports(ast.parse(path.read_text()))
@@ -52,7 +65,8 @@ def _graph() -> dict[str, set[str]]:
         for node in top:
             if isinstance(node, ast.ImportFrom):
                 base = _target(name, package, node)
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules
+                           else doors.get(base, {}).get(a.name, base) for a in node.names]
             else:
                 targets = [a.name for a in node.names]
             for target in targets:
@@ -95,6 +109,35 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+def test_callers_use_the_front_doors():
+    """Outside a core package, its names are imported from the package (`from ..signals import JointSamples`),
+    never from a module inside it; each door's `EXPORTS` names modules that define those names."""
+    modules = _modules()
+    doors = _exports(modules)
+    reaching = []
+    for name, (path, package) in {**modules, **_other_callers()}.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _target(name, package, node)
+            parts = base.split(".")
+            door = ".".join(parts[:3])
+            inside = name == door or name.startswith(door + ".")
+            if len(parts) > 3 and parts[:2] == ["sysid_ros", "core"] and not inside:
+                if not all(f"{base}.{a.name}" in modules for a in node.names):  # a module as a name is fine
+                    reaching.append(f"{name}:{node.lineno} from {base}")
+    assert reaching == []
+    for door, names in doors.items():
+        assert all(src in modules for src in names.values()), door
+
+
+def _other_callers() -> dict[str, tuple[Path, bool]]:
+    """The package's modules outside core/ (nodes, ros, cli, demo)."""
+    package = CORE.parent
+    return {".".join(p.relative_to(package.parent).with_suffix("").parts): (p, False)
+            for p in package.rglob("*.py") if not p.is_relative_to(CORE) and p.name != "__init__.py"}
 
 
 def test_no_import_circles():
@@ -155,12 +198,15 @@ def test_no_folder_holds_more_than_fifteen_modules():
 
 
 def test_no_test_only_code_in_the_runtime_package():
-    """Every module of the package is reached from an entry point (a node, the CLI, the demo, a launch helper):
-    what only tests and benches use lives in `test/support/`."""
+    """Every module of the package is reached from an entry point (a node, the CLI, the demo, a launch helper) or
+    from a name a core package's front door offers (the library's API, e.g. the tuner's Stage 0 `analytic_start`,
+    which no node calls): what only tests and benches use lives in `test/support/`."""
     modules = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
                for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
     entry = {m for m in modules if m.startswith("sysid_ros.nodes.") or m.startswith("sysid_ros.cli")}
     entry |= {"sysid_ros.demo", "sysid_ros.launching", "sysid_ros"}
+    doors = _exports({m: (p, p.name == "__init__.py") for m, p in modules.items()})
+    entry |= {source for names in doors.values() for source in names.values()}
     reached, todo = set(), list(entry)
     while todo:
         name = todo.pop()
@@ -173,6 +219,7 @@ def test_no_test_only_code_in_the_runtime_package():
             if isinstance(node, ast.ImportFrom):
                 base = _target(name, package, node)
                 todo += [base] + [f"{base}.{a.name}" for a in node.names]
+                todo += [doors[base][a.name] for a in node.names if a.name in doors.get(base, {})]
                 parts = base.split(".")
                 todo += [".".join(parts[:k]) for k in range(1, len(parts))]
             elif isinstance(node, ast.Import):

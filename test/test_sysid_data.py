@@ -12,11 +12,11 @@ import pytest
 from mujoco import sysid
 
 from sysid_ros.core.errors import ConfigError, DataError
-from sysid_ros.core.files.models import load_spec
+from sysid_ros.core.files import load_spec
 from sysid_ros.core.identify.rollout import sequences as sd
 from support.synthetic import multisine, record_effort
-from sysid_ros.core.signals.arrays import JointCommands, JointSamples
-from sysid_ros.core.sim.robot import SimRobot
+from sysid_ros.core.signals import JointCommands, JointSamples
+from sysid_ros.core.sim import SimRobot
 
 EPOCH_NS = 1_700_000_000_123_456_789  # float seconds would lose ~0.2 us here
 TRUTH = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}

@@ -13,7 +13,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from sysid_ros.core import tapes
 from sysid_ros.core.bags import command_topics, read_joint_states, read_metadata, read_recording, repair
-from sysid_ros.core.tapes.envelope import Envelope
+from sysid_ros.core.tapes import Envelope
 from sysid_ros.ros.client import play_tape, request_play, send_goal, wait_for
 
 pytestmark = pytest.mark.ros

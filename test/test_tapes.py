@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sysid_ros.core import tapes
 from sysid_ros.core.errors import ConfigError, EnvelopeError
 from sysid_ros.core.tapes import KnotCurve, SineCurve, Tape
-from sysid_ros.core.tapes.envelope import Envelope, check_tape
+from sysid_ros.core.tapes import Envelope, check_tape
 
 QUICKSTART = {"elbow": Envelope(origin_rad=0.0, travel_rad=0.4, max_speed_rad_s=2.0, max_torque_nm=6.0)}
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

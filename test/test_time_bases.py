@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags.arrays_io import save_npz
-from sysid_ros.core.bags.logger_clock import regularize
+from sysid_ros.core.bags import save_npz
+from sysid_ros.core.bags import regularize
 from sysid_ros.core.identify.rollout import sequences as sd
-from sysid_ros.core.identify.stages.load import load_source
-from sysid_ros.core.identify.problem.file import DataSource
+from sysid_ros.core.identify import load_source
+from sysid_ros.core.identify import DataSource
 from support.synthetic import arm3_tracking_record, as_real_logger
-from sysid_ros.core.identify.checks.torque_validation import torque_validation
-from sysid_ros.core.signals.arrays import JointSamples
+from sysid_ros.core.identify import torque_validation
+from sysid_ros.core.signals import JointSamples
 from sysid_ros.core.sim import SimRobot
 
 JOINTS = ["shoulder", "elbow", "wrist"]

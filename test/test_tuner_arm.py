@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.tapes.envelope import Envelope
-from sysid_ros.core.tuner.whole_arm import MAX_ROUNDS, JointOutcome, tune_arm
-from sysid_ros.core.tuner.plants.arm import BOX_TERMS_WITH_ARM_MODEL, ArmPlant
-from sysid_ros.core.tuner.plants.joint import Plant
-from sysid_ros.core.tuner.scoring import SweepLimits
-from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal, Servo, feedforward_from, gains_for, loop_of
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.tapes import Envelope
+from sysid_ros.core.tuner import MAX_ROUNDS, JointOutcome, tune_arm
+from sysid_ros.core.tuner import BOX_TERMS_WITH_ARM_MODEL, ArmPlant
+from sysid_ros.core.tuner import Plant
+from sysid_ros.core.tuner import SweepLimits
+from sysid_ros.core.tuner import Controller, DriveGains, Goal, Servo, feedforward_from, gains_for, loop_of
 
 ENVELOPES = {"shoulder": Envelope(0.3, 0.3, 1.0, 60.0), "elbow": Envelope(0.4, 0.3, 1.0, 30.0),
              "wrist": Envelope(0.2, 0.3, 1.5, 10.0)}

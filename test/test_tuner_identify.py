@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core.errors import DataError
-from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.tuner.stages.identification import identify_servo, sag_floor_kp
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.tuner import identify_servo, sag_floor_kp
 from support.tuner_joints import direct_drive, shoulder, with_gains
-from sysid_ros.core.tuner.servo import Controller, DriveGains
+from sysid_ros.core.tuner import Controller, DriveGains
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 

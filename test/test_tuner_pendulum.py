@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from sysid_ros.core.tapes.envelope import Envelope
-from sysid_ros.core.tuner.pipeline import TuneResult, tune
-from sysid_ros.core.tuner.plants.joint import SimPlant
-from sysid_ros.core.tuner.servo import DriveGains, Goal, Servo, loop_of
+from sysid_ros.core.tapes import Envelope
+from sysid_ros.core.tuner import TuneResult, tune
+from sysid_ros.core.tuner import SimPlant
+from sysid_ros.core.tuner import DriveGains, Goal, Servo, loop_of
 
 pytestmark = pytest.mark.slow  # a whole tune with twin screening: about three minutes of CPU
 

@@ -8,12 +8,12 @@ import math
 import pytest
 import yaml
 
-from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.tuner.stages.analytic import analytic_start
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.tuner import analytic_start
 from support.tuner_joints import shoulder, with_gains
-from sysid_ros.core.tuner.pipeline import TuneResult, tune, tuning_plan_seconds
-from sysid_ros.core.tuner.proposal import gains_from_proposal, proposal, to_yaml
-from sysid_ros.core.tuner.servo import Goal, loop_of
+from sysid_ros.core.tuner import TuneResult, tune, tuning_plan_seconds
+from sysid_ros.core.tuner import gains_from_proposal, proposal, to_yaml
+from sysid_ros.core.tuner import Goal, loop_of
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 

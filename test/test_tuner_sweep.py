@@ -10,13 +10,13 @@ from dataclasses import replace
 import pytest
 
 from sysid_ros.core import tapes
-from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.tapes.envelope import Envelope
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.tapes import Envelope
 from support.tuner_joints import DemoJoint, shoulder, with_gains
-from sysid_ros.core.tuner.plants.joint import SimPlant
-from sysid_ros.core.tuner.scoring import Score, SweepLimits, gate_failures, score
-from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal, Servo, gains_for
-from sysid_ros.core.tuner.stages.sweep import eased, limits_from, run_sweep
+from sysid_ros.core.tuner import SimPlant
+from sysid_ros.core.tuner import Score, SweepLimits, gate_failures, score
+from sysid_ros.core.tuner import Controller, DriveGains, Goal, Servo, gains_for
+from sysid_ros.core.tuner import eased, limits_from, run_sweep
 
 
 def _setup(joint: DemoJoint, goal: Goal = Goal()) -> tuple[tapes.Tape, SweepLimits, Score]:

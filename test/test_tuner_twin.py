@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core import tapes
-from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.tuner.stages.identification import fit_model
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.tuner import fit_model
 from support.tuner_joints import shoulder
-from sysid_ros.core.tuner.pipeline import tune
-from sysid_ros.core.tuner.plants.joint import twin_plant
-from sysid_ros.core.tuner.servo import Controller, DriveGains, Goal
+from sysid_ros.core.tuner import tune
+from sysid_ros.core.tuner import twin_plant
+from sysid_ros.core.tuner import Controller, DriveGains, Goal
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..core.errors import ConfigError, SysidRosError
-from ..core.files.paths import config_dir
-from ..core.gains.controller_styles import ALIASES, STYLES
+from ..core.files import config_dir
+from ..core.gains import ALIASES, STYLES
 from .fleet import add_commands as add_fleet_commands
 from .tuner import add_commands as add_tuner_commands
 
@@ -32,7 +32,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     from ..core.bags import export_csv, read_recording, save_npz
     from ..core.errors import DataError
-    from ..core.files.outputs import check_writable, write_file
+    from ..core.files import check_writable, write_file
 
     out = Path(args.out).expanduser()
     if out.suffix not in (".npz", ".csv"):
@@ -79,11 +79,11 @@ def _replay_safe(args: argparse.Namespace) -> int:
 
 def _identify(args: argparse.Namespace) -> int:
     from ..core.identify import load_problem
-    from ..core.identify.problem.overrides import with_data
-    from ..core.identify.output.write import result_names
-    from ..core.files.outputs import check_writable
-    from ..core.files.paths import model_path
-    from ..core.files.writing import folder_lock, refuse_inputs_inside, remove_stale
+    from ..core.identify import with_data
+    from ..core.identify import result_names
+    from ..core.files import check_writable
+    from ..core.files import model_path
+    from ..core.files import folder_lock, refuse_inputs_inside, remove_stale
 
     problem = with_data(load_problem(args.problem), args.train or (), args.validate or (), args.control)
     refuse_inputs_inside(args.out, [args.problem, model_path(problem.model),
@@ -97,7 +97,7 @@ def _identify(args: argparse.Namespace) -> int:
 def _identified(args: argparse.Namespace, problem) -> int:
     """Identify `problem` into --out (locked by the caller) and print the values, verdict and warnings."""
     from ..core.identify import identify, write_results
-    from ..core.identify.problem.file import COMPONENTS
+    from ..core.identify import COMPONENTS
 
     last = [-1]
 
@@ -133,7 +133,7 @@ def _identified(args: argparse.Namespace, problem) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ..core.report.redraw import redraw
+    from ..core.report import redraw
 
     print(redraw(args.folder))
     return 0
@@ -142,8 +142,8 @@ def _report(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import yaml
 
-    from ..core.gains.controller_file import parameter_block
-    from ..core.tuner.proposal import proposal_target, proven_parameters
+    from ..core.gains import parameter_block
+    from ..core.tuner import proposal_target, proven_parameters
 
     _, controller, style = proposal_target(args.proposal, args.controller, args.style)
     parameters, note = proven_parameters(args.proposal, args.gains_only)
@@ -153,7 +153,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.out is None:
         print(text, end="")
         return 0
-    from ..core.files.outputs import write_file
+    from ..core.files import write_file
 
     if args.out.exists():
         raise SysidRosError(f"{args.out} exists: not overwritten (use apply --persist to update a controllers file)")
@@ -165,10 +165,10 @@ def _export(args: argparse.Namespace) -> int:
 def _tapes_plot(args: argparse.Namespace) -> int:
     from ..core import tapes
     from ..core.errors import ConfigError
-    from ..core.files.reading import load_yaml
-    from ..core.files.ros_params import load_ros_parameters
-    from ..core.tapes.playback import envelopes_from_parameters
-    from ..core.report.tape import write_tape_page
+    from ..core.files import load_yaml
+    from ..core.files import load_ros_parameters
+    from ..core.tapes import envelopes_from_parameters
+    from ..core.report import write_tape_page
 
     params = load_ros_parameters(args.params_file, "tape_recorder")
     joints = list(params.get("joints") or [])
@@ -196,8 +196,8 @@ def _tapes_plot(args: argparse.Namespace) -> int:
 
 
 def _online(args: argparse.Namespace) -> int:
-    from ..core.files.writing import resolve_target
-    from ..core.online.replay import replay_bag
+    from ..core.files import resolve_target
+    from ..core.online import replay_bag
 
     if args.out is not None:
         resolve_target(args.out)  # a link (dangling or not) is refused before the replay

@@ -20,7 +20,7 @@ def _line(outcome: dict) -> None:
 
 def fleet_identify(args: argparse.Namespace) -> int:
     from ..core.fleet import run_fleet
-    from ..core.fleet.engines import local_workers
+    from ..core.fleet import local_workers
 
     capped = local_workers(args.workers)[1] if args.engine == "local" else ""
     if capped:

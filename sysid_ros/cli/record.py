@@ -10,7 +10,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
-from ..core.files.ros_params import load_ros_parameters
+from ..core.files import load_ros_parameters
 from ..nodes.tape_recorder import TapeRecorderNode
 
 

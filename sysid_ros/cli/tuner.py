@@ -159,9 +159,9 @@ def _bring_up(client, node: str) -> None:
 
 def _persist_target(args: argparse.Namespace):
     """(parameters, controller, style) for --persist, checked before anything is sent to the robot."""
-    from ..core.gains.controller_file import check_target
+    from ..core.gains import check_target
     from ..core.errors import ConfigError
-    from ..core.tuner.proposal import proposal_target, proven_parameters
+    from ..core.tuner import proposal_target, proven_parameters
 
     if args.proposal is None:
         raise ConfigError("--persist needs the PROPOSAL file that is applied")
@@ -172,7 +172,7 @@ def _persist_target(args: argparse.Namespace):
 
 
 def _persist(path: Path, result: dict, parameters: dict, note: str, controller: str, style) -> None:
-    from ..core.gains.controller_file import persist
+    from ..core.gains import persist
 
     if not result.get("kept"):
         print(f"not persisted to {path}: the change was not kept")
@@ -189,7 +189,7 @@ def add_commands(commands: argparse._SubParsersAction, ros_options: argparse.Arg
                        ("rollback", "restore the gains from before the last applied change")):
         sub = commands.add_parser(name, help=text, parents=[ros_options])
         if name == "apply":
-            from ..core.gains.controller_styles import ALIASES, STYLES
+            from ..core.gains import ALIASES, STYLES
 
             sub.add_argument("proposal", nargs="?", type=Path, default=None, help="a proposal YAML")
             sub.add_argument("--persist", type=Path, default=None, metavar="FILE",

@@ -14,3 +14,26 @@
 - `fleet/`: identification of many robots (engines: serial, process pool, Ray) and fleet statistics.
 - `report/`: HTML reports (identification, tuning, tapes) on plotly.
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+
+
+def front_door(package: str, exports: Mapping[str, str], eager: tuple[str, ...] = ()
+               ) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """A package's front door (PEP 562): `exports` maps each public name to the module defining it (relative to
+    the package), imported when the name is first asked for. Returns `__getattr__`, `__dir__` and `__all__`."""
+
+    def __getattr__(name: str) -> object:
+        source = exports.get(name)
+        if source is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source, package), name)
+        setattr(sys.modules[package], name, value)  # later look-ups skip this function
+        return value
+
+    names = sorted({*exports, *eager})
+    return __getattr__, lambda: names, names

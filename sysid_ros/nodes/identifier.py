@@ -31,11 +31,11 @@ from std_srvs.srv import Trigger
 from sysid_ros_interfaces.action import Identify
 
 from ..core.errors import Cancelled, ConfigError, SysidRosError
-from ..core.files.outputs import check_writable
+from ..core.files import check_writable
 from ..core.identify import identify, load_problem, write_results
-from ..core.identify.problem.overrides import with_data
-from ..core.identify.results import results_document
-from ..core.identify.output.write import result_names
+from ..core.identify import with_data
+from ..core.identify import results_document
+from ..core.identify import result_names
 from ..ros.common import DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics, run, ticker
 from ..ros.parameters import ParameterTable, Spec, lifecycle_configured
 

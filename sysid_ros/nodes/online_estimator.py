@@ -38,11 +38,11 @@ from std_srvs.srv import Trigger
 
 from ..core.errors import SysidRosError
 from ..core.online import OnlineEstimator, PayloadWindowModel, payload_config
-from ..core.online.config import pendulum_config
-from ..core.online.payload import FIRST_MOMENTS, load_model, payload_inertia
-from ..core.online.replay import last_link
-from ..core.online.reports import ChangeDetected, ExcitationRequest, ParameterChange, event_record
-from ..core.signals.arrays import JointSamples
+from ..core.online import pendulum_config
+from ..core.online import FIRST_MOMENTS, load_model, payload_inertia
+from ..core.online import last_link
+from ..core.online import ChangeDetected, ExcitationRequest, ParameterChange, event_record
+from ..core.signals import JointSamples
 from ..ros.common import ROBOT, diagnostic, run
 from ..ros.feedback import FeedbackDecoder, MatchedSubscription
 from ..ros.parameters import ParameterTable, Spec, lifecycle_configured

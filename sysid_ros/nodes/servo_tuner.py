@@ -37,16 +37,16 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from sysid_ros_interfaces.action import Tune
 
-from ..core.gains.controller_styles import ALIASES, STYLES
+from ..core.gains import ALIASES, STYLES
 from ..core.errors import Cancelled, SysidRosError
-from ..core.files.outputs import write_file
-from ..core.gains.journal import GainChange, GainsJournal
-from ..core.gains.pid import GainGuard
-from ..core.report.tuning import write_canary_report, write_tuning_report
+from ..core.files import write_file
+from ..core.gains import GainChange, GainsJournal
+from ..core.gains import GainGuard
+from ..core.report import write_canary_report, write_tuning_report
 from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
-from ..core.tuner.whole_arm import arm_check_tapes
-from ..core.tuner.progress import TuneProgress
-from ..core.tuner.proposal import GainProposal, from_arm, from_tune, load_proposal
+from ..core.tuner import arm_check_tapes
+from ..core.tuner import TuneProgress
+from ..core.tuner import GainProposal, from_arm, from_tune, load_proposal
 from ..ros.client import RosClient
 from ..ros.common import (DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics, read_envelopes,
     run, ticker)

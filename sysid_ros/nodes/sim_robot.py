@@ -33,9 +33,9 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
 from ..core.errors import SysidRosError
-from ..core.gains.pid import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
-from ..core.signals.joint_trajectory import Trajectory
-from ..core.sim.robot import Feedback, FeedbackNoise, SimRobot
+from ..core.gains import GAIN_FIELDS, GainGuard, PidGains, parameter_name, split_parameter_name
+from ..core.signals import Trajectory
+from ..core.sim import Feedback, FeedbackNoise, SimRobot
 from ..ros.common import COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, publish_diagnostics, run, sensor_qos
 from ..ros.parameters import ParameterTable, Spec
 

@@ -42,11 +42,11 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core import tapes
 from ..core.bags import BagWriter
-from ..core.bags.write import METADATA_TOPIC, offered_qos
+from ..core.bags import METADATA_TOPIC, offered_qos
 from ..core.errors import SysidRosError
-from ..core.files.reading import load_yaml
-from ..core.files.ros_params import flatten
-from ..core.tapes.playback import Playback, SafetyMargins
+from ..core.files import load_yaml
+from ..core.files import flatten
+from ..core.tapes import Playback, SafetyMargins
 from ..ros.common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, STARTING_REFUSALS, diagnostic, end_goal, node_path,
     offered_profiles, publish_diagnostics, read_envelopes, run, ticker)
 from ..ros.controller_states import ControllerStates

@@ -18,7 +18,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 from rclpy.task import Future
 
-from ..core.bags.write import offered_qos
+from ..core.bags import offered_qos
 from .parameters import Spec
 
 # Joint states at up to 1 kHz: reliable, and a second of history so a busy reader catches up, not drops.
@@ -131,7 +131,7 @@ ENVELOPE_FIELDS = ("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm
 
 def read_envelopes(node: Node, joints: list[str]) -> dict:
     """Each joint's Envelope from its parameters; ValueError naming any that are not set."""
-    from ..core.tapes.playback import envelopes_from_parameters
+    from ..core.tapes import envelopes_from_parameters
 
     flat = {name: node.get_parameter(name).value for joint in joints for name in
             (f"envelope.{joint}.{field}" for field in ENVELOPE_FIELDS)}

@@ -17,10 +17,9 @@ import uuid
 from typing import Any
 
 from ..core.errors import GainsError
-from ..core.gains.controller_styles import (ControllerStyle, detect_style, from_controller, get_style,
-    integral_switches, is_switch, switch_refusal, switched_on, to_controller)
-from ..core.gains.journal import FINAL, GainChange, GainsJournal
-from ..core.gains.pid import GainGuard, split_parameter_name
+from ..core.gains import (ControllerStyle, detect_style, from_controller, get_style, integral_switches, is_switch, switch_refusal, switched_on, to_controller)
+from ..core.gains import FINAL, GainChange, GainsJournal
+from ..core.gains import GainGuard, split_parameter_name
 from .client import RosClient
 
 

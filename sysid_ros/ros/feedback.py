@@ -14,7 +14,7 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
-from ..core.bags.fastcdr import decode_cdr, names_from_key
+from ..core.bags import decode_cdr, names_from_key
 from .common import RELIABILITY, publishers_reliability, sensor_qos
 
 MAX_MESSAGE_BYTES = 1 << 20  # a JointState of 1000 joints is ~50 kB

@@ -27,22 +27,22 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 
 from ..core.bags import read_joint_states
-from ..core.bags.write import read_metadata
+from ..core.bags import read_metadata
 from ..core.errors import Cancelled, ConfigError, DataError, EnvelopeError
-from ..core.gains.journal import GainChange
-from ..core.gains.pid import clamp_for_tuning, parameter_name
-from ..core.linear.joint_model import JointModel
-from ..core.report.tuning import save_play
+from ..core.gains import GainChange
+from ..core.gains import clamp_for_tuning, parameter_name
+from ..core.linear import JointModel
+from ..core.report import save_play
 from ..core.tapes import KnotCurve, Tape, duration_s
-from ..core.tapes.moves import KnotPath
-from ..core.tapes.moves import room
-from ..core.tuner.plants.arm import Arm
-from ..core.tuner.plants.at_rest import HOLD_S, SPEED_FRAC, RestWatch
-from ..core.tuner.feedforward_check import honours_feedforward
-from ..core.tuner.progress import TuneProgress
-from ..core.tuner.plants.joint import Telemetry
-from ..core.tuner.proposal import TUNED_GAINS, gain_parameters
-from ..core.tuner.servo import Controller, DriveGains
+from ..core.tapes import KnotPath
+from ..core.tapes import room
+from ..core.tuner import Arm
+from ..core.tuner import HOLD_S, SPEED_FRAC, RestWatch
+from ..core.tuner import honours_feedforward
+from ..core.tuner import TuneProgress
+from ..core.tuner import Telemetry
+from ..core.tuner import TUNED_GAINS, gain_parameters
+from ..core.tuner import Controller, DriveGains
 from .client import RosClient, play_tape, stamp_ns, status_value, wait_for
 from .feedback import MatchedSubscription
 from .controller_gains import ControllerGains

@@ -10,15 +10,15 @@ import numpy as np
 from rosbags.typesys import Stores, get_typestore
 
 from sysid_ros.core.bags import BagWriter
-from sysid_ros.core.gains.pid import PidGains
-from sysid_ros.core.linear.arm_regressor import ArmRegressor
-from sysid_ros.core.signals.arrays import JointCommands, JointSamples
-from sysid_ros.core.signals.derivatives import smooth_like_acceleration
-from sysid_ros.core.sim.robot import FeedbackNoise, SimRobot, SmoothFriction
+from sysid_ros.core.gains import PidGains
+from sysid_ros.core.linear import ArmRegressor
+from sysid_ros.core.signals import JointCommands, JointSamples
+from sysid_ros.core.signals import smooth_like_acceleration
+from sysid_ros.core.sim import FeedbackNoise, SimRobot, SmoothFriction
 from sysid_ros.core.identify.rollout import sequences as sd
-from sysid_ros.core.identify.stages.load import load_source
-from sysid_ros.core.identify.problem.file import DataSource
-from sysid_ros.core.identify.checks.torque_validation import measured_velocity, rms_per_joint, torque_rows
+from sysid_ros.core.identify import load_source
+from sysid_ros.core.identify import DataSource
+from sysid_ros.core.identify import measured_velocity, rms_per_joint, torque_rows
 
 EPOCH_NS = 1_700_000_000_123_456_789
 EFFORT_TOPIC = "/effort_controller/commands"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sysid_ros.core.linear.joint_model import JointModel
-from sysid_ros.core.tapes.envelope import Envelope
-from sysid_ros.core.tuner.plants.joint import SimPlant
-from sysid_ros.core.tuner.servo import DriveGains, Servo
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.tapes import Envelope
+from sysid_ros.core.tuner import SimPlant
+from sysid_ros.core.tuner import DriveGains, Servo
 
 
 @dataclass(frozen=True)

@@ -15,25 +15,21 @@ ROS-free (rosbags, numpy, pyyaml). Errors are `BagError` (the bag cannot be read
 - `replay_safe`: bags that cannot drive a robot (command topics marked and renamed).
 """
 
-from .arrays_io import export_csv, load_csv_samples, load_npz, save_npz
-from .commands import TrajectorySetpoints, read_array_commands, read_commands, read_trajectory
-from .joint_states import JointStateRead, check_motion, read_joint_states
-from .read import BagSource, TopicInfo, typestore_for
-from .recording import Recording, read_recording
-from .repair import RepairReport, repair
-from .replay_safe import command_topics, replay_safe_copy
-from .summary import BagSummary, TopicSummary, inspect_bag
-from .timing import Gap, TimeBase, TimingReport
-from .write import METADATA_TOPIC, BagWriter, read_metadata
+from .. import front_door
+from .repair import repair as repair  # a submodule's name: imported now
 
-inspect = inspect_bag
-"""Alias: `inspect(bag) -> BagSummary`."""
+EXPORTS = {
+    "BagSource": ".read", "BagSummary": ".summary", "BagWriter": ".write", "COMMANDS_KEY": ".write", "Gap": ".timing",
+    "JointStateRead": ".joint_states", "METADATA_TOPIC": ".write", "Recording": ".recording", "RepairReport": ".repair",
+    "TimeBase": ".timing", "TimingReport": ".timing", "TopicInfo": ".read", "TopicSummary": ".summary",
+    "TrajectorySetpoints": ".commands", "check_motion": ".joint_states", "command_topics": ".replay_safe",
+    "decode_cdr": ".fastcdr", "decode_f64_array_cdr": ".fastcdr", "export_csv": ".arrays_io", "inspect_bag": ".summary",
+    "load_csv_samples": ".arrays_io", "load_npz": ".arrays_io", "names_from_key": ".fastcdr", "offered_qos": ".write",
+    "read_array_commands": ".commands", "read_commands": ".commands", "read_joint_states": ".joint_states",
+    "read_metadata": ".write", "read_recording": ".recording", "read_trajectory": ".commands",
+    "regularize": ".logger_clock", "repeated_rows": ".logger_clock", "replay_safe_copy": ".replay_safe",
+    "save_npz": ".arrays_io", "typestore_for": ".read",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
 
-__all__ = [
-    "METADATA_TOPIC", "BagSource", "BagSummary", "BagWriter", "Gap", "JointStateRead", "Recording", "RepairReport",
-    "TimeBase", "TimingReport", "TopicInfo", "TopicSummary", "TrajectorySetpoints", "check_motion", "export_csv",
-    "inspect", "inspect_bag", "load_csv_samples", "load_npz", "read_array_commands", "read_commands",
-    "read_joint_states", "read_metadata", "read_recording", "read_trajectory", "repair", "save_npz",
-    "command_topics", "replay_safe_copy",
-    "typestore_for",
-]
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=('repair',))

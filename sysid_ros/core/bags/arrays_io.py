@@ -14,8 +14,8 @@ import numpy as np
 import yaml
 
 from ..errors import DataError
-from ..files.reading import npz_headers
-from ..signals.arrays import JointCommands, JointSamples
+from ..files import npz_headers
+from ..signals import JointCommands, JointSamples
 from .write import metadata_yaml
 
 FIELDS = ("position", "velocity", "effort")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BagError, ConfigError, DataError
-from ..signals.arrays import JointCommands, JointSamples
+from ..signals import JointCommands, JointSamples
 from .fastcdr import f64_array_decoder
 from .read import BagSource
 from .timing import TimeBase

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BagError, DataError
-from ..signals.arrays import JointSamples
-from ..signals.plausible import MAX_ABS_POSITION, MAX_ABS_RATE
+from ..signals import JointSamples
+from ..signals import MAX_ABS_POSITION, MAX_ABS_RATE
 from . import timing
 from .fastcdr import JointStateDecoder, decode_error, names_from_key
 from .read import BagSource

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from ..signals.arrays import JointSamples
-from ..signals.size_bounds import grid_points
+from ..signals import JointSamples
+from ..signals import grid_points
 
 UNIFORM_TOLERANCE = 0.01
 """Steps within this fraction of the median step count as already uniform (nothing is done)."""

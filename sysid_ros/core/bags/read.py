@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 
 from ..errors import BagError
-from ..files.reading import load_yaml
+from ..files import load_yaml
 
 if TYPE_CHECKING:
     from rosbags.highlevel import AnyReader

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from ..signals.arrays import JointCommands, JointSamples
+from ..signals import JointCommands, JointSamples
 from .commands import COMMAND_TYPES, JOINT_TRAJECTORY, guess_interface, read_array_commands, read_trajectory
 from .joint_states import JointStateRead, read_joint_states
 from .read import BagSource

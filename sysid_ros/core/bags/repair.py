@@ -28,7 +28,7 @@ from typing import Iterator
 import yaml
 
 from ..errors import BagError
-from ..files.writing import STALE, process_alive
+from ..files import STALE, process_alive
 from .mcap_salvage import MAGIC, mcap_records
 from .read import BagSource
 from .write import LOCK_NAME

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DataError
-from ..signals.size_bounds import grid_points
+from ..signals import grid_points
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,20 @@
 - `writing`: the one door for the files sysid_ros writes (exclusive temporaries beside their targets).
 """
 
-from .outputs import check_writable as check_writable
-from .outputs import staged as staged
-from .outputs import write_file as write_file
-from .paths import config_dir as config_dir
-from .paths import model_path as model_path
-from .ros_params import load_ros_parameters as load_ros_parameters
-from .schema import Key as Key
-from .schema import Table as Table
-from .schema import check as check
+from .. import front_door
+
+EXPORTS = {
+    "AnyOf": ".schema", "Choice": ".schema", "Flag": ".schema", "Integer": ".schema", "Key": ".schema",
+    "ListOf": ".schema", "MapOf": ".schema", "Number": ".schema", "Numbers": ".schema", "REQUIRED": ".schema",
+    "STALE": ".writing", "Table": ".schema", "Text": ".schema", "applies_to": ".ros_params", "check": ".schema",
+    "check_writable": ".outputs", "check_yaml_text": ".reading", "config_dir": ".paths", "create_new": ".writing",
+    "flatten": ".ros_params", "folder_lock": ".writing", "load_npz": ".reading", "load_ros_parameters": ".ros_params",
+    "load_spec": ".models", "load_yaml": ".reading", "model_path": ".paths", "npz_headers": ".reading",
+    "parameter_blocks": ".ros_params", "parameter_sections": ".ros_params", "process_alive": ".writing",
+    "read_bytes": ".reading", "refuse_inputs_inside": ".writing", "remove_stale": ".writing",
+    "replace_file": ".writing", "resolve_target": ".writing", "share_dir": ".paths", "staged": ".outputs",
+    "write_file": ".outputs",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

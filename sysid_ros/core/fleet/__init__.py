@@ -8,8 +8,14 @@ with its provenance, and a fleet summary (median, spread, outliers, drift agains
 - `statistics`: median, spread, robust-z outliers and drift over the robots identified ok.
 """
 
-from .engines import ENGINES, map_jobs
-from .manifest import Manifest, RobotJob, load_manifest
-from .run import run_fleet
+from .. import front_door
 
-__all__ = ["ENGINES", "Manifest", "RobotJob", "load_manifest", "map_jobs", "run_fleet"]
+EXPORTS = {
+    "ENGINES": ".engines", "Manifest": ".manifest", "RobotJob": ".manifest", "data_files": ".provenance",
+    "drift": ".statistics", "fleet_statistics": ".statistics", "identify_robot": ".robot", "load_manifest": ".manifest",
+    "local_workers": ".engines", "longest_first": ".run", "map_jobs": ".engines", "robot_problem": ".robot",
+    "run_fleet": ".run",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..files.reading import load_yaml
-from ..identify.problem.overrides import CONTROLS
+from ..files import load_yaml
+from ..identify import CONTROLS
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 RESERVED = {"fleet.yaml", "fleet.html"}

@@ -15,8 +15,8 @@ import numpy
 
 from ... import __version__
 from ..errors import ConfigError
-from ..files.paths import model_path
-from ..identify.problem.file import Problem
+from ..files import model_path
+from ..identify import Problem
 
 
 MAX_HASHED_BYTES = 16 << 30

@@ -20,12 +20,12 @@ from typing import Any, Sequence
 import yaml
 
 from ..errors import ConfigError, SysidRosError
-from ..files.reading import load_yaml
+from ..files import load_yaml
 from ..identify import identify, load_problem, write_results
 from ..identify.problem import model_cache
-from ..identify.problem.overrides import with_data
-from ..identify.results import results_document
-from ..identify.rollout.residual import set_rollout_threads
+from ..identify import with_data
+from ..identify import results_document
+from ..identify import set_rollout_threads
 from .manifest import RobotJob
 from .provenance import input_hashes, software, utc_now
 

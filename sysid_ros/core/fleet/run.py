@@ -16,9 +16,9 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from ..errors import ConfigError, SysidRosError
-from ..files.paths import model_path
-from ..files.reading import load_yaml
-from ..files.writing import folder_lock, refuse_inputs_inside, remove_stale, replace_file
+from ..files import model_path
+from ..files import load_yaml
+from ..files import folder_lock, refuse_inputs_inside, remove_stale, replace_file
 from ..identify import load_problem
 from .engines import Startup, check_engine, local_workers, map_jobs
 from .html import write_fleet_html

@@ -6,12 +6,18 @@
 - `journal`: `GainsJournal`, every gain change on disk before it is sent, so it can always be undone.
 """
 
-from .controller_file import parameter_block as parameter_block
-from .controller_file import persist as persist
-from .controller_styles import ControllerStyle as ControllerStyle
-from .controller_styles import detect_style as detect_style
-from .journal import GainChange as GainChange
-from .journal import GainsJournal as GainsJournal
-from .pid import GainGuard as GainGuard
-from .pid import PidGains as PidGains
-from .pid import parameter_name as parameter_name
+from .. import front_door
+
+EXPORTS = {
+    "ALIASES": ".controller_styles", "ControllerStyle": ".controller_styles", "FINAL": ".journal",
+    "GAIN_FIELDS": ".pid", "GainChange": ".journal", "GainGuard": ".pid", "GainsJournal": ".journal",
+    "PidGains": ".pid", "STYLES": ".controller_styles", "check_target": ".controller_file", "clamp_for_tuning": ".pid",
+    "detect_style": ".controller_styles", "from_controller": ".controller_styles", "gain_refusal": ".pid",
+    "get_style": ".controller_styles", "integral_switches": ".controller_styles", "is_switch": ".controller_styles",
+    "parameter_block": ".controller_file", "parameter_name": ".pid", "persist": ".controller_file",
+    "split_parameter_name": ".pid", "switch_refusal": ".controller_styles", "switched_on": ".controller_styles",
+    "to_controller": ".controller_styles",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..files.ros_params import applies_to, parameter_blocks, parameter_sections
+from ..files import applies_to, parameter_blocks, parameter_sections
 from .controller_styles import ControllerStyle, integral_switches, split_name, switched_on, to_controller
-from ..files.reading import check_yaml_text, load_yaml, read_bytes
-from ..files.writing import create_new, replace_file, resolve_target
+from ..files import check_yaml_text, load_yaml, read_bytes
+from ..files import create_new, replace_file, resolve_target
 
 
 def with_switches(parameters: Mapping[str, Any], style: ControllerStyle,

@@ -8,21 +8,32 @@
 - `pipeline`: `identify`, the stages in order; `results`: what a run returns (`IdentificationResult`).
 """
 
-from .stages.load import load_source as load_source
-from .pipeline import identify as identify
-from .problem.file import DataSource as DataSource
-from .problem.file import OptimizerSpec as OptimizerSpec
-from .problem.file import ParameterSpec as ParameterSpec
-from .problem.file import Problem as Problem
-from .problem.file import load_problem as load_problem
-from .problem.file import problem_from_dict as problem_from_dict
-from .rollout.quiet import quiet_output as quiet_output
-from .results import IdentificationResult as IdentificationResult
-from .results import ParameterResult as ParameterResult
-from .results import results_document as results_document
-from .output.write import result_names as result_names
-from .output.write import write_results as write_results
+from .. import front_door
 
-__all__ = ["DataSource", "IdentificationResult", "OptimizerSpec", "ParameterResult", "ParameterSpec", "Problem",
-           "identify", "load_problem", "load_source", "problem_from_dict", "quiet_output", "result_names",
-           "results_document", "write_results"]
+EXPORTS = {
+    "COMPONENTS": ".problem.file", "CONTROLS": ".problem.overrides", "CachedBuild": ".problem.parameters",
+    "DRIVE_ACCELERATION_RAD_S2": ".problem.plausibility", "DataSource": ".problem.file",
+    "FRICTION_FRACTION": ".problem.plausibility", "IIWA_FLANGE": ".problem.arm_models",
+    "IIWA_JOINTS": ".problem.arm_models", "IIWA_TORQUE_LIMITS_NM": ".problem.arm_models",
+    "IdentificationResult": ".results", "MASS_RANGE": ".problem.plausibility", "NegligibleStep": ".rollout.stopping",
+    "OptimizerSpec": ".problem.file", "ParameterResult": ".results", "ParameterSpec": ".problem.file",
+    "Payload": ".problem.arm_models", "Problem": ".problem.file", "RunLog": ".results",
+    "ScaledResidual": ".rollout.residual", "StoppingJacobian": ".rollout.stopping", "bound_warnings": ".checks.suspect",
+    "build_parameters": ".problem.parameters", "check_problem": ".problem.model",
+    "choose_start_states": ".rollout.start_states", "compiled_model": ".problem.model_cache",
+    "fit_on_parts": ".stages.torque_fit", "fitted_bodies": ".stages.torque_fit", "identifiable": ".stages.summarize",
+    "identified_urdf": ".output.export", "identified_xml": ".output.export", "identify": ".pipeline",
+    "iiwa_mjcf": ".problem.arm_models", "inertia_tensor": ".problem.spec_values", "load_problem": ".problem.file",
+    "load_run": ".stages.load", "load_source": ".stages.load", "mass_sum_groups": ".problem.arm_models",
+    "measured_velocity": ".checks.torque_validation", "physical_body": ".stages.torque_fit",
+    "physical_bounds": ".problem.plausibility", "prepare_urdf_spec": ".problem.arm_models",
+    "problem_from_dict": ".problem.file", "problem_spec": ".problem.model", "pybullet_data_file": ".problem.arm_models",
+    "quiet_output": ".rollout.quiet", "result_names": ".output.write", "results_document": ".results",
+    "rms_per_joint": ".checks.torque_validation", "set_rollout_threads": ".rollout.residual",
+    "step_standard_errors": ".rollout.stopping", "torque_rows": ".checks.torque_validation",
+    "torque_validation": ".checks.torque_validation", "with_data": ".problem.overrides",
+    "write_mjcf": ".problem.arm_models", "write_results": ".output.write",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 from mujoco import sysid
 
-from ..report.identification import Trace
+from ..report import Trace
 from .problem.file import Problem
 
 Progress = Callable[[str, float, str], None]

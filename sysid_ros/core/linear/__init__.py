@@ -6,18 +6,21 @@
 - `arm_friction`: per-joint friction (offset, viscous, smooth Coulomb) on top of the arm's rigid bodies.
 """
 
-from .arm_friction import ArmFrictionFit as ArmFrictionFit
-from .arm_friction import fit_arm_friction as fit_arm_friction
-from .arm_regressor import ArmFit as ArmFit
-from .arm_regressor import ArmRegressor as ArmRegressor
-from .arm_regressor import fit_arm as fit_arm
-from .joint_model import JointFit as JointFit
-from .joint_model import JointModel as JointModel
-from .joint_model import PendulumModel as PendulumModel
-from .joint_model import fit_joint_model as fit_joint_model
-from .joint_model import fit_pendulum as fit_pendulum
-from .regression import BootstrapSettings as BootstrapSettings
-from .regression import FitThresholds as FitThresholds
-from .regression import LinearFit as LinearFit
-from .regression import RowSelection as RowSelection
-from .regression import fit_linear as fit_linear
+from .. import front_door
+
+EXPORTS = {
+    "ALL_TERMS": ".joint_model", "ArmFit": ".arm_regressor", "ArmFrictionFit": ".arm_friction",
+    "ArmRegressor": ".arm_regressor", "BootstrapSettings": ".regression", "FitThresholds": ".regression",
+    "INERTIAL_NAMES": ".arm_regressor", "JOINT_TERMS": ".arm_regressor", "JointFit": ".joint_model",
+    "JointModel": ".joint_model", "LinearFit": ".regression", "PENDULUM_TERMS": ".joint_model",
+    "PRISMATIC_TERMS": ".joint_model", "PendulumModel": ".joint_model", "REVOLUTE_TERMS": ".joint_model",
+    "RowSelection": ".regression", "base_parameters": ".arm_regressor", "body_inertial_parameters": ".arm_regressor",
+    "concatenate": ".arm_friction", "condition_number": ".regression", "coulomb_columns": ".arm_friction",
+    "fit_arm": ".arm_regressor", "fit_arm_friction": ".arm_friction", "fit_joint_model": ".joint_model",
+    "fit_linear": ".regression", "fit_pendulum": ".joint_model", "joint_columns": ".joint_model",
+    "pendulum_columns": ".joint_model", "select_rows": ".regression", "structural_base_parameters": ".arm_regressor",
+    "weigh_joints": ".regression",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

@@ -26,7 +26,7 @@ import scipy.linalg
 from scipy.optimize import minimize_scalar
 
 from ..errors import DataError
-from ..signals.derivatives import Derivatives, smooth_like_acceleration
+from ..signals import Derivatives, smooth_like_acceleration
 from .arm_regressor import (JOINT_TERMS, ArmFit, ArmRegressor, BaseParameters, fit_arm, structural_base_parameters,
     with_coulomb)
 from .regression import BootstrapSettings, FitThresholds, RowSelection, weigh_joints

@@ -20,8 +20,8 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import DataError, ModelError
-from ..sim.motors import effort_offsets
-from ..signals.derivatives import Derivatives, same_filter
+from ..sim import effort_offsets
+from ..signals import Derivatives, same_filter
 from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance,
     excitation, fit_linear, select_rows, weigh_joints)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ..errors import ConfigError, DataError
-from ..signals.derivatives import Derivatives, hold_differences, same_filter, smooth_like_acceleration
+from ..signals import Derivatives, hold_differences, same_filter, smooth_like_acceleration
 from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance,
     excitation, fit_linear, select_rows)
 

@@ -15,16 +15,19 @@ See docs/online_estimator.md.
 - `reports`: the estimate, events and window fits it reports; `replay`: the estimator over a recorded bag.
 """
 
-from .config import (DEFAULT_CHANGE_THRESHOLD, DEFAULT_PRECISION, OnlineConfig, WindowModel, joint_window_model,
-    pendulum_config, pendulum_window_model)
-from .estimator import OnlineEstimator
-from .payload import FIRST_MOMENTS, WITH_INERTIA, PayloadWindowModel, payload_config
-from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
-    ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit, event_record)
-from .window import fit_window
+from .. import front_door
 
-__all__ = ["ACCEPTED", "DEFAULT_CHANGE_THRESHOLD", "DEFAULT_PRECISION", "DISCARDED", "FIRST_MOMENTS", "PENDING",
-           "REPLACED", "SETTLING", "WITH_INERTIA", "ChangeDetected", "Estimate", "Event", "ExcitationRecovered",
-           "ExcitationRequest", "OnlineConfig", "OnlineEstimator", "ParameterChange", "PayloadWindowModel",
-           "WindowFit", "WindowModel", "event_record", "fit_window", "joint_window_model", "payload_config",
-           "pendulum_config", "pendulum_window_model"]
+EXPORTS = {
+    "ACCEPTED": ".reports", "ChangeDetected": ".reports", "DEFAULT_CHANGE_THRESHOLD": ".config",
+    "DEFAULT_PRECISION": ".config", "DISCARDED": ".reports", "Estimate": ".reports", "Event": ".reports",
+    "ExcitationRecovered": ".reports", "ExcitationRequest": ".reports", "FIRST_MOMENTS": ".payload",
+    "OnlineConfig": ".config", "OnlineEstimator": ".estimator", "PENDING": ".reports", "ParameterChange": ".reports",
+    "PayloadWindowModel": ".payload", "REPLACED": ".reports", "SETTLING": ".reports", "WITH_INERTIA": ".payload",
+    "WindowFit": ".reports", "WindowModel": ".config", "event_record": ".reports", "fit_window": ".window",
+    "joint_window_model": ".config", "last_link": ".replay", "load_model": ".payload", "on_uniform_grid": ".timebase",
+    "payload_config": ".payload", "payload_inertia": ".payload", "pendulum_config": ".config",
+    "pendulum_window_model": ".config", "physical_payload": ".payload", "prepare": ".window", "replay_bag": ".replay",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

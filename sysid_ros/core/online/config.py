@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
-from ..linear.joint_model import PENDULUM_TERMS, REVOLUTE_TERMS, joint_columns, pendulum_columns
-from ..linear.regression import RowSelection
+from ..linear import PENDULUM_TERMS, REVOLUTE_TERMS, joint_columns, pendulum_columns
+from ..linear import RowSelection
 
 NS = 1_000_000_000
 PerParameter = float | Mapping[str, float]

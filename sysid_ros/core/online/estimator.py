@@ -11,8 +11,8 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..errors import DataError
-from ..signals.arrays import JointSamples
-from ..signals.plausible import MAX_ABS_POSITION, MAX_ABS_RATE
+from ..signals import JointSamples
+from ..signals import MAX_ABS_POSITION, MAX_ABS_RATE
 from .calibration import ScatterCalibration
 from .config import NS, OnlineConfig
 from .detector import Step, scan, stepped

@@ -23,11 +23,11 @@ import mujoco
 import numpy as np
 
 from ..errors import ConfigError, ModelError
-from ..files.models import load_spec
-from ..files.paths import model_path
-from ..identify.problem.arm_models import prepare_urdf_spec
-from ..linear.arm_regressor import ArmRegressor, base_parameters
-from ..linear.regression import RowSelection
+from ..files import load_spec
+from ..files import model_path
+from ..identify import prepare_urdf_spec
+from ..linear import ArmRegressor, base_parameters
+from ..linear import RowSelection
 from .config import OnlineConfig
 
 NS = 1_000_000_000

@@ -11,10 +11,10 @@ import mujoco
 import numpy as np
 import yaml
 
-from ..bags.joint_states import read_joint_states
+from ..bags import read_joint_states
 from ..errors import ConfigError, DataError
-from ..files.writing import replace_file
-from ..signals.arrays import JointSamples
+from ..files import replace_file
+from ..signals import JointSamples
 from .estimator import OnlineEstimator
 from .payload import FIRST_MOMENTS, WITH_INERTIA, load_model, payload_config
 from .reports import Estimate, Event, event_record

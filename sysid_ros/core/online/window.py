@@ -20,8 +20,8 @@ from scipy.ndimage import convolve1d
 from scipy.signal import savgol_coeffs
 
 from ..errors import DataError
-from ..linear.regression import BootstrapSettings, FitThresholds, fit_linear, select_rows, weigh_joints
-from ..signals.derivatives import estimate_position_noise, window_samples
+from ..linear import BootstrapSettings, FitThresholds, fit_linear, select_rows, weigh_joints
+from ..signals import estimate_position_noise, window_samples
 from .config import OnlineConfig, WindowModel
 from .reports import ACCEPTED, DISCARDED, WindowFit
 from .timebase import on_uniform_grid

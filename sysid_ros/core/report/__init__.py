@@ -6,6 +6,16 @@ nothing fetched), used by the identification, tuning, tape and fleet reports.
 - `redraw`: a results folder's report drawn again from the results and bags in it.
 """
 
-from .page import Page, back_to_back, figure, line, mark_windows, thin
+from .. import front_door
+from .redraw import redraw as redraw  # a submodule's name: imported now
 
-__all__ = ["Page", "back_to_back", "figure", "line", "mark_windows", "thin"]
+EXPORTS = {
+    "DATA_FILE": ".identification", "Page": ".page", "Trace": ".identification", "back_to_back": ".page",
+    "figure": ".page", "line": ".page", "mark_windows": ".page", "parameter_table": ".identification",
+    "periodogram": ".identification", "report_page": ".identification", "save_play": ".tuning",
+    "save_report_data": ".identification", "tape_page": ".tape", "thin": ".page", "write_canary_report": ".tuning",
+    "write_tape_page": ".tape", "write_tuning_report": ".tuning",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=('redraw',))

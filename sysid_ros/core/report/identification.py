@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ConfigError, DataError
-from ..files.reading import load_npz, load_yaml
+from ..files import load_npz, load_yaml
 from .page import Page, back_to_back, figure, line, mark_windows
 
 DATA_FILE = "report_data.npz"

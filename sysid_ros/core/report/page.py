@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..files.writing import replace_file
+from ..files import replace_file
 
 MAX_POINTS = 1000
 """Points kept per plotted series (a report plot is ~1000 px wide; stride thinning keeps the shape)."""

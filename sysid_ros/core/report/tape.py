@@ -10,8 +10,8 @@ from typing import Mapping
 import numpy as np
 
 from ..tapes import Tape, probe_times, sample
-from ..tapes.envelope import Envelope
-from ..tuner.plants.arm import inverse_dynamics, nominal_model
+from ..tapes import Envelope
+from ..tuner import inverse_dynamics, nominal_model
 from .page import Page, figure, line
 
 LIMIT = dict(line_color="#d62728", line_dash="dash", line_width=1)

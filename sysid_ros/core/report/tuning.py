@@ -17,9 +17,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..bags import read_joint_states
-from ..bags.write import read_metadata
+from ..bags import read_metadata
 from ..errors import ConfigError, DataError
-from ..files.reading import load_npz, load_yaml
+from ..files import load_npz, load_yaml
 from ..tapes import Tape, sample
 from .page import Page, back_to_back, figure, line, mark_windows
 

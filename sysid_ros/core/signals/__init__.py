@@ -8,10 +8,17 @@
 - `size_bounds`: bounds on sizes derived from input (grid points of a time span), checked before allocating.
 """
 
-from .arrays import JointCommands as JointCommands
-from .arrays import JointSamples as JointSamples
-from .joint_trajectory import Trajectory as Trajectory
-from .plausible import MAX_ABS_POSITION as MAX_ABS_POSITION
-from .plausible import MAX_ABS_RATE as MAX_ABS_RATE
-from .size_bounds import MAX_GRID_POINTS as MAX_GRID_POINTS
-from .size_bounds import grid_points as grid_points
+from .. import front_door
+
+EXPORTS = {
+    "Derivatives": ".derivatives", "JointCommands": ".arrays", "JointSamples": ".arrays",
+    "MAX_ABS_POSITION": ".plausible", "MAX_ABS_RATE": ".plausible", "MAX_GRID_POINTS": ".size_bounds",
+    "Trajectory": ".joint_trajectory", "estimate_position_noise": ".derivatives", "finite_differences": ".derivatives",
+    "grid_points": ".size_bounds", "hold_differences": ".derivatives", "hold_kernel": ".derivatives",
+    "quartic_derivatives": ".derivatives", "same_filter": ".derivatives", "samples_derivatives": ".derivatives",
+    "savgol_derivatives": ".derivatives", "smooth_like_acceleration": ".derivatives", "uniform_dt_s": ".derivatives",
+    "window_samples": ".derivatives",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

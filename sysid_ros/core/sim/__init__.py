@@ -4,10 +4,13 @@
 - `motors`: a joint's motor in a MuJoCo model and the torque-sensor offset it holds (read and written).
 """
 
-from .motors import effort_offset as effort_offset
-from .motors import joint_motor as joint_motor
-from .motors import set_effort_offset as set_effort_offset
-from .robot import Feedback as Feedback
-from .robot import FeedbackNoise as FeedbackNoise
-from .robot import SimRobot as SimRobot
-from .robot import SmoothFriction as SmoothFriction
+from .. import front_door
+
+EXPORTS = {
+    "DriveEncoder": ".robot", "Feedback": ".robot", "FeedbackNoise": ".robot", "SimRobot": ".robot",
+    "SmoothFriction": ".robot", "constant_bias": ".motors", "effort_offset": ".motors", "effort_offsets": ".motors",
+    "joint_motor": ".motors", "load_spec": ".robot", "set_effort_offset": ".motors",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

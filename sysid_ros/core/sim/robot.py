@@ -18,9 +18,9 @@ import mujoco
 import numpy as np
 
 from ..errors import ConfigError, DataError, ModelError
-from ..files.models import load_spec
-from ..gains.pid import GainGuard, PidGains
-from ..signals.joint_trajectory import Trajectory
+from ..files import load_spec
+from ..gains import GainGuard, PidGains
+from ..signals import Trajectory
 from .motors import constant_bias
 
 PHYSICAL_FIELDS = ("damping", "frictionloss", "armature")  # per joint; bodies have `mass`

@@ -16,21 +16,20 @@ says how long the robot will move. `stretched` and `shrunk` ease a tape a joint 
 - `playback`: `Playback`, the command due now and the guard on live feedback, as the recorder plays a tape.
 """
 
-from .ease import shrunk, stretched
-from .envelope import Envelope, check_sample, check_tape
-from .kinds import (BUILDERS, LEAD_S, PLATEAU_FRACTIONS, build, chirp, chirp_top_hz, cycle, dither, fast_moves, jog,
-    multisine, pickplace, plateau_speeds_rad_s, plateaus, steps, sweep)
-from .moves import ACCEL_USE, SPEED_USE, TORQUE_USE, TRAVEL_USE, Room, min_move_time_s, room
-from .playback import Playback, SafetyMargins, envelopes_from_parameters
-from .sets import evaluation, identification, plan_seconds
-from .tape import (KINDS, ChirpCurve, Curve, KnotCurve, SineCurve, Tape, TapeSample, duration_s, probe_times, sample,
-    to_commands)
+from .. import front_door
 
-__all__ = [
-    "ACCEL_USE", "BUILDERS", "KINDS", "LEAD_S", "PLATEAU_FRACTIONS", "SPEED_USE", "TORQUE_USE", "TRAVEL_USE",
-    "ChirpCurve", "Curve", "Envelope", "KnotCurve", "Playback", "Room", "SafetyMargins", "SineCurve", "Tape",
-    "TapeSample", "build", "check_sample", "check_tape", "chirp", "chirp_top_hz", "cycle", "dither", "duration_s",
-    "envelopes_from_parameters", "evaluation", "fast_moves", "identification", "jog", "min_move_time_s", "multisine",
-    "pickplace", "plan_seconds", "plateau_speeds_rad_s", "plateaus", "probe_times", "room", "sample", "shrunk",
-    "steps", "stretched", "sweep", "to_commands",
-]
+EXPORTS = {
+    "ACCEL_USE": ".moves", "BUILDERS": ".kinds", "ChirpCurve": ".tape", "Curve": ".tape", "Envelope": ".envelope",
+    "KINDS": ".tape", "KnotCurve": ".tape", "KnotPath": ".moves", "LEAD_S": ".kinds", "PLATEAU_FRACTIONS": ".kinds",
+    "Playback": ".playback", "Room": ".moves", "SPEED_USE": ".moves", "SafetyMargins": ".playback",
+    "SineCurve": ".tape", "TORQUE_USE": ".moves", "TRAVEL_USE": ".moves", "Tape": ".tape", "TapeSample": ".tape",
+    "build": ".kinds", "check_sample": ".envelope", "check_tape": ".envelope", "chirp": ".kinds",
+    "chirp_top_hz": ".kinds", "cycle": ".kinds", "dither": ".kinds", "duration_s": ".tape",
+    "envelopes_from_parameters": ".playback", "evaluation": ".sets", "fast_moves": ".kinds", "identification": ".sets",
+    "jog": ".kinds", "min_move_time_s": ".moves", "multisine": ".kinds", "pickplace": ".kinds", "plan_seconds": ".sets",
+    "plateau_speeds_rad_s": ".kinds", "plateaus": ".kinds", "probe_times": ".tape", "room": ".moves", "sample": ".tape",
+    "shrunk": ".ease", "steps": ".kinds", "stretched": ".ease", "sweep": ".kinds", "to_commands": ".tape",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())

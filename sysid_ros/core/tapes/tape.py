@@ -19,7 +19,7 @@ import numpy as np
 from scipy.interpolate import PPoly
 
 from ..errors import ConfigError
-from ..signals.arrays import JointCommands
+from ..signals import JointCommands
 
 KINDS = ("multisine", "chirp", "plateaus", "fast_moves", "steps", "pickplace", "cycle", "jog", "sweep", "dither")
 EFFORT_KINDS = ("multisine", "dither")

@@ -16,28 +16,34 @@ deployed joint from its logs and `FineTuneResult.canary` keeps or rolls back.
   stage, play, seconds of motion left, cost so far; the tune action's feedback).
 """
 
-from .stages.analytic import AnalyticStart, analytic_start
-from .whole_arm import ArmResult, ArmRound, JointOutcome, outcome_of, tune_arm
-from .plants.arm import Arm, ArmPlant, JointInArm
-from .plants.at_rest import RestWatch
-from .canary import CanaryVerdict, canary_threshold, judge_canary
-from .fine_tune import FineTuneResult, Log, fine_tune, learn_feedforward
-from .stages.identification import Identification, identify_servo
-from .pipeline import TuneResult, stage_tapes, tune, tuning_plan_seconds
-from .plants.joint import Plant, SimPlant, Telemetry, twin_plant, twin_xml
-from .proposal import gains_from_proposal, proposal, to_yaml
-from .stages.refine import Candidate, RefineResult
-from .scoring import Score, SweepLimits, cost, gate_failures, score
-from .servo import Controller, DriveGains, Goal, Loop, Servo, feedforward_from, gains_for, loop_of, to_pid_gains
-from .stages.sweep import Rung, SweepResult, eased, limits_from, run_sweep
-from .stages.verify import Verified, VerifyResult, verify
+from .. import front_door
+from .fine_tune import fine_tune as fine_tune  # a submodule's name: imported now
+from .proposal import proposal as proposal  # a submodule's name: imported now
 
-__all__ = [
-    "AnalyticStart", "Arm", "ArmPlant", "ArmResult", "ArmRound", "CanaryVerdict", "Candidate", "Controller",
-    "DriveGains", "FineTuneResult", "Goal", "Identification", "JointInArm", "JointOutcome", "Log", "Loop", "Plant",
-    "RefineResult", "RestWatch", "Rung", "Score", "Servo", "SimPlant", "SweepLimits", "SweepResult", "Telemetry", "TuneResult",
-    "Verified", "VerifyResult", "analytic_start", "canary_threshold", "cost", "eased", "feedforward_from",
-    "fine_tune", "gains_for", "gains_from_proposal", "gate_failures", "identify_servo", "judge_canary",
-    "learn_feedforward", "limits_from", "loop_of", "outcome_of", "proposal", "run_sweep", "score", "stage_tapes",
-    "to_pid_gains", "to_yaml", "tune", "tune_arm", "tuning_plan_seconds", "twin_plant", "twin_xml", "verify",
-]
+EXPORTS = {
+    "AnalyticStart": ".stages.analytic", "Arm": ".plants.arm", "ArmPlant": ".plants.arm", "ArmResult": ".whole_arm",
+    "ArmRound": ".whole_arm", "BOX_TERMS_WITH_ARM_MODEL": ".plants.arm", "CanaryVerdict": ".canary",
+    "Candidate": ".stages.refine", "Controller": ".servo", "DriveGains": ".servo", "FineTuneResult": ".fine_tune",
+    "GainProposal": ".proposal", "Goal": ".servo", "HOLD_S": ".plants.at_rest",
+    "Identification": ".stages.identification", "JointInArm": ".plants.arm", "JointOutcome": ".whole_arm",
+    "Log": ".fine_tune", "Loop": ".servo", "MAX_ROUNDS": ".whole_arm", "Plant": ".plants.joint",
+    "RefineResult": ".stages.refine", "RestWatch": ".plants.at_rest", "Rung": ".stages.sweep",
+    "SPEED_FRAC": ".plants.at_rest", "Score": ".scoring", "Servo": ".servo", "SimPlant": ".plants.joint",
+    "SweepLimits": ".scoring", "SweepResult": ".stages.sweep", "TUNED_GAINS": ".proposal", "Telemetry": ".plants.joint",
+    "TuneProgress": ".progress", "TuneResult": ".pipeline", "Verified": ".stages.verify",
+    "VerifyResult": ".stages.verify", "analytic_start": ".stages.analytic", "arm_check_tapes": ".whole_arm",
+    "canary_threshold": ".canary", "cost": ".scoring", "eased": ".stages.sweep", "feedforward_from": ".servo",
+    "fit_model": ".stages.identification", "from_arm": ".proposal", "from_tune": ".proposal",
+    "gain_parameters": ".proposal", "gains_for": ".servo", "gains_from_proposal": ".proposal",
+    "gate_failures": ".scoring", "honours_feedforward": ".feedforward_check",
+    "identify_servo": ".stages.identification", "inverse_dynamics": ".plants.arm", "judge_canary": ".canary",
+    "learn_feedforward": ".fine_tune", "limits_from": ".stages.sweep", "load_proposal": ".proposal",
+    "loop_of": ".servo", "nominal_model": ".plants.arm", "outcome_of": ".whole_arm", "proposal_target": ".proposal",
+    "proven_parameters": ".proposal", "run_sweep": ".stages.sweep", "sag_floor_kp": ".stages.identification",
+    "score": ".scoring", "stage_tapes": ".pipeline", "to_pid_gains": ".servo", "to_yaml": ".proposal",
+    "tune": ".pipeline", "tune_arm": ".whole_arm", "tuning_plan_seconds": ".pipeline", "twin_plant": ".plants.joint",
+    "twin_xml": ".plants.joint", "verify": ".stages.verify",
+}
+"""Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
+
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=('fine_tune', 'proposal',))

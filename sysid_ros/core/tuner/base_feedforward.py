@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 from ..errors import ModelError
-from ..linear.joint_model import JointModel
+from ..linear import JointModel
 from ..tapes import Tape
 from .plants.joint import Plant, Telemetry
 from .servo import Controller

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DataError
-from ..linear.joint_model import ALL_TERMS, REVOLUTE_TERMS, JointModel, joint_columns
-from ..signals.derivatives import quartic_derivatives
+from ..linear import ALL_TERMS, REVOLUTE_TERMS, JointModel, joint_columns
+from ..signals import quartic_derivatives
 from ..tapes import Tape
 from .canary import CanaryVerdict, judge_canary
 from .stages.identification import fit_model

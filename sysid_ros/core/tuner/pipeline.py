@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from functools import partial
 from dataclasses import dataclass
 
-from ..linear.joint_model import JointModel
+from ..linear import JointModel
 from ..tapes import Tape, chirp, evaluation, identification, steps
 from ..tapes import plan_seconds as tape_seconds
 from .base_feedforward import WithBase

@@ -17,10 +17,10 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from ..files.reading import load_yaml
-from ..gains.controller_styles import ControllerStyle, get_style
-from ..gains.pid import parameter_name, split_parameter_name
-from ..linear.joint_model import ALL_TERMS, REVOLUTE_TERMS, JointModel
+from ..files import load_yaml
+from ..gains import ControllerStyle, get_style
+from ..gains import parameter_name, split_parameter_name
+from ..linear import ALL_TERMS, REVOLUTE_TERMS, JointModel
 from ..tapes import Tape
 from .whole_arm import ArmResult
 from .pipeline import TuneResult

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DataError
-from ..signals.derivatives import estimate_position_noise
+from ..signals import estimate_position_noise
 from .plants.joint import Telemetry
 
 MIN_STOP_S = 0.2

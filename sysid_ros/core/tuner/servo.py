@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import ConfigError, GainsError
-from ..gains.pid import PidGains, gain_refusal
-from ..linear.joint_model import ALL_TERMS, JointModel
-from ..tapes.envelope import Envelope
+from ..gains import PidGains, gain_refusal
+from ..linear import ALL_TERMS, JointModel
+from ..tapes import Envelope
 
 FEEDFORWARD_TERMS = ALL_TERMS  # a host feed-forward is a JointModel evaluated on the reference
 

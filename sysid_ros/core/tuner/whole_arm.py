@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError
-from ..linear.joint_model import JointModel
+from ..linear import JointModel
 from ..tapes import Tape, duration_s, pickplace, sample, stretched
 from .plants.arm import Arm
 from .pipeline import TuneResult, tune

@@ -32,8 +32,8 @@ import numpy as np
 from mujoco import sysid
 
 from ...errors import DataError
-from ...signals.arrays import JointSamples
-from ...signals.derivatives import estimate_position_noise
+from ...signals import JointSamples
+from ...signals import estimate_position_noise
 from ..rollout import sequences as sd
 
 

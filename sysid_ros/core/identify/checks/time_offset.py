@@ -21,7 +21,7 @@ import numpy as np
 from mujoco import sysid
 
 from ...errors import SysidRosError
-from ...signals.arrays import JointCommands, JointSamples
+from ...signals import JointCommands, JointSamples
 from ..rollout import sequences as sd
 from .start_noise import segment_rows
 

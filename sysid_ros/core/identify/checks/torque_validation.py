@@ -20,10 +20,10 @@ from typing import Any, Sequence
 import mujoco
 import numpy as np
 
-from ...linear.arm_friction import ArmFrictionFit, concatenate, coulomb_columns, fit_arm_friction
-from ...linear.arm_regressor import JOINT_TERMS, ArmRegressor
-from ...signals.arrays import JointCommands, JointSamples
-from ...signals.derivatives import Derivatives, savgol_derivatives, smooth_like_acceleration
+from ...linear import ArmFrictionFit, concatenate, coulomb_columns, fit_arm_friction
+from ...linear import JOINT_TERMS, ArmRegressor
+from ...signals import JointCommands, JointSamples
+from ...signals import Derivatives, savgol_derivatives, smooth_like_acceleration
 from ..rollout import sequences as sd
 
 FRICTIONLOSS_BAND_RAD_S = 0.01

@@ -15,7 +15,7 @@ from mujoco import sysid
 from ...errors import ConfigError, ModelError
 from ..problem.arm_models import with_full_inertia_text
 from ..problem.parameters import SIGNAL_KINDS
-from ...sim.motors import joint_motor
+from ...sim import joint_motor
 from ..problem.spec_values import full_precision, has_full_inertia, inertia_tensor, joint_value
 from ..problem.file import ParameterSpec
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import yaml
 from mujoco import sysid
 
-from ...files.outputs import staged
-from ...files.paths import model_path
-from ...report.identification import DATA_FILE, report_page, save_report_data
+from ...files import staged
+from ...files import model_path
+from ...report import DATA_FILE, report_page, save_report_data
 from .export import identified_urdf, identified_values, identified_xml
 from ..problem.file import Problem
 from ..rollout.quiet import quiet_output

@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 
 from ...errors import ConfigError, ModelError
-from ...linear.arm_regressor import ArmRegressor, structural_base_parameters
+from ...linear import ArmRegressor, structural_base_parameters
 from .inertia import tensor_entries
 from .spec_values import full_precision, has_full_inertia, inertia_tensor
 

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from ...files.reading import load_yaml
-from ...files.schema import (REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text,
-    check)
+from ...files import load_yaml
+from ...files import REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text, check
 
 PARAMETER_KINDS = ("body_mass", "body_mass_com", "body_inertia", "joint_damping", "joint_frictionloss",
                    "joint_armature", "joint_effort_offset", "actuator_gain", "signal_delay", "signal_gain",

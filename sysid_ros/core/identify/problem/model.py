@@ -11,9 +11,9 @@ import mujoco
 import numpy as np
 
 from ...errors import ConfigError, ModelError
-from ...files.models import load_spec
-from ...files.paths import model_path
-from ...sim.motors import joint_motor
+from ...files import load_spec
+from ...files import model_path
+from ...sim import joint_motor
 from .arm_models import explicit_inertials, prepare_urdf_spec
 from .inertia import from_physical
 from .file import VALUE_WIDTH, ParameterSpec, Problem

@@ -14,7 +14,7 @@ from collections import OrderedDict
 import mujoco
 
 from ...errors import ConfigError
-from ...files.paths import model_path
+from ...files import model_path
 from .file import Problem
 from .model import problem_spec
 

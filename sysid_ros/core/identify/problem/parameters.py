@@ -18,7 +18,7 @@ import numpy as np
 from mujoco import sysid
 
 from ...errors import ConfigError
-from ...sim.motors import constant_bias, joint_motor, set_effort_offset
+from ...sim import constant_bias, joint_motor, set_effort_offset
 from . import inertia
 from .file import VALUE_WIDTH, ParameterSpec
 from .spec_values import has_full_inertia

@@ -34,7 +34,7 @@ import numpy as np
 from ...errors import ConfigError
 from .inertia import com_half_width
 from .file import Problem
-from ...sim.motors import joint_motor
+from ...sim import joint_motor
 from .spec_values import inertia_tensor, model_value
 
 MASS_RANGE = (0.5, 2.0)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
-from ...sim.motors import effort_offset
+from ...sim import effort_offset
 from .inertia import tensor_entries
 from .file import ParameterSpec
 

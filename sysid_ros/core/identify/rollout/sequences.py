@@ -24,9 +24,9 @@ from mujoco import sysid
 from scipy.signal import savgol_filter
 
 from ...errors import ConfigError, DataError
-from ...signals.arrays import JointCommands, JointSamples
-from ...signals.size_bounds import grid_points
-from ...sim.motors import constant_bias
+from ...signals import JointCommands, JointSamples
+from ...signals import grid_points
+from ...sim import constant_bias
 
 STATE_FIELDS = {"position": "qpos", "velocity": "qvel"}
 

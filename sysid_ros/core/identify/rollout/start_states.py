@@ -22,8 +22,8 @@ import numpy as np
 from scipy.signal import savgol_coeffs, savgol_filter
 
 from ...errors import DataError
-from ...signals.arrays import JointSamples
-from ...signals.derivatives import estimate_position_noise
+from ...signals import JointSamples
+from ...signals import estimate_position_noise
 
 WINDOW = 7  # samples of the local quadratic fit when positions are smoothed
 QUIET_RAD = 1e-6  # position noise below this (a microradian) is not smoothed

@@ -10,10 +10,10 @@ import mujoco
 import numpy as np
 
 from ...bags import read_recording
-from ...bags.arrays_io import load_npz
-from ...bags.logger_clock import regularize
+from ...bags import load_npz
+from ...bags import regularize
 from ...errors import BagError, ConfigError, DataError
-from ...signals.arrays import JointCommands, JointSamples
+from ...signals import JointCommands, JointSamples
 from ..rollout import sequences as sd
 from ..problem.model_cache import compiled_model
 from ..problem.plausibility import physical_bounds

@@ -25,11 +25,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from ...linear.arm_friction import coulomb_columns
-from ...linear.arm_regressor import INERTIAL_NAMES, JOINT_TERMS, ArmRegressor
-from ...linear.regression import weigh_joints
-from ...signals.derivatives import Derivatives
-from ...sim.motors import joint_motor, set_effort_offset
+from ...linear import coulomb_columns
+from ...linear import INERTIAL_NAMES, JOINT_TERMS, ArmRegressor
+from ...linear import weigh_joints
+from ...signals import Derivatives
+from ...sim import joint_motor, set_effort_offset
 from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, held_out_split, torque_records, torque_validation
 from ..rollout import sequences as sd
 from ..problem.inertia import tensor_entries

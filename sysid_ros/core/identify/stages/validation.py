@@ -16,7 +16,7 @@ import numpy as np
 from mujoco import sysid
 
 from ...errors import SysidRosError
-from ...report.identification import Trace
+from ...report import Trace
 from ..rollout import sequences as sd
 from .load import Loaded
 from .intervals import Spread

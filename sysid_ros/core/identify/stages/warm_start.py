@@ -12,10 +12,10 @@ import numpy as np
 from mujoco import sysid
 
 from ...errors import ModelError, SysidRosError
-from ...linear.arm_regressor import ArmRegressor
-from ...linear.joint_model import fit_pendulum
-from ...signals.arrays import JointCommands, JointSamples
-from ...signals.derivatives import savgol_derivatives
+from ...linear import ArmRegressor
+from ...linear import fit_pendulum
+from ...signals import JointCommands, JointSamples
+from ...signals import savgol_derivatives
 from ..rollout import sequences as sd
 from .load import Loaded
 from ..problem.parameters import build_parameters

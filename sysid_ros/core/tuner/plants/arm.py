@@ -17,12 +17,12 @@ import mujoco
 import numpy as np
 
 from ...errors import ConfigError
-from ...linear.joint_model import JointModel
-from ...signals.joint_trajectory import Trajectory
-from ...files.models import load_spec
-from ...sim.robot import DriveEncoder, SimRobot
+from ...linear import JointModel
+from ...signals import Trajectory
+from ...files import load_spec
+from ...sim import DriveEncoder, SimRobot
 from ...tapes import Tape, duration_s, sample
-from ...tapes.envelope import Envelope
+from ...tapes import Envelope
 from ..base_feedforward import joint_base_feedforward
 from .joint import Telemetry, play_checked
 from ..servo import Controller, to_pid_gains

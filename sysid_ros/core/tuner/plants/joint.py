@@ -19,11 +19,11 @@ from typing import Protocol
 import numpy as np
 
 from ...errors import ConfigError
-from ...linear.joint_model import JointModel
-from ...signals.joint_trajectory import Trajectory
-from ...sim.robot import DriveEncoder, Feedback, SimRobot
+from ...linear import JointModel
+from ...signals import Trajectory
+from ...sim import DriveEncoder, Feedback, SimRobot
 from ...tapes import Tape, duration_s, sample
-from ...tapes.envelope import Envelope, check_sample
+from ...tapes import Envelope, check_sample
 from ..servo import Controller, to_pid_gains
 
 TRAVEL_MARGIN_FRAC = 0.1  # a play aborts past travel + 10 % of travel, or 1.5x top speed

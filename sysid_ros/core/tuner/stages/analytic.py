@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from ...errors import ConfigError
-from ...linear.joint_model import JointModel
+from ...linear import JointModel
 from ..servo import Controller, Servo, feedforward_from, gains_for
 
 

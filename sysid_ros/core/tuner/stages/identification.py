@@ -20,9 +20,9 @@ import numpy as np
 from scipy.signal import savgol_filter
 
 from ...errors import DataError
-from ...linear.joint_model import REVOLUTE_TERMS, JointModel, fit_joint_model, joint_columns
-from ...linear.regression import BootstrapSettings, FitThresholds, RowSelection, select_rows
-from ...signals.derivatives import Derivatives, quartic_derivatives
+from ...linear import REVOLUTE_TERMS, JointModel, fit_joint_model, joint_columns
+from ...linear import BootstrapSettings, FitThresholds, RowSelection, select_rows
+from ...signals import Derivatives, quartic_derivatives
 from ...tapes import Tape, chirp, identification
 from ..plants.joint import Plant, Telemetry
 from ..servo import Controller, DriveGains, Servo, loop_of

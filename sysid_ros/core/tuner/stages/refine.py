@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ...linear.joint_model import JointModel
+from ...linear import JointModel
 from ...tapes import Tape
 from ..plants.joint import Plant
 from ..scoring import Score, SweepLimits, cost, gate_failures, score

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...linear.joint_model import JointModel
+from ...linear import JointModel
 from ...tapes import KnotCurve, Tape, probe_times, sample, shrunk, stretched
 from ..plants.joint import Plant
 from ..scoring import Score, SweepLimits, score

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...linear.joint_model import JointModel
+from ...linear import JointModel
 from ...tapes import Tape
 from ..plants.joint import Plant
 from .refine import ceiling_gate_wn, evaluate
