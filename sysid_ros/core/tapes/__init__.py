@@ -11,6 +11,8 @@ says how long the robot will move. `stretched` and `shrunk` ease a tape a joint 
 - `kinds`: a builder per kind of tape (chirp, multisine, steps, sweep, plateaus, pick-and-place, ...).
 - `moves`: the room a joint has to move in, and `KnotPath`, synchronised knot curves for several joints.
 - `sets`: the tape sets a servo is identified, swept and evaluated on; `plan_seconds`.
+- `optimal`: the `optimal` kind: a periodic Fourier-series motion designed for a model's base regressor.
+- `plan`: what a position tape will tell a whole arm's identification (`ExcitationPlan`), before anything moves.
 - `ease`: a tape stretched or shrunk for a joint that cannot follow it.
 - `envelope`: a joint's safety `Envelope`; `check_tape` (before anything moves) and `check_sample` (live).
 - `playback`: `Playback`, the command due now and the guard on live feedback, as the recorder plays a tape.
@@ -20,17 +22,19 @@ from .ease import shrunk, stretched
 from .envelope import Envelope, check_sample, check_tape
 from .kinds import (BUILDERS, LEAD_S, PLATEAU_FRACTIONS, build, chirp, chirp_top_hz, cycle, dither, fast_moves, jog,
     multisine, pickplace, plateau_speeds_rad_s, plateaus, steps, sweep)
+from .optimal import Design, optimal
+from .plan import ExcitationPlan, plan
 from .moves import ACCEL_USE, SPEED_USE, TORQUE_USE, TRAVEL_USE, Room, min_move_time_s, room
 from .playback import Playback, SafetyMargins, envelopes_from_parameters
 from .sets import evaluation, identification, plan_seconds
-from .tape import (KINDS, ChirpCurve, Curve, KnotCurve, SineCurve, Tape, TapeSample, duration_s, probe_times, sample,
+from .tape import (KINDS, ChirpCurve, Curve, FourierCurve, KnotCurve, SineCurve, Tape, TapeSample, duration_s, probe_times, sample,
     to_commands)
 
 __all__ = [
     "ACCEL_USE", "BUILDERS", "KINDS", "LEAD_S", "PLATEAU_FRACTIONS", "SPEED_USE", "TORQUE_USE", "TRAVEL_USE",
-    "ChirpCurve", "Curve", "Envelope", "KnotCurve", "Playback", "Room", "SafetyMargins", "SineCurve", "Tape",
+    "ChirpCurve", "Curve", "Design", "Envelope", "ExcitationPlan", "FourierCurve", "KnotCurve", "Playback", "Room", "SafetyMargins", "SineCurve", "Tape",
     "TapeSample", "build", "check_sample", "check_tape", "chirp", "chirp_top_hz", "cycle", "dither", "duration_s",
     "envelopes_from_parameters", "evaluation", "fast_moves", "identification", "jog", "min_move_time_s", "multisine",
-    "pickplace", "plan_seconds", "plateau_speeds_rad_s", "plateaus", "probe_times", "room", "sample", "shrunk",
+    "optimal", "pickplace", "plan", "plan_seconds", "plateau_speeds_rad_s", "plateaus", "probe_times", "room", "sample", "shrunk",
     "steps", "stretched", "sweep", "to_commands",
 ]
