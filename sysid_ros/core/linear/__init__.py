@@ -12,13 +12,13 @@ from .arm_friction import fit_arm_friction as fit_arm_friction
 from .arm_regressor import ArmFit as ArmFit
 from .arm_regressor import ArmRegressor as ArmRegressor
 from .arm_regressor import fit_arm as fit_arm
-from .periodic import PeriodicRecord as PeriodicRecord
-from .periodic import periodic_record as periodic_record
 from .joint_model import JointFit as JointFit
 from .joint_model import JointModel as JointModel
 from .joint_model import PendulumModel as PendulumModel
 from .joint_model import fit_joint_model as fit_joint_model
 from .joint_model import fit_pendulum as fit_pendulum
+from .periodic import PeriodicRecord as PeriodicRecord
+from .periodic import periodic_record as periodic_record
 from .regression import BootstrapSettings as BootstrapSettings
 from .regression import FitThresholds as FitThresholds
 from .regression import LinearFit as LinearFit

@@ -49,13 +49,13 @@ def _spread(segments: np.ndarray) -> np.ndarray:
 
 
 def periodic_record(time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, start_ns: int, period_s: float,
-                    periods: int, keep_hz: float, hold_s: float = 0.0) -> PeriodicRecord:
+                    periods: int, keep_hz: float, settle_s: float = 0.0) -> PeriodicRecord:
     """Average `periods` periods of `period_s` from the sample nearest `start_ns`; derivatives up to `keep_hz`.
 
     `time_ns` (N,) uniform; `q`, `tau` (N, J). A period must be a whole number of samples (within 1e-6).
-    `hold_s`: each torque sample is what the drive applies for that long after its stamp (a zero-order hold, as
-    SimRobot reports it: one command period); the averaged torque is then delayed by hold_s / 2 (exactly, in the
-    frequency domain: an all-pass, so its noise stays white) to line up with the positions' instants.
+    `settle_s`: the first period's first settle_s seconds are left out of the average (the drives' transient from
+    holding the start pose to the periodic motion: a P drive that sags under gravity at rest takes ~1 s), so the
+    average is periodic across its wrap-around; those samples average the other periods only.
     """
     times = np.asarray(time_ns, dtype=np.int64)
     q, tau = np.asarray(q, dtype=float), np.asarray(tau, dtype=float)
@@ -65,10 +65,10 @@ def periodic_record(time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, start_n
         raise DataError(f"periods must be a whole number >= 1, got {periods!r}")
     if not (math.isfinite(period_s) and period_s > 0 and math.isfinite(keep_hz) and keep_hz > 0):
         raise DataError(f"period_s and keep_hz must be positive, got {period_s}, {keep_hz}")
-    if not (math.isfinite(hold_s) and hold_s >= 0):
-        raise DataError(f"hold_s must be finite and >= 0, got {hold_s}")
+    if not (math.isfinite(settle_s) and 0 <= settle_s < period_s) or (settle_s > 0 and periods < 2):
+        raise DataError(f"settle_s must be in [0, period_s) and needs two periods or more, got {settle_s}")
     dt = uniform_dt_s(times)
-    m = int(round(period_s / dt))
+    m = round(period_s / dt)
     if m < 8 or abs(m * dt - period_s) > 1e-6 * period_s:
         raise DataError(f"a period of {period_s} s is not a whole number of {dt * 1e3:.6g} ms samples")
     first = int(np.argmin(np.abs(times - int(start_ns))))
@@ -79,7 +79,9 @@ def periodic_record(time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, start_n
     q_seg, tau_seg = (a[window].reshape(periods, m, -1) for a in (q, tau))
     if not (np.isfinite(q_seg).all() and np.isfinite(tau_seg).all()):
         raise DataError("the periods hold non-finite positions or torques")
-    q_avg, tau_avg = q_seg.mean(axis=0), tau_seg.mean(axis=0)
+    use = np.ones((periods, m, 1))
+    use[0, :round(settle_s / dt)] = 0.0
+    q_avg, tau_avg = (np.sum(seg * use, axis=0) / np.sum(use, axis=0) for seg in (q_seg, tau_seg))
     k = np.arange(m // 2 + 1)
     keep = (k / period_s <= keep_hz) & (2 * k != m)  # the Nyquist bin has no derivative of its own
     omega = 2 * math.pi * k / period_s
@@ -87,11 +89,10 @@ def periodic_record(time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, start_n
     qf = np.fft.irfft(spectrum, n=m, axis=0)
     qd = np.fft.irfft(1j * omega[:, None] * spectrum, n=m, axis=0)
     qdd = np.fft.irfft(-(omega[:, None] ** 2) * spectrum, n=m, axis=0)
-    if hold_s > 0:
-        tau_avg = np.fft.irfft(np.fft.rfft(tau_avg, axis=0) * np.exp(-0.5j * omega * hold_s)[:, None], n=m, axis=0)
     kept = keep & (k > 0)
     deriv = Derivatives(qf, qd, qdd, np.ones(qf.shape, dtype=bool), dt, PERIODIC, 1, 0,
                         float(np.sqrt(2.0 / m * np.sum(omega[kept] ** 2))),
                         float(np.sqrt(2.0 / m * np.sum(omega[kept] ** 4))))
-    return PeriodicRecord(deriv, tau_avg, int(periods), float(period_s), float(keep_hz), _spread(q_seg),
-                          _spread(tau_seg))
+    later = slice(round(settle_s / dt), None)  # the spread where every period counts
+    return PeriodicRecord(deriv, tau_avg, int(periods), float(period_s), float(keep_hz), _spread(q_seg[:, later]),
+                          _spread(tau_seg[:, later]))

@@ -22,19 +22,19 @@ from .ease import shrunk, stretched
 from .envelope import Envelope, check_sample, check_tape
 from .kinds import (BUILDERS, LEAD_S, PLATEAU_FRACTIONS, build, chirp, chirp_top_hz, cycle, dither, fast_moves, jog,
     multisine, pickplace, plateau_speeds_rad_s, plateaus, steps, sweep)
+from .moves import ACCEL_USE, SPEED_USE, TORQUE_USE, TRAVEL_USE, Room, min_move_time_s, room
 from .optimal import Design, optimal
 from .plan import ExcitationPlan, plan
-from .moves import ACCEL_USE, SPEED_USE, TORQUE_USE, TRAVEL_USE, Room, min_move_time_s, room
 from .playback import Playback, SafetyMargins, envelopes_from_parameters
 from .sets import evaluation, identification, plan_seconds
-from .tape import (KINDS, ChirpCurve, Curve, FourierCurve, KnotCurve, SineCurve, Tape, TapeSample, duration_s, probe_times, sample,
-    to_commands)
+from .tape import (KINDS, MODEL_KINDS, ChirpCurve, Curve, FourierCurve, KnotCurve, SineCurve, Tape, TapeSample, duration_s,
+                   probe_times, sample, to_commands)
 
 __all__ = [
-    "ACCEL_USE", "BUILDERS", "KINDS", "LEAD_S", "PLATEAU_FRACTIONS", "SPEED_USE", "TORQUE_USE", "TRAVEL_USE",
-    "ChirpCurve", "Curve", "Design", "Envelope", "ExcitationPlan", "FourierCurve", "KnotCurve", "Playback", "Room", "SafetyMargins", "SineCurve", "Tape",
-    "TapeSample", "build", "check_sample", "check_tape", "chirp", "chirp_top_hz", "cycle", "dither", "duration_s",
+    "ACCEL_USE", "BUILDERS", "KINDS", "LEAD_S", "MODEL_KINDS", "PLATEAU_FRACTIONS", "SPEED_USE", "TORQUE_USE", "TRAVEL_USE",
+    "ChirpCurve", "Curve", "Design", "Envelope", "ExcitationPlan", "FourierCurve", "KnotCurve", "Playback", "Room",
+    "SafetyMargins", "SineCurve", "Tape", "TapeSample", "build", "check_sample", "check_tape", "chirp", "chirp_top_hz", "cycle", "dither", "duration_s",
     "envelopes_from_parameters", "evaluation", "fast_moves", "identification", "jog", "min_move_time_s", "multisine",
-    "optimal", "pickplace", "plan", "plan_seconds", "plateau_speeds_rad_s", "plateaus", "probe_times", "room", "sample", "shrunk",
-    "steps", "stretched", "sweep", "to_commands",
+    "optimal", "pickplace", "plan", "plan_seconds", "plateau_speeds_rad_s", "plateaus", "probe_times", "room",
+    "sample", "shrunk", "steps", "stretched", "sweep", "to_commands",
 ]

@@ -29,6 +29,7 @@ from .envelope import Envelope
 from .tape import FourierCurve, Tape, duration_s, sample
 
 Z95 = 1.959963984540054
+KEPT_ROWS = RowSelection()  # the rows `fit_arm` keeps by default
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,11 +139,11 @@ class ExcitationPlan:
 
     def summary(self) -> list[str]:
         """The plan as lines of text."""
-        lines = [f"tape {self.tape_name}: {self.motion_s:.2f} s of motion ({self.periods} period(s)), "
-                 f"{len(self.base_names)} base parameters, condition number {self.condition_number:.3g}",
-                 f"predicted 95 % half-widths for {np.max(self.torque_noise_nm):.3g} N m torque noise at "
-                 f"{self.sample_rate_hz:g} Hz: median {np.median(self.half_width_95):.3g}, "
-                 f"median relative {np.median(self.relative_half_width):.3g}"]
+        lines = [(f"tape {self.tape_name}: {self.motion_s:.2f} s of motion ({self.periods} period(s)), "
+                  f"{len(self.base_names)} base parameters, condition number {self.condition_number:.3g}"),
+                 (f"predicted 95 % half-widths for {np.max(self.torque_noise_nm):.3g} N m torque noise at "
+                  f"{self.sample_rate_hz:g} Hz: median {np.median(self.half_width_95):.3g}, "
+                  f"median relative {np.median(self.relative_half_width):.3g}")]
         for joint, m in self.margins.items():
             lines.append(f"  {joint}: margins " + ", ".join(f"{k} {v:.0%}" for k, v in m.items()))
         lines.append(f"self-collision ({self.geoms} geoms): " + ("; ".join(self.collisions) or "clear"))
@@ -150,7 +151,7 @@ class ExcitationPlan:
 
 
 def plan(tape: Tape, envelopes: Mapping[str, Envelope], model: str | Path, *, torque_noise_nm: float | np.ndarray = 0.1,
-         sample_rate_hz: float | None = None, selection: RowSelection = RowSelection(), clearance_m: float = 0.01,
+         sample_rate_hz: float | None = None, selection: RowSelection = KEPT_ROWS, clearance_m: float = 0.01,
          am: ArmModel | None = None) -> ExcitationPlan:
     """The tape's `ExcitationPlan` for `model` (a position tape over every joint of the arm)."""
     if tape.interface != "position":
@@ -163,7 +164,7 @@ def plan(tape: Tape, envelopes: Mapping[str, Envelope], model: str | Path, *, to
     if not (np.all(np.isfinite(sigma)) and np.all(sigma > 0)):
         raise ConfigError(f"torque_noise_nm must be positive, got {torque_noise_nm}", tape=tape.name)
     start, period, periods = periods_of(tape)
-    t = start + np.arange(max(int(round(period * rate)), 2)) / rate
+    t = start + np.arange(max(round(period * rate), 2)) / rate
     got = sample(tape, t)
     w, torque = am.rows(got.position, got.velocity, got.acceleration)
     keep = np.abs(got.velocity) >= max(selection.slow_speed_rad_s, selection.moving_speed_rad_s)

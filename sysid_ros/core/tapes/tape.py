@@ -25,6 +25,7 @@ from ..signals.arrays import JointCommands
 KINDS = ("multisine", "chirp", "plateaus", "fast_moves", "steps", "pickplace", "cycle", "jog", "sweep", "dither",
          "optimal")
 EFFORT_KINDS = ("multisine", "dither")
+MODEL_KINDS = ("optimal",)  # designed for a robot model: their builders need `model=`
 INTERFACES = ("position", "effort")
 FORMAT_VERSION = 1
 
