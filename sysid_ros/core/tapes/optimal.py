@@ -166,7 +166,7 @@ class _Problem:
         return sines * f[:, None], cosines * f[:, None]
 
     def torque_ratio(self, sines: np.ndarray, cosines: np.ndarray) -> float:
-        """Peak |model torque| / TORQUE_USE x limit over one period (5 points per ms of the top harmonic's cycle)."""
+        """Peak |model torque| / (TORQUE_USE x limit) over one period, 40 points per cycle of the top harmonic."""
         tau = np.linspace(0.0, 1.0 / self.design.base_hz, 40 * self.design.harmonics + 1)
         _, torque = self.regressor(*self.motion(sines, cosines, tau))
         return float(np.max(np.abs(torque) / self.torque))
