@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
 from sysid_ros.ros.processes import isolate_ros_environment
 
 DOMAIN_ID = isolate_ros_environment()  # before any test initializes rclpy
+_CACHE = tempfile.TemporaryDirectory(prefix="sysid_ros_test_cache_")
+os.environ["XDG_CACHE_HOME"] = _CACHE.name  # designed tapes are cached here, not in the user's ~/.cache
 os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "1")
 
 

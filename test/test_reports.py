@@ -70,7 +70,8 @@ def test_tape_plot_draws_position_velocity_acceleration_and_torque_against_the_e
     done = _cli("tapes", "plot", "--tape", "steps", "--out", str(out))  # config/tape_recorder.yaml: the pendulum
     assert done.returncode == 0 and done.stdout.strip() == str(out), done.stderr
     page = out.read_text()
-    check_offline_page(out, 4)  # position, velocity, acceleration, torque the nominal pendulum needs
+    check_offline_page(out, 5)  # the plan's predicted intervals; position, velocity, acceleration, torque the
+    # nominal pendulum needs
     again = _cli("tapes", "plot", "--tape", "multisine", "--out", str(out))
     assert again.returncode == 2 and "not overwritten" in again.stderr and out.read_text() == page
     # the envelope's limits as dashed lines: travel +-0.4 rad, speed +-2 rad/s, torque +-3 N m (no acceleration

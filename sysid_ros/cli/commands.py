@@ -184,6 +184,8 @@ def _tapes_plot(args: argparse.Namespace) -> int:
         if kind in tapes.tape.EFFORT_KINDS:
             stream = params.get("command_mode", "stream") == "stream"
             options["interface"] = params.get("forward_interface", "position") if stream else "position"
+        if kind in tapes.MODEL_KINDS:
+            options["model"] = params.get("model") or ""
         seed = args.seed if args.seed is not None else int(params.get("tape.seed", 0))
         tape = tapes.build(kind, envelopes, float(params.get("command_rate_hz", 500.0)), seed, **options)
     missing = [j for j in tape.joints if j not in envelopes]

@@ -58,6 +58,7 @@ JOINT_STATE = "sensor_msgs/msg/JointState"
 MAX_BATCH = 1000  # queued feedback samples taken in one callback
 FEEDBACK_S = 1.0  # the record action's feedback period
 FEEDBACK_WAIT_S = 30.0  # how long the record action waits for the robot's first fresh feedback
+MODEL_START_RAD = 0.01  # how close to the envelope origins a robot must be to play a tape designed for its model
 TRAJECTORY_POINTS_HZ = 100.0  # waypoint rate of a tape sent to a trajectory controller (cubic between them)
 
 PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_specs)
@@ -88,7 +89,7 @@ PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_spe
     Spec("output_dir", "bags", "where bags are written (one folder per play; relative: under "
                                "$ROS_HOME/sysid_ros/<namespace>/)"),
     Spec("storage", "mcap", "mcap (survives a crash: sysid-ros bag repair) or sqlite3", choices=("mcap", "sqlite3")),
-    Spec("model", "", "robot model reference recorded with the bag"),
+    Spec("model", "", "robot model reference recorded with the bag (and the model tape.kind optimal is designed for)"),
     ROBOT,
 )
 
@@ -234,6 +235,13 @@ class TapeRecorderNode(LifecycleNode):
             options = {"start": start}
             if kind in tapes.tape.EFFORT_KINDS:
                 options["interface"] = c["forward_interface"] if c["command_mode"] == "stream" else "position"
+            if kind in tapes.MODEL_KINDS:  # designed for the model from the envelopes' origins, so its cache (filled
+                # by `sysid-ros tapes plot`) serves every play; a robot away from there is refused, not stepped
+                far = sorted(j for j, p in start.items() if abs(p - c["envelopes"][j].origin_rad) > MODEL_START_RAD)
+                if far:
+                    raise ValueError(f"a {kind} tape starts at the envelope origins: move {far} there first "
+                                     f"(within {MODEL_START_RAD} rad)")
+                options = {"model": c["model"]}
             tape = tapes.build(kind, c["envelopes"], c["command_rate_hz"], int(self.get_parameter("tape.seed").value),
                                **options)
         if tape.interface == "effort" and (c["command_mode"] != "stream" or c["forward_interface"] != "effort"):

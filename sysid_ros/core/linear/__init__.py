@@ -4,21 +4,23 @@
 - `joint_model`: one joint: `JointModel` (servo) and `PendulumModel`, their columns and fits.
 - `arm_regressor`: a whole arm's inverse dynamics from MuJoCo (`ArmRegressor`, base parameters, `fit_arm`).
 - `arm_friction`: per-joint friction (offset, viscous, smooth Coulomb) on top of the arm's rigid bodies.
+- `periodic`: a periodic record averaged over its periods and differentiated in the frequency domain.
 """
 
 from .. import front_door
 
 EXPORTS = {
     "ALL_TERMS": ".joint_model", "ArmFit": ".arm_regressor", "ArmFrictionFit": ".arm_friction",
-    "ArmRegressor": ".arm_regressor", "BootstrapSettings": ".regression", "FitThresholds": ".regression",
-    "INERTIAL_NAMES": ".arm_regressor", "JOINT_TERMS": ".arm_regressor", "JointFit": ".joint_model",
-    "JointModel": ".joint_model", "LinearFit": ".regression", "PENDULUM_TERMS": ".joint_model",
-    "PRISMATIC_TERMS": ".joint_model", "PendulumModel": ".joint_model", "REVOLUTE_TERMS": ".joint_model",
-    "RowSelection": ".regression", "base_parameters": ".arm_regressor", "body_inertial_parameters": ".arm_regressor",
-    "concatenate": ".arm_friction", "condition_number": ".regression", "coulomb_columns": ".arm_friction",
-    "fit_arm": ".arm_regressor", "fit_arm_friction": ".arm_friction", "fit_joint_model": ".joint_model",
-    "fit_linear": ".regression", "fit_pendulum": ".joint_model", "joint_columns": ".joint_model",
-    "pendulum_columns": ".joint_model", "select_rows": ".regression", "structural_base_parameters": ".arm_regressor",
+    "ArmRegressor": ".arm_regressor", "BaseParameters": ".arm_regressor", "BootstrapSettings": ".regression",
+    "FitThresholds": ".regression", "INERTIAL_NAMES": ".arm_regressor", "JOINT_TERMS": ".arm_regressor",
+    "JointFit": ".joint_model", "JointModel": ".joint_model", "KEEP_FACTOR": ".periodic", "LinearFit": ".regression",
+    "PENDULUM_TERMS": ".joint_model", "PRISMATIC_TERMS": ".joint_model", "PendulumModel": ".joint_model",
+    "PeriodicRecord": ".periodic", "REVOLUTE_TERMS": ".joint_model", "RowSelection": ".regression",
+    "base_parameters": ".arm_regressor", "body_inertial_parameters": ".arm_regressor", "concatenate": ".arm_friction",
+    "condition_number": ".regression", "coulomb_columns": ".arm_friction", "fit_arm": ".arm_regressor",
+    "fit_arm_friction": ".arm_friction", "fit_joint_model": ".joint_model", "fit_linear": ".regression",
+    "fit_pendulum": ".joint_model", "joint_columns": ".joint_model", "pendulum_columns": ".joint_model",
+    "periodic_record": ".periodic", "select_rows": ".regression", "structural_base_parameters": ".arm_regressor",
     "weigh_joints": ".regression",
 }
 """Name -> the module that defines it, imported on first use (callers pay only for what they use)."""

@@ -1,6 +1,7 @@
 """`sysid-ros tapes plot`: a tape's position, velocity, acceleration and torque per joint against the joint's
 envelope, as an offline page. Torque is the tape's own for an effort tape; for a position tape, what the
-robot's nominal rigid-body model needs to follow it (MuJoCo's inverse dynamics), when a model is named."""
+robot's nominal rigid-body model needs to follow it (MuJoCo's inverse dynamics), when a model is named; with a model
+of the whole arm the tape moves, its plan too (`tapes.plan`: condition number, predicted intervals, margins)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ..tapes import Tape, probe_times, sample
+from ..errors import SysidRosError
+from ..tapes import Tape, plan, probe_times, sample
 from ..tapes import Envelope
 from ..tuner import inverse_dynamics, nominal_model
 from .page import Page, figure, line
@@ -38,6 +40,8 @@ def tape_page(tape: Tape, envelopes: Mapping[str, Envelope], model: str | None =
     page.text(f"{t[-1]:.2f} s at {tape.command_rate_hz:g} Hz; joints {', '.join(tape.joints)}. Dashed red: the "
               "envelope's limits." + ("" if torque is not None or tape.interface == "effort" else
                                       " No model named: the torque a position tape needs is not shown."))
+    if model and tape.interface == "position":
+        plan_section(page, tape, envelopes, model)
     for j, joint in enumerate(tape.joints):
         env = envelopes[joint]
         page.heading(f"{joint}: travel {env.lower_rad:.3g} .. {env.upper_rad:.3g} rad, speed {env.max_speed_rad_s:g}"
@@ -57,6 +61,25 @@ def tape_page(tape: Tape, envelopes: Mapping[str, Envelope], model: str | None =
             _bounds(fig, lower, upper)
             page.plot(fig)
     return page
+
+
+def plan_section(page: Page, tape: Tape, envelopes: Mapping[str, Envelope], model: str,
+                 torque_noise_nm: float = 0.1) -> None:
+    """The tape's plan for the whole arm: its figures, each joint's margins, and the predicted relative intervals."""
+    page.heading("Plan: what this tape tells the whole-arm identification", 3)
+    try:
+        got = plan(tape, envelopes, model, torque_noise_nm=torque_noise_nm)
+    except SysidRosError as exc:
+        page.text(f"No plan: {exc}")
+        return
+    page.items(got.summary()[:2] + [got.summary()[-1]])
+    page.table(["joint", "travel", "speed", "acceleration", "torque"],
+               [[joint, *(f"{v:.0%}" for v in m.values())] for joint, m in got.margins.items()],
+               [min(m.values()) < 0.05 for m in got.margins.values()])
+    fig = figure("predicted 95 % half-width / |model value| per base parameter", "base parameter", "relative",
+                 height=300, log_y=True)
+    line(fig, np.arange(len(got.base_names)), np.minimum(got.relative_half_width, 1e6), "predicted")
+    page.plot(fig)
 
 
 def write_tape_page(tape: Tape, envelopes: Mapping[str, Envelope], out: str | Path, model: str | None = None) -> Path:

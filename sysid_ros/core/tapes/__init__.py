@@ -11,25 +11,31 @@ says how long the robot will move. `stretched` and `shrunk` ease a tape a joint 
 - `kinds`: a builder per kind of tape (chirp, multisine, steps, sweep, plateaus, pick-and-place, ...).
 - `moves`: the room a joint has to move in, and `KnotPath`, synchronised knot curves for several joints.
 - `sets`: the tape sets a servo is identified, swept and evaluated on; `plan_seconds`.
+- `optimal`: the `optimal` kind: a periodic Fourier-series motion designed for a model's base regressor.
+- `plan`: what a position tape will tell a whole arm's identification (`ExcitationPlan`), before anything moves.
 - `ease`: a tape stretched or shrunk for a joint that cannot follow it.
 - `envelope`: a joint's safety `Envelope`; `check_tape` (before anything moves) and `check_sample` (live).
 - `playback`: `Playback`, the command due now and the guard on live feedback, as the recorder plays a tape.
 """
 
 from .. import front_door
+from .optimal import optimal as optimal  # a submodule's name: imported now
+from .plan import plan as plan  # a submodule's name: imported now
 
 EXPORTS = {
-    "ACCEL_USE": ".moves", "BUILDERS": ".kinds", "ChirpCurve": ".tape", "Curve": ".tape", "Envelope": ".envelope",
-    "KINDS": ".tape", "KnotCurve": ".tape", "KnotPath": ".moves", "LEAD_S": ".kinds", "PLATEAU_FRACTIONS": ".kinds",
+    "ACCEL_USE": ".moves", "BUILDERS": ".kinds", "ChirpCurve": ".tape", "Curve": ".tape", "Design": ".optimal",
+    "Envelope": ".envelope", "ExcitationPlan": ".plan", "FourierCurve": ".tape", "KINDS": ".tape", "KnotCurve": ".tape",
+    "KnotPath": ".moves", "LEAD_S": ".kinds", "MODEL_KINDS": ".tape", "PLATEAU_FRACTIONS": ".kinds",
     "Playback": ".playback", "Room": ".moves", "SPEED_USE": ".moves", "SafetyMargins": ".playback",
     "SineCurve": ".tape", "TORQUE_USE": ".moves", "TRAVEL_USE": ".moves", "Tape": ".tape", "TapeSample": ".tape",
     "build": ".kinds", "check_sample": ".envelope", "check_tape": ".envelope", "chirp": ".kinds",
     "chirp_top_hz": ".kinds", "cycle": ".kinds", "dither": ".kinds", "duration_s": ".tape",
     "envelopes_from_parameters": ".playback", "evaluation": ".sets", "fast_moves": ".kinds", "identification": ".sets",
-    "jog": ".kinds", "min_move_time_s": ".moves", "multisine": ".kinds", "pickplace": ".kinds", "plan_seconds": ".sets",
-    "plateau_speeds_rad_s": ".kinds", "plateaus": ".kinds", "probe_times": ".tape", "room": ".moves", "sample": ".tape",
-    "shrunk": ".ease", "steps": ".kinds", "stretched": ".ease", "sweep": ".kinds", "to_commands": ".tape",
+    "jog": ".kinds", "min_move_time_s": ".moves", "multisine": ".kinds", "periods_of": ".plan", "pickplace": ".kinds",
+    "plan_seconds": ".sets", "plateau_speeds_rad_s": ".kinds", "plateaus": ".kinds", "probe_times": ".tape",
+    "room": ".moves", "sample": ".tape", "self_collisions": ".plan", "shrunk": ".ease", "steps": ".kinds",
+    "stretched": ".ease", "sweep": ".kinds", "to_commands": ".tape",
 }
 """Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
 
-__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=())
+__getattr__, __dir__, __all__ = front_door(__name__, EXPORTS, eager=('optimal', 'plan',))

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import ConfigError
 from .envelope import Envelope, check_tape
 from .moves import TORQUE_USE, KnotPath, Room, rooms
+from .optimal import optimal
 from .tape import ChirpCurve, Curve, SineCurve, Tape
 
 LEAD_S = 0.25  # rest before the first move
@@ -309,9 +310,9 @@ def sweep(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, 
 
 BUILDERS: dict[str, Callable[..., Tape]] = {
     "multisine": multisine, "chirp": chirp, "plateaus": plateaus, "fast_moves": fast_moves, "steps": steps,
-    "pickplace": pickplace, "cycle": cycle, "jog": jog, "sweep": sweep, "dither": dither,
+    "pickplace": pickplace, "cycle": cycle, "jog": jog, "sweep": sweep, "dither": dither, "optimal": optimal,
 }
-SEEDED = ("multisine", "dither", "pickplace", "cycle", "jog", "sweep")
+SEEDED = ("multisine", "dither", "pickplace", "cycle", "jog", "sweep", "optimal")
 
 
 def build(kind: str, envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int = 0,

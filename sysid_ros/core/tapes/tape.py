@@ -1,10 +1,11 @@
 """What a tape is: per-joint curves with analytic derivatives, sampling, duration and plain-dict form.
 
-A curve is one of three shapes, each C2 and at rest at both ends:
+A curve is one of four shapes, each C2 and at rest at both ends:
 - `KnotCurve`: piecewise quintic Hermite through (time, position, velocity, acceleration) knots
   (a scipy PPoly); moves, plateaus, holds and steps are all knots.
 - `SineCurve`: an offset plus a tapered sum of sines (multisine, dither; position or torque).
 - `ChirpCurve`: an offset plus a tapered linear chirp.
+- `FourierCurve`: whole periods of a band-limited Fourier series, at rest where each period starts (optimal).
 The taper is a quintic smoothstep, so value, first and second derivative are zero where it is zero.
 """
 
@@ -21,8 +22,10 @@ from scipy.interpolate import PPoly
 from ..errors import ConfigError
 from ..signals import JointCommands
 
-KINDS = ("multisine", "chirp", "plateaus", "fast_moves", "steps", "pickplace", "cycle", "jog", "sweep", "dither")
+KINDS = ("multisine", "chirp", "plateaus", "fast_moves", "steps", "pickplace", "cycle", "jog", "sweep", "dither",
+         "optimal")
 EFFORT_KINDS = ("multisine", "dither")
+MODEL_KINDS = ("optimal",)  # designed for a robot model: their builders need `model=`
 INTERFACES = ("position", "effort")
 FORMAT_VERSION = 1
 
@@ -182,14 +185,68 @@ class ChirpCurve:
         return self.offset + value, d1, d2
 
 
+@dataclass(frozen=True)
+class FourierCurve:
+    """offset + sum_l sines_l sin(l w tau) + cosines_l cos(l w tau), w = 2 pi / period_s, tau = t - start_s, over
+    `periods` whole periods; its value at tau = 0 before and after. At rest where each period starts:
+    sum_l l sines_l = 0 (velocity) and sum_l l^2 cosines_l = 0 (acceleration), checked when built."""
+
+    start_s: float
+    period_s: float
+    periods: int
+    end_s: float
+    offset: float
+    sines: tuple[float, ...]
+    cosines: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("start_s", "period_s", "end_s", "offset"):
+            object.__setattr__(self, name, _finite(name, getattr(self, name)))
+        for name in ("sines", "cosines"):
+            object.__setattr__(self, name, _floats(name, getattr(self, name)))
+        periods = self.periods
+        if isinstance(periods, bool) or not isinstance(periods, (int, np.integer)) or periods < 1:
+            raise ConfigError(f"a fourier curve needs a whole number of periods >= 1, got {periods!r}")
+        object.__setattr__(self, "periods", int(periods))
+        if not (self.start_s >= 0.0 and self.period_s > 0.0 and self.end_s >= self.motion_end_s):
+            raise ConfigError("a fourier curve needs start_s >= 0, period_s > 0 and end_s after its periods")
+        if not len(self.sines) == len(self.cosines) >= 1:
+            raise ConfigError("a fourier curve needs equal numbers (>= 1) of sine and cosine coefficients")
+        order = np.arange(1, len(self.sines) + 1)
+        s, c = np.array(self.sines), np.array(self.cosines)
+        if (abs(order @ s) > 1e-9 * (order @ np.abs(s)) + 1e-12
+                or abs(order**2 @ c) > 1e-9 * (order**2 @ np.abs(c)) + 1e-12):
+            raise ConfigError("a fourier curve must be at rest where its periods start: sum l sines_l and "
+                              "sum l^2 cosines_l must be 0")
+
+    @property
+    def motion_end_s(self) -> float:
+        return self.start_s + self.periods * self.period_s
+
+    @property
+    def harmonics_hz(self) -> np.ndarray:
+        return np.arange(1, len(self.sines) + 1) / self.period_s
+
+    def evaluate(self, t_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        tau = np.clip(np.asarray(t_s, dtype=np.float64) - self.start_s, 0.0, self.periods * self.period_s)
+        omega = 2 * math.pi * self.harmonics_hz
+        phase = np.multiply.outer(tau, omega)
+        sin, cos = np.sin(phase), np.cos(phase)
+        s, c = np.array(self.sines), np.array(self.cosines)
+        value = self.offset + sin @ s + cos @ c
+        d1 = cos @ (omega * s) - sin @ (omega * c)
+        d2 = -(sin @ (omega**2 * s) + cos @ (omega**2 * c))
+        return value, d1, d2
+
+
 def _check_window(curve: SineCurve | ChirpCurve) -> None:
     if not (curve.start_s >= 0.0 and curve.duration_s > 0.0 and 0.0 < 2 * curve.taper_s <= curve.duration_s
             and curve.end_s >= curve.start_s + curve.duration_s):
         raise ConfigError("curve window needs start_s >= 0, 0 < 2 taper_s <= duration_s, end_s after the window")
 
 
-Curve = KnotCurve | SineCurve | ChirpCurve
-_CURVE_TYPES: dict[str, type] = {"knots": KnotCurve, "sines": SineCurve, "chirp": ChirpCurve}
+Curve = KnotCurve | SineCurve | ChirpCurve | FourierCurve
+_CURVE_TYPES: dict[str, type] = {"knots": KnotCurve, "sines": SineCurve, "chirp": ChirpCurve, "fourier": FourierCurve}
 
 
 @dataclass(frozen=True)
@@ -219,8 +276,8 @@ class Tape:
             raise ConfigError(f"a {self.kind} tape cannot use interface {self.interface!r}", tape=self.name)
         if not self.joints or len(set(self.joints)) != len(self.joints) or len(self.curves) != len(self.joints):
             raise ConfigError("a tape needs distinct joints and one curve per joint", tape=self.name)
-        if not all(isinstance(c, (KnotCurve, SineCurve, ChirpCurve)) for c in self.curves):
-            raise ConfigError("tape curves must be KnotCurve, SineCurve or ChirpCurve", tape=self.name)
+        if not all(isinstance(c, (KnotCurve, SineCurve, ChirpCurve, FourierCurve)) for c in self.curves):
+            raise ConfigError("tape curves must be KnotCurve, SineCurve, ChirpCurve or FourierCurve", tape=self.name)
         if self.interface == "effort" and not all(isinstance(c, SineCurve) for c in self.curves):
             raise ConfigError("effort tapes are sums of sines", tape=self.name)
         if self.command_rate_hz <= 0.0:
@@ -257,7 +314,7 @@ class Tape:
         curves = []
         for raw in data["curves"]:  # type: ignore[union-attr]
             if not isinstance(raw, Mapping) or raw.get("type") not in _CURVE_TYPES:
-                raise ConfigError("each curve must be a mapping with type knots, sines or chirp", tape=name)
+                raise ConfigError("each curve must be a mapping with type knots, sines, chirp or fourier", tape=name)
             curve_cls = _CURVE_TYPES[raw["type"]]  # type: ignore[index]
             keys = {f.name for f in fields(curve_cls)}
             if set(raw) - {"type"} != keys:
