@@ -59,7 +59,10 @@ browser:
 	    $(BROWSER_PKG) >/dev/null) || echo "could not install $(BROWSER_PKG): the browser tests will skip"; \
 	else echo "no headless chromium and no root apt-get: the browser tests will skip"; fi
 
+# ruff first: lint findings (and unformatted package code) fail the run before the suite starts
 test: setup browser
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check sysid_ros
 	$(PY) -m pytest
 
 bench: setup

@@ -76,7 +76,7 @@ class IdentifierNode(LifecycleNode):
         self.create_timer(0.5, self._report)
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        value = lambda name: self.get_parameter(name).value  # noqa: E731
+        value = self.parameters.value
         try:
             self.parameters.check()
             if not value("problem_file"):

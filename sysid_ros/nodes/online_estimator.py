@@ -89,7 +89,7 @@ class OnlineEstimatorNode(LifecycleNode):
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        value = lambda name: self.get_parameter(name).value  # noqa: E731
+        value = self.parameters.value
         try:
             self.parameters.check()
             timing = {"horizon_s": float(value("horizon_s")), "hop_s": float(value("hop_s"))}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import yaml
@@ -42,6 +42,7 @@ from ..core.errors import Cancelled, SysidRosError
 from ..core.files import write_file
 from ..core.gains import GainChange, GainsJournal
 from ..core.gains import GainGuard
+from ..core.tapes import Envelope
 from ..core.report import write_canary_report, write_tuning_report
 from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
 from ..core.tuner import arm_check_tapes
@@ -90,6 +91,29 @@ PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_spe
 )
 
 
+
+@dataclass(frozen=True)
+class TunerConfig:
+    """servo_tuner's parameters as read at configure (each checked by its `Spec` row), named as the parameters."""
+
+    joints: tuple[str, ...]
+    envelopes: dict[str, Envelope]
+    controller: str
+    recorder: str
+    model: str
+    command_rate_hz: float
+    feedback_topic: str
+    torque_sample_phase: float
+    goal: Goal
+    guard: GainGuard
+    encoder_noise_rad: float  # servo.encoder_noise_rad
+    delay_s: float  # servo.delay_s
+    output_dir: Path
+    journal: Path
+    controller_timeout_s: float
+    controller_style: str
+
+
 class ServoTunerNode(LifecycleNode):
     """Tune, propose, apply with a canary, roll back: every gain change journaled before it is sent."""
 
@@ -109,7 +133,7 @@ class ServoTunerNode(LifecycleNode):
                                          cancel_callback=self._cancel_goal)
         self._tune_progress: TuneProgress | None = None
         self._outcomes: list[dict] = []  # every outcome posted, for the action's result
-        self._config: dict | None = None
+        self._config: TunerConfig | None = None
         self._client: RosClient | None = None
         self._gains: ControllerGains | None = None
         self._proposal: tuple[GainProposal, Path] | None = None
@@ -125,8 +149,8 @@ class ServoTunerNode(LifecycleNode):
             self._config = self._read_configuration()
             self._client = RosClient(f"{self.get_name()}_client", self.get_namespace())  # names resolve in ours
             c = self._config
-            self._gains = ControllerGains(self._client, c["controller"], GainsJournal(c["journal"]), c["guard"],
-                                          c["controller_timeout_s"], c["controller_style"])
+            self._gains = ControllerGains(self._client, c.controller, GainsJournal(c.journal), c.guard,
+                                          c.controller_timeout_s, c.controller_style)
             recovered = self._gains.recover()
         except (SysidRosError, OSError, ValueError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
@@ -150,13 +174,13 @@ class ServoTunerNode(LifecycleNode):
             self.get_logger().warning(message)
             self._post("warn", message, {"action": "recover", "ok": True, "change_id": lost.change_id,
                                          "restored": None})
-        self.get_logger().info(f"configured: joints {c['joints']} of {c['controller']}, journal {c['journal']}")
+        self.get_logger().info(f"configured: joints {list(c.joints)} of {c.controller}, journal {c.journal}")
         return TransitionCallbackReturn.SUCCESS
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         if self._busy():  # cancel: the play stops, the gains come back, then the worker ends
             self.cancel()
-            self._worker.join(3 * self._config["controller_timeout_s"])
+            self._worker.join(3 * self._config.controller_timeout_s)
             if self._busy():
                 self.get_logger().error(f"cannot deactivate: the cancelled {self._phase} did not end in time")
                 return TransitionCallbackReturn.FAILURE
@@ -182,26 +206,26 @@ class ServoTunerNode(LifecycleNode):
             self._client.close()
         self._client = self._gains = self._config = None
 
-    def _read_configuration(self) -> dict:
+    def _read_configuration(self) -> TunerConfig:
         self.parameters.check()
-        value = lambda name: self.get_parameter(name).value  # noqa: E731
-        joints = list(value("joints"))
+        value = self.parameters.value
+        joints = tuple(value("joints"))
         if not joints:
             raise ValueError("parameter joints is empty: name the joints to tune")
         if not value("model"):
             raise ValueError("parameter model is empty: name the robot's MJCF")
         output = node_path(self, value("output_dir"))
         output.mkdir(parents=True, exist_ok=True)
-        goal = Goal(**{name: value(f"goal.{name}") for name in GOAL_PARAMETERS})
-        guard = GainGuard(**{f.name: float(value(f"guard.{f.name}")) for f in fields(GainGuard)})
-        return dict(joints=joints, envelopes=read_envelopes(self, joints), controller=value("controller"),
-                    recorder=value("recorder"), model=value("model"), rate=float(value("command_rate_hz")),
-                    feedback_topic=value("feedback_topic"), phase=float(value("torque_sample_phase")), goal=goal,
-                    guard=guard, noise=float(value("servo.encoder_noise_rad")), delay=float(value("servo.delay_s")),
-                    output=output, journal=node_path(self, value("journal")) if value("journal") else
-                    output / "gains_journal.jsonl",
-                    controller_timeout_s=float(value("controller_timeout_s")),
-                    controller_style=value("controller_style"))
+        return TunerConfig(
+            joints=joints, envelopes=read_envelopes(self, list(joints)), controller=value("controller"),
+            recorder=value("recorder"), model=value("model"), command_rate_hz=float(value("command_rate_hz")),
+            feedback_topic=value("feedback_topic"), torque_sample_phase=float(value("torque_sample_phase")),
+            goal=Goal(**{name: value(f"goal.{name}") for name in GOAL_PARAMETERS}),
+            guard=GainGuard(**{f.name: float(value(f"guard.{f.name}")) for f in fields(GainGuard)}),
+            encoder_noise_rad=float(value("servo.encoder_noise_rad")), delay_s=float(value("servo.delay_s")),
+            output_dir=output,
+            journal=node_path(self, value("journal")) if value("journal") else output / "gains_journal.jsonl",
+            controller_timeout_s=float(value("controller_timeout_s")), controller_style=value("controller_style"))
 
     # --- requests -----------------------------------------------------------------------------------
     def _busy(self) -> bool:
@@ -237,7 +261,7 @@ class ServoTunerNode(LifecycleNode):
         """Stop the running tune or canary: its play at once (the recorder holds), its gains restored by the worker."""
         self._cancel.set()
         try:  # straight to the recorder, not waiting for the worker's next look at the flag
-            self._client.call(Trigger, f"{self._config['recorder']}/cancel", Trigger.Request(), 5.0)
+            self._client.call(Trigger, f"{self._config.recorder}/cancel", Trigger.Request(), 5.0)
         except TimeoutError as exc:
             self.get_logger().warning(f"recorder not told to cancel ({exc}); the worker will ask again")
 
@@ -289,7 +313,7 @@ class ServoTunerNode(LifecycleNode):
         why = self._refusal()
         if not why:
             self._start("tune", self._tune, self._folder("tune"))
-        response.success, response.message = not why, why or f"tuning {self._config['joints']}"
+        response.success, response.message = not why, why or f"tuning {list(self._config.joints)}"
         return response
 
     def _on_apply(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -323,34 +347,34 @@ class ServoTunerNode(LifecycleNode):
         return response
 
     def _folder(self, action: str) -> Path:
-        return self._config["output"] / f"{action}_{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+        return self._config.output_dir / f"{action}_{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
 
     # --- work ---------------------------------------------------------------------------------------
     def _arm(self, folder: Path) -> RosArm:
         c = self._config
         # one joint: its identified box model is the whole feed-forward (a nominal model's gravity would only
         # be less right); an arm adds mj_inverse of its nominal model for the coupling between joints
-        nominal = None if len(c["joints"]) > 1 else False
-        return RosArm(c["model"], tuple(c["joints"]), c["envelopes"], c["rate"], arm_feedforward=nominal,
+        nominal = None if len(c.joints) > 1 else False
+        return RosArm(c.model, tuple(c.joints), c.envelopes, c.command_rate_hz, arm_feedforward=nominal,
                       client=self._client,
-                      gains=self._gains, recorder=c["recorder"], feedback_topic=c["feedback_topic"], workdir=folder,
-                      torque_sample_phase=c["phase"], cancel=self._cancel)
+                      gains=self._gains, recorder=c.recorder, feedback_topic=c.feedback_topic, workdir=folder,
+                      torque_sample_phase=c.torque_sample_phase, cancel=self._cancel)
 
     def _tune(self, folder: Path) -> None:
         c = self._config
         arm = self._arm(folder)
         found = arm.read_gains()
-        servos = [Servo(j, found[j], arm.caps[j], c["envelopes"][j], kp_max_nm_rad=c["guard"].p_max,
-                        kd_max_nm_s_rad=c["guard"].d_max, encoder_noise_rad=c["noise"], delay_s=c["delay"])
-                  for j in c["joints"]]
-        self._tune_progress = arm.progress = TuneProgress.plan(servos, arm.command_rate_hz, c["goal"])
+        servos = [Servo(j, found[j], arm.caps[j], c.envelopes[j], kp_max_nm_rad=c.guard.p_max,
+                        kd_max_nm_s_rad=c.guard.d_max, encoder_noise_rad=c.encoder_noise_rad, delay_s=c.delay_s)
+                  for j in c.joints]
+        self._tune_progress = arm.progress = TuneProgress.plan(servos, arm.command_rate_hz, c.goal)
         with arm.trials("servo_tuner: trial gains while tuning"):
             if len(servos) == 1:
-                result = tune(servos[0], arm.joint_plant(servos[0].name, {}), c["goal"])
-                tapes = stage_tapes(servos[0], arm.command_rate_hz, c["goal"], result.identification.model)
+                result = tune(servos[0], arm.joint_plant(servos[0].name, {}), c.goal)
+                tapes = stage_tapes(servos[0], arm.command_rate_hz, c.goal, result.identification.model)
                 proposal = from_tune(result, tapes["verify"])
             else:
-                result = tune_arm(servos, arm, c["goal"])
+                result = tune_arm(servos, arm, c.goal)
                 proposal = from_arm(result, arm_check_tapes(arm, {j: o.model for j, o in result.outcomes.items()}))
         stages: dict[str, float] = {}  # seconds of motion per stage (over the joints), the arm check apart
         for one in ([result] if len(servos) == 1 else [o.result for o in result.outcomes.values() if o.result]):
@@ -358,12 +382,12 @@ class ServoTunerNode(LifecycleNode):
                 if stage != "total":
                     stages[stage] = stages.get(stage, 0.0) + seconds
         path = folder / "proposal.yaml"
-        document = {**proposal.to_dict(), "controller": c["controller"],
+        document = {**proposal.to_dict(), "controller": c.controller,
                     "controller_style": self._gains.style.name,
                     "trajectory_feedforward": {None: "not measured", True: "added by the controller",
                                                False: "ignored by the controller"}[arm.feedforward_honoured],
                     # what `export` / `apply --persist` need to write the feed-forward the canary plays, or refuse
-                    "base_feedforward": c["model"] if len(c["joints"]) > 1 and arm.feedforward_honoured is not False
+                    "base_feedforward": c.model if len(c.joints) > 1 and arm.feedforward_honoured is not False
                     else None,
                     "ff_velocity_scale_as_found": self._ff_velocity_scales(),
                     "notes": list(arm.notes), "bags": arm.bags,
@@ -385,7 +409,7 @@ class ServoTunerNode(LifecycleNode):
     def _ff_velocity_scales(self) -> dict[str, float]:
         """The controller's velocity feed-forward scale of each joint ({} when it has none to read)."""
         try:
-            return self._gains.read([f"gains.{j}.ff_velocity_scale" for j in self._config["joints"]])
+            return self._gains.read([f"gains.{j}.ff_velocity_scale" for j in self._config.joints])
         except SysidRosError:
             return {}
 
@@ -401,8 +425,8 @@ class ServoTunerNode(LifecycleNode):
         """Journal, then set the proposal's gains all at once; refuses what would not be a clean change."""
         if not proposal.improved:
             raise ValueError(f"the proposal in {path} does not improve on as found: nothing to apply")
-        if set(proposal.joints) != set(self._config["joints"]):
-            raise ValueError(f"the proposal is for {list(proposal.joints)}, this tuner for {self._config['joints']}")
+        if set(proposal.joints) != set(self._config.joints):
+            raise ValueError(f"the proposal is for {list(proposal.joints)}, this tuner for {list(self._config.joints)}")
         now = self._gains.read(list(proposal.as_found))
         # an infinite integral clamp (no clamp) was tuned as the joint's torque cap (`clamp_for_tuning`)
         now = {k: proposal.as_found[k] if k.endswith(".i_clamp") and math.isinf(v) else v for k, v in now.items()}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -46,7 +47,7 @@ from ..core.bags import METADATA_TOPIC, offered_qos
 from ..core.errors import SysidRosError
 from ..core.files import load_yaml
 from ..core.files import flatten
-from ..core.tapes import Playback, SafetyMargins
+from ..core.tapes import Envelope, Playback, SafetyMargins
 from ..ros.common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, STARTING_REFUSALS, diagnostic, end_goal, node_path,
     offered_profiles, publish_diagnostics, read_envelopes, run, ticker)
 from ..ros.controller_states import ControllerStates
@@ -94,6 +95,28 @@ PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_spe
 )
 
 
+
+@dataclass(frozen=True)
+class RecorderConfig:
+    """tape_recorder's parameters as read at configure (each checked by its `Spec` row), named as the parameters;
+    the `safety.*` ones as the playback's `SafetyMargins`."""
+
+    joints: tuple[str, ...]
+    envelopes: dict[str, Envelope]
+    command_mode: str
+    forward_controller: str
+    forward_interface: str
+    trajectory_controller: str
+    command_rate_hz: float
+    feedback_topic: str
+    output_dir: Path
+    storage: str
+    feedback_reliability: str
+    model: str
+    controller_manager: str
+    margins: SafetyMargins
+
+
 class TapeRecorderNode(LifecycleNode):
     """Plays tapes and records joint states, commands and its own status into rosbag2 bags."""
 
@@ -104,7 +127,7 @@ class TapeRecorderNode(LifecycleNode):
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._feedback_sub: MatchedSubscription | None = None
         self._watchdog = self._command_pub = None
-        self._config: dict | None = None
+        self._config: RecorderConfig | None = None
         self._playback: Playback | None = None
         self._feedforward: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._writer: BagWriter | None = None
@@ -143,20 +166,20 @@ class TapeRecorderNode(LifecycleNode):
         except (SysidRosError, OSError, ValueError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
-        c = self._config
-        c["feedback_topic"] = self.resolve_topic_name(c["feedback_topic"])  # in the namespace: as the bag names it
-        self._feedback_sub = MatchedSubscription(self, JointState, c["feedback_topic"], self._on_feedback,
-                                                 c["feedback_reliability"], raw=True)
-        if c["command_mode"] == "stream":
-            self._command_topic, self._command_type = f"{c['forward_controller']}/commands", Float64MultiArray
+        self._config = c = replace(self._config, feedback_topic=self.resolve_topic_name(self._config.feedback_topic))
+        # the topic in the namespace: as the bag names it
+        self._feedback_sub = MatchedSubscription(self, JointState, c.feedback_topic, self._on_feedback,
+                                                 c.feedback_reliability, raw=True)
+        if c.command_mode == "stream":
+            self._command_topic, self._command_type = f"{c.forward_controller}/commands", Float64MultiArray
         else:
-            self._command_topic = f"{c['trajectory_controller']}/joint_trajectory"
+            self._command_topic = f"{c.trajectory_controller}/joint_trajectory"
             self._command_type = JointTrajectory
         self._command_pub = self.create_lifecycle_publisher(self._command_type, self._command_topic, COMMAND_QOS)
         self._command_topic = self._command_pub.topic_name  # resolved: what the bag and the checks name
-        self._watchdog = self.create_timer(c["margins"].stale_after_s / 4, self._check_fresh, clock=self._steady)
-        self._controllers = ControllerStates(self, c["controller_manager"], self._steady)
-        self.get_logger().info(f"configured: joints {c['joints']}, {c['command_mode']} to {self._command_topic}")
+        self._watchdog = self.create_timer(c.margins.stale_after_s / 4, self._check_fresh, clock=self._steady)
+        self._controllers = ControllerStates(self, c.controller_manager, self._steady)
+        self.get_logger().info(f"configured: joints {list(c.joints)}, {c.command_mode} to {self._command_topic}")
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -190,28 +213,26 @@ class TapeRecorderNode(LifecycleNode):
         self._feedback_sub = self._watchdog = self._command_pub = None
         self._config = None
 
-    def _read_configuration(self) -> dict:
+    def _read_configuration(self) -> RecorderConfig:
         self.parameters.check()
-        value = lambda name: self.get_parameter(name).value  # noqa: E731
-        joints = list(value("joints"))
+        value = self.parameters.value
+        joints = tuple(value("joints"))
         if not joints:
             raise ValueError("parameter joints is empty: name the joints to move")
-        envelopes = read_envelopes(self, joints)
-        mode, interface, rate = value("command_mode"), value("forward_interface"), value("command_rate_hz")
-        reliability, storage = value("feedback_reliability"), value("storage")
         output = node_path(self, value("output_dir"))
         output.mkdir(parents=True, exist_ok=True)
         probe = output / f".write_test_{time.monotonic_ns()}"
         probe.write_text("")  # OSError (logged as the configure failure) when the folder is not writable
         probe.unlink()
-        return dict(joints=joints, envelopes=envelopes, command_mode=mode,
-                    forward_controller=value("forward_controller"), forward_interface=interface,
-                    trajectory_controller=value("trajectory_controller"), command_rate_hz=rate,
-                    feedback_topic=value("feedback_topic"), output_dir=output, storage=storage,
-                    feedback_reliability=reliability,
-                    model=value("model"), controller_manager=value("controller_manager"),
-                    margins=SafetyMargins(value("safety.travel_margin_rad"), value("safety.speed_margin_frac"),
-                                          value("safety.torque_margin_frac"), value("safety.stale_after_s")))
+        return RecorderConfig(
+            joints=joints, envelopes=read_envelopes(self, list(joints)), command_mode=value("command_mode"),
+            forward_controller=value("forward_controller"), forward_interface=value("forward_interface"),
+            trajectory_controller=value("trajectory_controller"), command_rate_hz=value("command_rate_hz"),
+            feedback_topic=value("feedback_topic"), output_dir=output, storage=value("storage"),
+            feedback_reliability=value("feedback_reliability"), model=value("model"),
+            controller_manager=value("controller_manager"),
+            margins=SafetyMargins(value("safety.travel_margin_rad"), value("safety.speed_margin_frac"),
+                                  value("safety.torque_margin_frac"), value("safety.stale_after_s")))
 
     # --- playing ------------------------------------------------------------------------------------
     def _now_ns(self) -> int:
@@ -234,23 +255,23 @@ class TapeRecorderNode(LifecycleNode):
             kind = self.get_parameter("tape.kind").value
             options = {"start": start}
             if kind in tapes.tape.EFFORT_KINDS:
-                options["interface"] = c["forward_interface"] if c["command_mode"] == "stream" else "position"
+                options["interface"] = c.forward_interface if c.command_mode == "stream" else "position"
             if kind in tapes.MODEL_KINDS:  # designed for the model from the envelopes' origins, so its cache (filled
                 # by `sysid-ros tapes plot`) serves every play; a robot away from there is refused, not stepped
-                far = sorted(j for j, p in start.items() if abs(p - c["envelopes"][j].origin_rad) > MODEL_START_RAD)
+                far = sorted(j for j, p in start.items() if abs(p - c.envelopes[j].origin_rad) > MODEL_START_RAD)
                 if far:
                     raise ValueError(f"a {kind} tape starts at the envelope origins: move {far} there first "
                                      f"(within {MODEL_START_RAD} rad)")
-                options = {"model": c["model"]}
-            tape = tapes.build(kind, c["envelopes"], c["command_rate_hz"], int(self.get_parameter("tape.seed").value),
+                options = {"model": c.model}
+            tape = tapes.build(kind, c.envelopes, c.command_rate_hz, int(self.get_parameter("tape.seed").value),
                                **options)
-        if tape.interface == "effort" and (c["command_mode"] != "stream" or c["forward_interface"] != "effort"):
+        if tape.interface == "effort" and (c.command_mode != "stream" or c.forward_interface != "effort"):
             raise ValueError(f"tape {tape.name} is an effort tape: it needs stream mode on an effort interface")
-        if tape.interface == "position" and c["command_mode"] == "stream" and c["forward_interface"] != "position":
-            raise ValueError(f"tape {tape.name} is a position tape: the forward interface is {c['forward_interface']}")
-        if self._feedforward and c["command_mode"] != "trajectory":
+        if tape.interface == "position" and c.command_mode == "stream" and c.forward_interface != "position":
+            raise ValueError(f"tape {tape.name} is a position tape: the forward interface is {c.forward_interface}")
+        if self._feedforward and c.command_mode != "trajectory":
             raise ValueError(f"tape {tape.name} carries host feed-forward: it needs command_mode trajectory")
-        unknown = [j for j in tape.joints if j not in c["joints"]]
+        unknown = [j for j in tape.joints if j not in c.joints]
         if unknown:
             raise ValueError(f"tape {tape.name} moves joints {unknown} that are not configured")
         return tape
@@ -306,7 +327,7 @@ class TapeRecorderNode(LifecycleNode):
 
     def _feedback_fresh(self) -> bool:
         age_s = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
-        return self._last_feedback is not None and age_s <= self._config["margins"].stale_after_s
+        return self._last_feedback is not None and age_s <= self._config.margins.stale_after_s
 
     def ready_to_play(self) -> bool:
         """Whether the robot's feedback arrived within the stale limit and its controller manager, if there is
@@ -324,23 +345,23 @@ class TapeRecorderNode(LifecycleNode):
             self._drain()
             feedback = self._last_feedback
             if not self._feedback_fresh():
-                raise ValueError(f"no fresh feedback on {c['feedback_topic']}")
+                raise ValueError(f"no fresh feedback on {c.feedback_topic}")
             names, position = feedback[0], feedback[1]
-            missing = [j for j in c["joints"] if j not in names]
+            missing = [j for j in c.joints if j not in names]
             if missing:
-                raise ValueError(f"joints {missing} are not in {c['feedback_topic']} (it has {names})")
+                raise ValueError(f"joints {missing} are not in {c.feedback_topic} (it has {names})")
             if self.count_subscribers(self._command_topic) == 0:
                 raise ValueError(f"no controller is listening on {self._command_topic}")
-            controller = c["trajectory_controller" if c["command_mode"] == "trajectory" else "forward_controller"]
+            controller = c.trajectory_controller if c.command_mode == "trajectory" else c.forward_controller
             why = self._controllers.refusal(controller)
             if why:
                 raise ValueError(why)
             positions = dict(zip(names, position.tolist()))
-            tape = self._build_tape({j: positions[j] for j in c["joints"]})
+            tape = self._build_tape({j: positions[j] for j in c.joints})
             self._drain()  # building took time: start the tape at the robot's time now
             # a trajectory is stamped to start a little ahead, so the controller starts it exactly then
-            lead_ns = int(self.get_parameter("trajectory_lead_s").value * 1e9) if c["command_mode"] == "trajectory" else 0
-            playback = Playback(tape, c["envelopes"], c["margins"], self._now_ns() + max(lead_ns, 0))
+            lead_ns = int(self.get_parameter("trajectory_lead_s").value * 1e9) if c.command_mode == "trajectory" else 0
+            playback = Playback(tape, c.envelopes, c.margins, self._now_ns() + max(lead_ns, 0))
             self._open_bag(playback)
         except (SysidRosError, ValueError, OSError) as exc:
             message = f"refused: {exc}"
@@ -352,7 +373,7 @@ class TapeRecorderNode(LifecycleNode):
             self._status("warn" if starting else "error", message)
             return False, message
         self._playback, self._result = playback, {}
-        if c["command_mode"] == "trajectory":
+        if c.command_mode == "trajectory":
             self._send(self._trajectory(playback), playback.start_ns)
         self._last_command_ns = -(1 << 62)
         self._motion_start_steady_ns = self._steady.now().nanoseconds
@@ -371,26 +392,26 @@ class TapeRecorderNode(LifecycleNode):
     def _open_bag(self, playback: Playback) -> None:
         c = self._config
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        path = c["output_dir"] / f"{playback.tape.name}_{stamp}"
+        path = c.output_dir / f"{playback.tape.name}_{stamp}"
         suffix = 1
         while path.exists():
-            path, suffix = c["output_dir"] / f"{playback.tape.name}_{stamp}_{suffix}", suffix + 1
-        self._writer = BagWriter(path, storage=c["storage"])
+            path, suffix = c.output_dir / f"{playback.tape.name}_{stamp}_{suffix}", suffix + 1
+        self._writer = BagWriter(path, storage=c.storage)
         self._writer.open()
         # what the publishers offer, so `ros2 bag play` of the bag offers it again (the robot's feedback
         # QoS, this recorder's command QoS; the metadata is latched for late subscribers)
-        for topic in (c["feedback_topic"], self._command_topic):
+        for topic in (c.feedback_topic, self._command_topic):
             self._writer.set_offered_qos(topic, offered_profiles(self, topic))
         self._writer.set_offered_qos(METADATA_TOPIC, [offered_qos(durability="transient_local", depth=1)])
         self._writer.mark_commands([self._command_topic])  # `sysid-ros bag replay-safe` renames them
         params = {name: p.value for name, p in self._parameters.items()}
         self._writer.write_metadata({
-            "recorder": self.get_fully_qualified_name(), "joint_names": c["joints"],
-            "command_joint_names": c["joints"], "model": c["model"],
+            "recorder": self.get_fully_qualified_name(), "joint_names": list(c.joints),
+            "command_joint_names": list(c.joints), "model": c.model,
             "command_topic": self._command_topic, "command_topics": [self._command_topic],
-            "command_mode": c["command_mode"],
+            "command_mode": c.command_mode,
             "command_interface": playback.tape.interface, "start_ns": playback.start_ns,
-            "envelopes": {j: e.to_dict() for j, e in c["envelopes"].items()},
+            "envelopes": {j: e.to_dict() for j, e in c.envelopes.items()},
             "tape": playback.tape.to_dict(), "parameters": flatten(params)}, playback.start_ns)
 
     def _trajectory(self, playback: Playback) -> JointTrajectory:
@@ -434,8 +455,8 @@ class TapeRecorderNode(LifecycleNode):
         if playback.finished(now):
             self._finish(completed=True, reason="")
             return
-        period_ns = 1e9 / self._config["command_rate_hz"]
-        if self._config["command_mode"] == "stream" and now - self._last_command_ns >= 0.75 * period_ns:
+        period_ns = 1e9 / self._config.command_rate_hz
+        if self._config.command_mode == "stream" and now - self._last_command_ns >= 0.75 * period_ns:
             raw = float64_array_cdr(playback.command(now))  # published as bytes: no Python -> C message copy
             self._command_pub.publish(raw)
             if self._writer is not None:
@@ -448,20 +469,20 @@ class TapeRecorderNode(LifecycleNode):
     def _stop_motion(self) -> None:
         """Hold the last measured position (position interfaces) or command zero effort, at once."""
         c, fb = self._config, self._last_feedback
-        if c["command_mode"] == "stream" and c["forward_interface"] == "effort":
-            msg = Float64MultiArray(data=[0.0] * len(c["joints"]))
+        if c.command_mode == "stream" and c.forward_interface == "effort":
+            msg = Float64MultiArray(data=[0.0] * len(c.joints))
         else:
             held = dict(zip(fb[0], fb[1].tolist())) if fb is not None else {}
-            hold = [held.get(j, math.nan) for j in c["joints"]]
+            hold = [held.get(j, math.nan) for j in c.joints]
             if any(math.isnan(v) for v in hold):
                 self.get_logger().error("no position to hold: the controller keeps its last command")
                 return
-            if c["command_mode"] == "stream":
+            if c.command_mode == "stream":
                 msg = Float64MultiArray(data=hold)
             else:
-                msg = JointTrajectory(joint_names=c["joints"])
+                msg = JointTrajectory(joint_names=c.joints)
                 msg.points = [JointTrajectoryPoint(positions=hold, velocities=[0.0] * len(hold),
-                                                   time_from_start=Duration(nanosec=int(2e9 / c["command_rate_hz"])))]
+                                                   time_from_start=Duration(nanosec=int(2e9 / c.command_rate_hz)))]
         self._send(msg, self._now_ns())
 
     def _abort(self, reason: str, requested: bool = False) -> None:
@@ -523,7 +544,7 @@ class TapeRecorderNode(LifecycleNode):
         stamp, *sample = decoded
         self._robot_now_ns = max(self._robot_now_ns, stamp)
         if self._writer is not None:
-            self._writer.write_raw(self._config["feedback_topic"], JOINT_STATE, self._now_ns(), data)
+            self._writer.write_raw(self._config.feedback_topic, JOINT_STATE, self._now_ns(), data)
         self._last_feedback, self._last_feedback_steady_ns = sample, self._steady.now().nanoseconds
         if self._playback is not None:
             reason = self._playback.check(*sample)
@@ -533,15 +554,15 @@ class TapeRecorderNode(LifecycleNode):
     def _check_fresh(self) -> None:
         if self._playback is None:
             stale = (self._steady.now().nanoseconds - self._last_feedback_steady_ns) * 1e-9
-            if self._config["feedback_reliability"] == "auto" and stale > self._config["margins"].stale_after_s:
+            if self._config.feedback_reliability == "auto" and stale > self._config.margins.stale_after_s:
                 self._feedback_sub.match()  # nothing heard: a publisher that came later may need best effort
             return
         # Staleness counts from the last sample, or from the start of motion when that is later: before
         # motion began, the robot was not ours to stop (and play refused to start on stale feedback).
         since = max(self._last_feedback_steady_ns, self._motion_start_steady_ns)
         age_s = (self._steady.now().nanoseconds - since) * 1e-9
-        if age_s > self._config["margins"].stale_after_s:
-            self._abort(f"stale feedback: nothing on {self._config['feedback_topic']} for {age_s:.3f} s")
+        if age_s > self._config.margins.stale_after_s:
+            self._abort(f"stale feedback: nothing on {self._config.feedback_topic} for {age_s:.3f} s")
 
     def _status(self, level: str, message: str, publish: bool = True, writer: BagWriter | None = None,
                 **values: str):

@@ -104,7 +104,7 @@ class RosClient:
                 return done.result()
             except TimeoutError:
                 if resend_s is None or time.monotonic() >= deadline:
-                    raise TimeoutError(f"timed out after {timeout_s} s waiting for a response from {name}")
+                    raise TimeoutError(f"timed out after {timeout_s} s waiting for a response from {name}") from None
                 futures.append(client.call_async(request))
 
     def _client(self, srv_type: type, name: str) -> Any:
@@ -178,7 +178,7 @@ class RosClient:
                 if state == TRANSITION_GOALS.get(transition):
                     return True, state  # made; only its response was lost
                 if time.monotonic() >= deadline:
-                    raise TimeoutError(f"timed out after {timeout_s} s waiting for {node_name} to {transition}")
+                    raise TimeoutError(f"timed out after {timeout_s} s waiting for {node_name} to {transition}") from None
         return success, self.lifecycle_state(node_name, timeout_s)
 
     def lifecycle_state(self, node_name: str, timeout_s: float = TIMEOUT_S) -> str:

@@ -89,7 +89,7 @@ def read_array_commands(bag: str | Path, topic: str, *, joint_names: list[str] |
         values = np.full((total, n_joints), np.nan)
         n = 0
         decode = None
-        for conn, record_ns, raw in src.messages(conns):
+        for _conn, record_ns, raw in src.messages(conns):
             if decode is None:
                 decode = f64_array_decoder(deserialize, FLOAT64_ARRAY, raw, allow_fast=not src.is_ros1)
             try:
@@ -139,7 +139,7 @@ def read_trajectory(bag: str | Path, topic: str, *, joint_names: list[str] | tup
         if conns[0].msgtype != JOINT_TRAJECTORY:
             raise BagError(f"topic has type {conns[0].msgtype}, not {JOINT_TRAJECTORY}", bag=str(bag), topic=topic)
         deserialize = src.decoder(JOINT_TRAJECTORY, topic=topic)
-        for conn, record_ns, raw in src.messages(conns):
+        for _conn, record_ns, raw in src.messages(conns):
             msg = deserialize(raw, JOINT_TRAJECTORY)
             parsed = _parse(msg, base, record_ns, names, joint_names is not None, str(bag), topic)
             if parsed is not None:

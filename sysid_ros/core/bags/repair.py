@@ -204,7 +204,7 @@ def _repair_mcap(path: Path, src_file: Path, target: Path) -> RepairReport:
     schemas: dict[int, Schema] = {}
     conns: dict[int, object] = {}
     topics: dict[str, int] = {}
-    start, end, count, kept_bytes = None, None, 0, 0
+    start, end, count = None, None, 0
     records, status = mcap_records(src_file)
     with Writer(target, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         for key, value in _custom_data(path).items():  # e.g. the recorder's command-topic mark

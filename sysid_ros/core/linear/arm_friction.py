@@ -172,7 +172,7 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
             if c is None:
                 continue
 
-            def rss(log_v: float) -> float:
+            def rss(log_v: float, j: int = j, c: np.ndarray = c) -> float:
                 nonlocal evaluations
                 evaluations += 1
                 g, b, _ = swapped(j, c, float(np.exp(log_v)))

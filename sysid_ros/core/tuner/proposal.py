@@ -148,8 +148,8 @@ class GainProposal:
         """The proposed controller of every joint (gains as in `parameters`, host feed-forward)."""
         out = {}
         for joint in self.joints:
-            p = lambda g: self.parameters.get(parameter_name(joint, g), 0.0)  # noqa: E731
-            out[joint] = Controller(DriveGains(kp=p("p"), kd=p("d"), ki=p("i"), i_clamp_nm=p("i_clamp")),
+            p = {g: self.parameters.get(parameter_name(joint, g), 0.0) for g in ("p", "d", "i", "i_clamp")}
+            out[joint] = Controller(DriveGains(kp=p["p"], kd=p["d"], ki=p["i"], i_clamp_nm=p["i_clamp"]),
                                     self.feedforward.get(joint), "proposed")
         return out
 
