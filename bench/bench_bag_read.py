@@ -23,8 +23,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sysid_ros.core.bags import BagWriter, read_array_commands, read_joint_states  # noqa: E402
-from sysid_ros.core.bags import typestore_for  # noqa: E402
+from sysid_ros.core.bags import (
+    BagWriter,
+    read_array_commands,
+    read_joint_states,
+    typestore_for,
+)
 
 JS = "sensor_msgs/msg/JointState"
 F64 = "std_msgs/msg/Float64MultiArray"
@@ -46,8 +50,13 @@ def write_bench_bag(path: Path, storage: str, seconds: float, rate_hz: float, n_
         for i in range(n):
             t = t0 + i * period
             q = rng.standard_normal(n_joints)
-            msg = JointState(header=Header(stamp=Time(sec=t // 10**9, nanosec=t % 10**9), frame_id=""), name=names,
-                             position=q, velocity=q * 2, effort=q * 3)
+            msg = JointState(
+                header=Header(stamp=Time(sec=t // 10**9, nanosec=t % 10**9), frame_id=""),
+                name=names,
+                position=q,
+                velocity=q * 2,
+                effort=q * 3,
+            )
             w.write_raw("/joint_states", JS, t, ts.serialize_cdr(msg, JS))
             w.write_raw(CMD, F64, t, ts.serialize_cdr(Arr(layout=layout, data=q * 3), F64))
     return 2 * n
@@ -102,9 +111,11 @@ def main() -> None:
             tracemalloc.stop()
             s = feedback.samples
             out_bytes = s.time_ns.nbytes + sum(getattr(s, f).nbytes for f in ("position", "velocity", "effort"))
-            print(f"{storage:8s} {n} msgs  rosbags read+deserialize {t_base:.3f} s ({n / t_base:,.0f} msg/s)  "
-                  f"ours {t_ours:.3f} s ({n / t_ours:,.0f} msg/s)  ratio {t_ours / t_base:.2f} (goal <= 1.5)  "
-                  f"peak memory {peak / 1e6:.1f} MB = {peak / out_bytes:.1f}x the returned arrays")
+            print(
+                f"{storage:8s} {n} msgs  rosbags read+deserialize {t_base:.3f} s ({n / t_base:,.0f} msg/s)  "
+                f"ours {t_ours:.3f} s ({n / t_ours:,.0f} msg/s)  ratio {t_ours / t_base:.2f} (goal <= 1.5)  "
+                f"peak memory {peak / 1e6:.1f} MB = {peak / out_bytes:.1f}x the returned arrays"
+            )
 
 
 if __name__ == "__main__":

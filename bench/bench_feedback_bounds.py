@@ -23,9 +23,14 @@ from sysid_ros.ros.client import RosClient
 from sysid_ros.ros.processes import NodeProcess, isolate_ros_environment
 
 NAMES, MESSAGES = 10**6, 5
-RECORDER = {"joints": ["hinge"], "model": "pendulum", "envelope.hinge.origin_rad": 0.0,
-            "envelope.hinge.travel_rad": 0.4, "envelope.hinge.max_speed_rad_s": 2.0,
-            "envelope.hinge.max_torque_nm": 3.0}
+RECORDER = {
+    "joints": ["hinge"],
+    "model": "pendulum",
+    "envelope.hinge.origin_rad": 0.0,
+    "envelope.hinge.travel_rad": 0.4,
+    "envelope.hinge.max_speed_rad_s": 2.0,
+    "envelope.hinge.max_torque_nm": 3.0,
+}
 
 
 def settled_rss(pids: list[int], quiet_s: float = 5.0, timeout_s: float = 180.0) -> list[float]:
@@ -44,8 +49,13 @@ def settled_rss(pids: list[int], quiet_s: float = 5.0, timeout_s: float = 180.0)
 def run(tree: Path, folder: Path) -> tuple[list[float], list[float]]:
     os.environ["PYTHONPATH"] = str(tree)
     namespace = f"b{abs(hash(str(tree))) % 1000}"
-    recorder = NodeProcess("tape_recorder", "tape_recorder", {**RECORDER, "output_dir": str(folder / "bags")},
-                           folder / "logs", namespace=namespace)
+    recorder = NodeProcess(
+        "tape_recorder",
+        "tape_recorder",
+        {**RECORDER, "output_dir": str(folder / "bags")},
+        folder / "logs",
+        namespace=namespace,
+    )
     estimator = NodeProcess("online_estimator", "online_estimator", {}, folder / "logs", namespace=namespace)
     client = RosClient("bench_feedback_bounds", namespace=f"/{namespace}")
     try:
@@ -76,8 +86,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for label, tree in trees:
             before, after = run(tree, Path(tmp) / label.replace(" ", "_"))
-            cells = [f"{node} {b:.0f} -> {a:.0f} ({a - b:+.0f})"
-                     for node, b, a in zip(("tape_recorder", "online_estimator"), before, after)]
+            cells = [
+                f"{node} {b:.0f} -> {a:.0f} ({a - b:+.0f})"
+                for node, b, a in zip(("tape_recorder", "online_estimator"), before, after)
+            ]
             print(f"  {label:<10} ({tree}): {'; '.join(cells)}")
     sys.stdout.flush()
 

@@ -22,11 +22,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "test")]
 
-from industrial_arm import LINKS, PAYLOAD_KG, TRUE_LINK_MASS_KG, loaded_and_unloaded  # noqa: E402
-from test_identify_industrial_arm import JOINTS, _arm_problem, _with_tool  # noqa: E402
+from industrial_arm import LINKS, PAYLOAD_KG, TRUE_LINK_MASS_KG, loaded_and_unloaded
+from test_identify_industrial_arm import JOINTS, _arm_problem, _with_tool
 
-from sysid_ros.core.identify import identify, problem_from_dict, write_results  # noqa: E402
-from sysid_ros.core.files import model_path  # noqa: E402
+from sysid_ros.core.files import model_path
+from sysid_ros.core.identify import identify, problem_from_dict, write_results
 
 
 def main() -> None:
@@ -46,25 +46,38 @@ def main() -> None:
         t2 = time.process_time()
         mjcf = write_results(arm, tmp / "arm")["mjcf"]
         (tmp / "tool.xml").write_text(_with_tool(mjcf.read_text()))
-        doc = {"model": str(tmp / "tool.xml"), "joints": list(JOINTS), "segment_s": 0.25,
-               "training": [{"path": str(loaded.path), "control": "effort"}], "initial_state": "measured",
-               "optimizer": {"max_iters": 20},
-               "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}]}  # bounds from physics
+        doc = {
+            "model": str(tmp / "tool.xml"),
+            "joints": list(JOINTS),
+            "segment_s": 0.25,
+            "training": [{"path": str(loaded.path), "control": "effort"}],
+            "initial_state": "measured",
+            "optimizer": {"max_iters": 20},
+            "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}],
+        }  # bounds from physics
         payload = identify(problem_from_dict(doc))
         t3 = time.process_time()
     (p,) = payload.parameters
-    print(f"{args.seconds:g} s runs, seed {args.seed}; CPU s: logs {t1 - t0:.1f}, arm {t2 - t1:.1f}, "
-          f"payload {t3 - t2:.1f}")
-    print(f"payload mass {p.value[0]:.4f} kg (truth {PAYLOAD_KG}, {100 * (p.value[0] / PAYLOAD_KG - 1):+.2f} %), "
-          f"95 % half-width {p.half_width_95[0]:.4f} kg; bounds {p.min_value[0]:.3g}..{p.max_value[0]:.3g} kg")
-    print("payload centre (m, truth 0 0 0): " + " ".join(f"{c:+.4f}+-{h:.4f}" for c, h in zip(p.value[1:],
-                                                                                            p.half_width_95[1:])))
+    print(
+        f"{args.seconds:g} s runs, seed {args.seed}; CPU s: logs {t1 - t0:.1f}, arm {t2 - t1:.1f}, "
+        f"payload {t3 - t2:.1f}"
+    )
+    print(
+        f"payload mass {p.value[0]:.4f} kg (truth {PAYLOAD_KG}, {100 * (p.value[0] / PAYLOAD_KG - 1):+.2f} %), "
+        f"95 % half-width {p.half_width_95[0]:.4f} kg; bounds {p.min_value[0]:.3g}..{p.max_value[0]:.3g} kg"
+    )
+    print(
+        "payload centre (m, truth 0 0 0): "
+        + " ".join(f"{c:+.4f}+-{h:.4f}" for c, h in zip(p.value[1:], p.half_width_95[1:]))
+    )
     by_name = {q.name: q for q in arm.parameters}
     for body, truth in zip(LINKS[1:], TRUE_LINK_MASS_KG[1:]):
         q = by_name[f"{body}_mass"]
         print(f"  {body:15s} {q.value[0]:7.3f} kg (truth {truth:6.3f}, {100 * (q.value[0] / truth - 1):+5.1f} %)")
-    print(f"verdicts: arm {arm.verdict}, payload {payload.verdict}; "
-          f"garbage warnings: {sum('garbage' in w for w in arm.warnings + payload.warnings)}")
+    print(
+        f"verdicts: arm {arm.verdict}, payload {payload.verdict}; "
+        f"garbage warnings: {sum('garbage' in w for w in arm.warnings + payload.warnings)}"
+    )
     print(f"mean |com| error {np.mean(np.abs(p.value[1:])):.4f} m")
 
 

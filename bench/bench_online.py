@@ -45,19 +45,24 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: threaded BLAS on 2 shared cores cost 3x the CPU
-import numpy as np  # noqa: E402
-from scipy.special import log_ndtr  # noqa: E402
+import numpy as np
+from scipy.special import log_ndtr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.signals import savgol_derivatives  # noqa: E402
-from sysid_ros.core.linear import pendulum_columns  # noqa: E402
-from sysid_ros.core.online import ChangeDetected, OnlineEstimator, fit_window  # noqa: E402
-from sysid_ros.core.linear import select_rows  # noqa: E402
-from sysid_ros.core.signals import JointSamples  # noqa: E402
-from test_online import CHANGES, LENGTH_M, ROTOR_KG_M2, S, config, settle_time_s, two_changes  # noqa: E402
-from test_online_steady import steady_record  # noqa: E402
+from test_online import CHANGES, LENGTH_M, ROTOR_KG_M2, S, config, settle_time_s, two_changes
+from test_online_steady import steady_record
+
+from sysid_ros.core.linear import (
+    pendulum_columns,
+    select_rows,
+)
+from sysid_ros.core.online import ChangeDetected, OnlineEstimator, fit_window
+from sysid_ros.core.signals import (
+    JointSamples,
+    savgol_derivatives,
+)
 
 EPS1 = 0.05
 LAMBDA = 0.999
@@ -84,8 +89,13 @@ def naive(samples: JointSamples) -> tuple[np.ndarray, np.ndarray]:
     n_win, hop = 1000, 125
     times, mass, last = [], [], np.nan
     for end in range(n_win, len(samples) + 1, hop):
-        win = fit_window(cfg, samples.time_ns[end - n_win:end], samples.position[end - n_win:end, 0],
-                         samples.effort[end - n_win:end, 0], np.full(3, np.nan))
+        win = fit_window(
+            cfg,
+            samples.time_ns[end - n_win : end],
+            samples.position[end - n_win : end, 0],
+            samples.effort[end - n_win : end, 0],
+            np.full(3, np.nan),
+        )
         if np.isfinite(win.values[0]):
             last = float(win.values[0])
         times.append(samples.time_ns[end - 1] / S)
@@ -147,8 +157,12 @@ def score(times: np.ndarray, mass: np.ndarray, events: list[float]) -> dict[str,
     for end_s, truth in ((15.0, 1.3), (30.0, 1.8), (45.0, 1.1)):
         sel = (times > end_s - 5.0) & (times <= end_s)
         steady.append(np.max(np.abs(mass[sel] / truth - 1)))
-    return {"delay s": " / ".join(delays), "to 2 % s": " / ".join(f"{t:.2f}" for t in to_2pct),
-            "steady err": " / ".join(f"{e:.1%}" for e in steady), "false": str(len(set(events) - matched))}
+    return {
+        "delay s": " / ".join(delays),
+        "to 2 % s": " / ".join(f"{t:.2f}" for t in to_2pct),
+        "steady err": " / ".join(f"{e:.1%}" for e in steady),
+        "false": str(len(set(events) - matched)),
+    }
 
 
 def arm_runs(record: JointSamples, arm_model: str) -> dict:
@@ -167,8 +181,10 @@ def arm_runs(record: JointSamples, arm_model: str) -> dict:
             values.append([est.estimate.values[names.index("mass_kg")], est.estimate.values[names.index("mz_kg_m")]])
             if est.last_step is not None:  # the check's statistic: each watched step in its standard errors,
                 size = np.abs(est.last_step.delta[watched])  # and in eps1 of its scale (both must pass 1 / sigma)
-                eps1 = np.maximum(np.abs(np.asarray(est.estimate.values)[watched]), cfg.model.floors()[watched]) \
+                eps1 = (
+                    np.maximum(np.abs(np.asarray(est.estimate.values)[watched]), cfg.model.floors()[watched])
                     * cfg.per_parameter("change_threshold")[watched]
+                )
                 z_scores.append(np.concatenate([size / est.last_step.std[watched], size / eps1]))
         return np.array(times), np.array(values), events
 
@@ -192,8 +208,7 @@ def implied_false_alarms(checks: int, parameters: int, sigma: float) -> float:
 def arm_rows(record: JointSamples, arm_model: str):
     """The payload columns (N, 7, 10), torque minus the known arm (N, 7) and used rows, acausal derivatives."""
     from sysid_ros.core.identify import IIWA_FLANGE
-    from sysid_ros.core.online import payload_config
-    from sysid_ros.core.online import prepare
+    from sysid_ros.core.online import payload_config, prepare
 
     cfg = payload_config(arm_model, IIWA_FLANGE)
     prep = prepare(cfg, record.time_ns, record.position, record.effort)
@@ -229,19 +244,26 @@ def arm_score(times, values, events, changes, mass_kg: float, first_moment: floa
         delays.append(f"{hit[0] - change_s:.2f}" if hit else "miss")
         matched.update(hit[:1])
         k = min(times.searchsorted(change_s + 2.0), len(times) - 1)
-        at2.append(f"{abs(values[k, 0] - m) / mass_kg:.1%}/{abs(values[k, 1] - first_moment * (m > 0)) / first_moment:.1%}")
+        at2.append(
+            f"{abs(values[k, 0] - m) / mass_kg:.1%}/{abs(values[k, 1] - first_moment * (m > 0)) / first_moment:.1%}"
+        )
     steady = []
     for until_s, m_before in zip([c for c, _ in changes] + [end_s], [0.0] + [m for _, m in changes]):
         sel = (times > until_s - 5.0) & (times <= until_s)
         steady.append(f"{np.nanmax(np.abs(values[sel, 0] - m_before)) / mass_kg:.1%}")
-    return {"delay s": " / ".join(delays), "m/mz err at 2 s": " / ".join(at2), "steady mass err": " / ".join(steady),
-            "false": str(len(set(events) - matched))}
+    return {
+        "delay s": " / ".join(delays),
+        "m/mz err at 2 s": " / ".join(at2),
+        "steady mass err": " / ".join(steady),
+        "false": str(len(set(events) - matched)),
+    }
 
 
 def arm_main(short: bool) -> None:
     import tempfile
 
-    from test_online_payload import CHANGES as ARM_CHANGES, PAYLOAD, models, payload_record
+    from test_online_payload import CHANGES as ARM_CHANGES
+    from test_online_payload import PAYLOAD, models, payload_record
 
     t0 = time.time()
     robot_model, arm_model = models(tempfile.mkdtemp())
@@ -267,8 +289,10 @@ def arm_main(short: bool) -> None:
             row["10-min worst / median err"] = f"{np.max(err):.2%} / {np.median(err):.2%}"
         rows.append(row)
     table(rows)
-    print("\ndelay per change (attach 1.5 kg at 10 s, remove at 20 s); errors relative to 1.5 kg and 0.12 kg m;"
-          " steady: last 5 s before each change and the end (0 / 1.5 / 0 kg)")
+    print(
+        "\ndelay per change (attach 1.5 kg at 10 s, remove at 20 s); errors relative to 1.5 kg and 0.12 kg m;"
+        " steady: last 5 s before each change and the end (0 / 1.5 / 0 kg)"
+    )
     if z is not None and len(z):
         from sysid_ros.core.online import FIRST_MOMENTS, payload_config
 
@@ -277,16 +301,18 @@ def arm_main(short: bool) -> None:
         peak = z.max(axis=0)
         closest = np.max(np.minimum(z / sigma, eps1))  # 1 would pass both rules in one check
         tail = {x: float(np.mean(z.max(axis=1) > x)) for x in (4.0, 5.0, 6.0)}
-        print(f"\n10 minutes steady with 1.5 kg on ({time.time() - t1:.0f} s for all methods): the detector checked "
-              f"{len(z)} times; its largest step in standard errors per parameter "
-              + ", ".join(f"{n} {p:.2f}" for n, p in zip(FIRST_MOMENTS, peak))
-              + f" (threshold {sigma:g}); 99th percentile {np.percentile(z.max(axis=1), 99):.2f}, median "
-              f"{np.median(z.max(axis=1)):.2f}; a Gaussian statistic would exceed {sigma:g} in "
-              f"{implied_false_alarms(len(z), z.shape[1], sigma):.1e} checks per 10 minutes, "
-              f"and its largest of {z.size} values would be about "
-              f"{float(np.sqrt(2 * np.log(z.size))):.1f}; measured share of checks beyond 4 / 5 / 6: "
-              + " / ".join(f"{v:.2%}" for v in tail.values())
-              + f"; closest to an alarm (both rules, one check): {closest:.2f} of the way")
+        print(
+            f"\n10 minutes steady with 1.5 kg on ({time.time() - t1:.0f} s for all methods): the detector checked "
+            f"{len(z)} times; its largest step in standard errors per parameter "
+            + ", ".join(f"{n} {p:.2f}" for n, p in zip(FIRST_MOMENTS, peak))
+            + f" (threshold {sigma:g}); 99th percentile {np.percentile(z.max(axis=1), 99):.2f}, median "
+            f"{np.median(z.max(axis=1)):.2f}; a Gaussian statistic would exceed {sigma:g} in "
+            f"{implied_false_alarms(len(z), z.shape[1], sigma):.1e} checks per 10 minutes, "
+            f"and its largest of {z.size} values would be about "
+            f"{float(np.sqrt(2 * np.log(z.size))):.1f}; measured share of checks beyond 4 / 5 / 6: "
+            + " / ".join(f"{v:.2%}" for v in tail.values())
+            + f"; closest to an alarm (both rules, one check): {closest:.2f} of the way"
+        )
 
 
 def industrial_main() -> None:
@@ -299,9 +325,9 @@ def industrial_main() -> None:
     from unittest import mock
 
     from industrial_arm import PAYLOAD_KG, loaded_and_unloaded
-    from sysid_ros.core.online import ParameterChange, payload_config
-    from sysid_ros.core.online import WITH_INERTIA, load_model, payload_inertia
     from test_online_industrial import identified_arm
+
+    from sysid_ros.core.online import WITH_INERTIA, ParameterChange, load_model, payload_config, payload_inertia
 
     folder = tempfile.mkdtemp()
     t0 = time.time()
@@ -314,8 +340,11 @@ def industrial_main() -> None:
             config = payload_config(arm, "payload")
             if method.endswith("calibration"):
                 config = dataclasses.replace(config, calibrate_scatter=False)
-            patch = mock.patch("sysid_ros.core.online.window.on_uniform_grid", lambda t, q, tau: (t, q, tau)) \
-                if "median" in method else mock.patch.dict({})
+            patch = (
+                mock.patch("sysid_ros.core.online.window.on_uniform_grid", lambda t, q, tau: (t, q, tau))
+                if "median" in method
+                else mock.patch.dict({})
+            )
             est, events, values, t1 = OnlineEstimator(config), [], [], time.process_time()
             with patch:
                 for k in range(0, len(log.samples), 25):
@@ -323,15 +352,23 @@ def industrial_main() -> None:
                     values.append(est.estimate.values)
             values = np.array(values)[20:]  # after 5 s
             mass = values[:, 0]
-            eig = [np.linalg.eigvalsh(payload_inertia(dict(zip(WITH_INERTIA, v)))[1]).min()
-                   for v in values if np.isfinite(v).all()]
-            rows.append({"method": method, "run": f"{name} ({log.payload_kg:g} kg)",
-                         "final mass": f"{est.estimate.values[0]:.4f} kg",
-                         "mass range after 5 s": f"{np.nanmin(mass):.3f} .. {np.nanmax(mass):.3f}",
-                         "NaN estimates": str(int((~np.isfinite(values)).any(axis=1).sum())),
-                         "change events": str(sum(isinstance(e, (ChangeDetected, ParameterChange)) for e in events)),
-                         "min inertia eig": f"{min(eig):.2g}" if eig else "-",
-                         "CPU": f"{time.process_time() - t1:.1f} s"})
+            eig = [
+                np.linalg.eigvalsh(payload_inertia(dict(zip(WITH_INERTIA, v)))[1]).min()
+                for v in values
+                if np.isfinite(v).all()
+            ]
+            rows.append(
+                {
+                    "method": method,
+                    "run": f"{name} ({log.payload_kg:g} kg)",
+                    "final mass": f"{est.estimate.values[0]:.4f} kg",
+                    "mass range after 5 s": f"{np.nanmin(mass):.3f} .. {np.nanmax(mass):.3f}",
+                    "NaN estimates": str(int((~np.isfinite(values)).any(axis=1).sum())),
+                    "change events": str(sum(isinstance(e, (ChangeDetected, ParameterChange)) for e in events)),
+                    "min inertia eig": f"{min(eig):.2g}" if eig else "-",
+                    "CPU": f"{time.process_time() - t1:.1f} s",
+                }
+            )
     table(rows)
     print(f"\ntruth: {PAYLOAD_KG} kg loaded, 0 unloaded; the identified arm's link masses are 1.5-3 % off")
 
@@ -359,11 +396,13 @@ def main() -> None:
     steady = None if short else steady_record(600.0)
     print(f"data: {len(record)} + {0 if steady is None else len(steady)} samples in {time.time() - t0:.1f} s\n")
     rows = []
-    for name, run in (("ours (seed 002)", lambda s: ours(s)),
-                      ("ours + residual detector", lambda s: ours(s, detect_window_s=0.5)),
-                      ("naive sliding LS", lambda s: (*naive(s), None)),
-                      ("RLS lambda=0.999", lambda s: (*rls(s), None)),
-                      ("RLS lambda=0.995", lambda s: (*rls(s, 0.995), None))):
+    for name, run in (
+        ("ours (seed 002)", lambda s: ours(s)),
+        ("ours + residual detector", lambda s: ours(s, detect_window_s=0.5)),
+        ("naive sliding LS", lambda s: (*naive(s), None)),
+        ("RLS lambda=0.999", lambda s: (*rls(s), None)),
+        ("RLS lambda=0.995", lambda s: (*rls(s, 0.995), None)),
+    ):
         t1 = time.time()
         times, mass, events = run(record)
         events = events if events is not None else threshold_events(times, mass)

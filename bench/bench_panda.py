@@ -43,12 +43,16 @@ from scipy.signal import butter, filtfilt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sysid_ros.core.bags import save_npz  # noqa: E402
-from sysid_ros.core.identify import identify, problem_from_dict, write_results  # noqa: E402
-from sysid_ros.core.identify.rollout import sequences as sd  # noqa: E402
-from sysid_ros.core.identify import load_source  # noqa: E402
-from sysid_ros.core.identify import torque_validation  # noqa: E402
-from sysid_ros.core.signals import JointSamples  # noqa: E402
+from sysid_ros.core.bags import save_npz
+from sysid_ros.core.identify import (
+    identify,
+    load_source,
+    problem_from_dict,
+    torque_validation,
+    write_results,
+)
+from sysid_ros.core.identify.rollout import sequences as sd
+from sysid_ros.core.signals import JointSamples
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO / "test/data/real/panda_menagerie/panda_torque.xml"
@@ -63,16 +67,24 @@ HELD_OUT_FROM, TAIL_S = 0.7, 0.1
 # Panda carry these same numbers but for link 1's z centre, which no joint feels). Friction per joint:
 # tau_f = A / (1 + exp(-alpha (qd + phi))) - A / (1 + exp(-alpha phi)).
 GAZ_MASS = (4.970684, 0.646926, 3.228604, 3.587895, 1.225946, 1.666555, 0.735522)
-GAZ_COM = ((3.875e-03, 2.081e-03, 0.0), (-3.141e-03, -2.872e-02, 3.495e-03), (2.7518e-02, 3.9252e-02, -6.6502e-02),
-           (-5.317e-02, 1.04419e-01, 2.7454e-02), (-1.1953e-02, 4.1065e-02, -3.8437e-02),
-           (6.0149e-02, -1.4117e-02, -1.0517e-02), (1.0517e-02, -4.252e-03, 6.1597e-02))
-GAZ_INERTIA = ((7.0337e-01, -1.3900e-04, 6.7720e-03, 7.0661e-01, 1.9169e-02, 9.1170e-03),
-               (7.9620e-03, -3.9250e-03, 1.0254e-02, 2.8110e-02, 7.0400e-04, 2.5995e-02),
-               (3.7242e-02, -4.7610e-03, -1.1396e-02, 3.6155e-02, -1.2805e-02, 1.0830e-02),
-               (2.5853e-02, 7.7960e-03, -1.3320e-03, 1.9552e-02, 8.6410e-03, 2.8323e-02),
-               (3.5549e-02, -2.1170e-03, -4.0370e-03, 2.9474e-02, 2.2900e-04, 8.6270e-03),
-               (1.9640e-03, 1.0900e-04, -1.1580e-03, 4.3540e-03, 3.4100e-04, 5.4330e-03),
-               (1.2516e-02, -4.2800e-04, -1.1960e-03, 1.0027e-02, -7.4100e-04, 4.8150e-03))
+GAZ_COM = (
+    (3.875e-03, 2.081e-03, 0.0),
+    (-3.141e-03, -2.872e-02, 3.495e-03),
+    (2.7518e-02, 3.9252e-02, -6.6502e-02),
+    (-5.317e-02, 1.04419e-01, 2.7454e-02),
+    (-1.1953e-02, 4.1065e-02, -3.8437e-02),
+    (6.0149e-02, -1.4117e-02, -1.0517e-02),
+    (1.0517e-02, -4.252e-03, 6.1597e-02),
+)
+GAZ_INERTIA = (
+    (7.0337e-01, -1.3900e-04, 6.7720e-03, 7.0661e-01, 1.9169e-02, 9.1170e-03),
+    (7.9620e-03, -3.9250e-03, 1.0254e-02, 2.8110e-02, 7.0400e-04, 2.5995e-02),
+    (3.7242e-02, -4.7610e-03, -1.1396e-02, 3.6155e-02, -1.2805e-02, 1.0830e-02),
+    (2.5853e-02, 7.7960e-03, -1.3320e-03, 1.9552e-02, 8.6410e-03, 2.8323e-02),
+    (3.5549e-02, -2.1170e-03, -4.0370e-03, 2.9474e-02, 2.2900e-04, 8.6270e-03),
+    (1.9640e-03, 1.0900e-04, -1.1580e-03, 4.3540e-03, 3.4100e-04, 5.4330e-03),
+    (1.2516e-02, -4.2800e-04, -1.1960e-03, 1.0027e-02, -7.4100e-04, 4.8150e-03),
+)
 GAZ_FRICTION_A = (0.54615, 0.87224, 0.64068, 1.2794, 0.83904, 0.30301, 0.56489)
 GAZ_FRICTION_PHI = (0.039533, 0.025882, -0.04607, 0.036194, 0.026226, -0.021047, 0.0035526)
 GAZ_FRICTION_ALPHA = (5.1181, 9.0657, 10.136, 5.5903, 8.3469, 17.133, 10.336)
@@ -80,8 +92,9 @@ GAZ_FRICTION_ALPHA = (5.1181, 9.0657, 10.136, 5.5903, 8.3469, 17.133, 10.336)
 
 def load_log(folder: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(time_ns, positions, velocities, torques) as logged, every row."""
-    read = {name: np.loadtxt(folder / f"exciting_traj_{name}.txt") for name in ("time", "positions", "velocity",
-                                                                               "torques")}
+    read = {
+        name: np.loadtxt(folder / f"exciting_traj_{name}.txt") for name in ("time", "positions", "velocity", "torques")
+    }
     t = np.round(read["time"] * 1e9).astype(np.int64)
     return t, *(read[name].reshape(len(t), 7) for name in ("positions", "velocity", "torques"))
 
@@ -160,14 +173,24 @@ def problem(model: Path, data: Path, span_s: float, max_iters: int) -> dict:
     params = [{"name": f"link{k}_mass", "kind": "body_mass", "body": f"link{k}"} for k in range(1, 8)]
     params.append({"name": "hand_mass", "kind": "body_mass", "body": "hand"})
     for j in JOINTS:
-        params += [{"name": f"{j}_{kind}", "kind": f"joint_{kind}", "joint": j}
-                   for kind in ("damping", "frictionloss", "armature", "effort_offset")]
-    return {"name": "panda_identified", "model": str(model), "joints": list(JOINTS),
-            "training": [{"npz": str(data), "control": "effort", "end_s": cut}],
-            "validation": [{"npz": str(data), "control": "effort", "start_s": cut, "end_s": span_s - TAIL_S}],
-            "segment_s": 0.25, "initial_state": "measured", "observe": ["position"],
-            "noise": {"position_rad": 1.0e-4}, "warm_start": True, "parameters": params,
-            "optimizer": {"backend": "mujoco", "max_iters": max_iters, "quiet": True}}
+        params += [
+            {"name": f"{j}_{kind}", "kind": f"joint_{kind}", "joint": j}
+            for kind in ("damping", "frictionloss", "armature", "effort_offset")
+        ]
+    return {
+        "name": "panda_identified",
+        "model": str(model),
+        "joints": list(JOINTS),
+        "training": [{"npz": str(data), "control": "effort", "end_s": cut}],
+        "validation": [{"npz": str(data), "control": "effort", "start_s": cut, "end_s": span_s - TAIL_S}],
+        "segment_s": 0.25,
+        "initial_state": "measured",
+        "observe": ["position"],
+        "noise": {"position_rad": 1.0e-4},
+        "warm_start": True,
+        "parameters": params,
+        "optimizer": {"backend": "mujoco", "max_iters": max_iters, "quiet": True},
+    }
 
 
 def time_base(kind: str, time_ns: np.ndarray, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> JointSamples:
@@ -189,15 +212,20 @@ def main() -> int:
     parser.add_argument("--model", default=os.environ.get("PANDA_MJCF", str(DEFAULT_MODEL)))
     parser.add_argument("--bases", default="logged,clock", help="time bases to identify on (logged, clock)")
     parser.add_argument("--max-iters", type=int, default=30)
-    parser.add_argument("--quick", action="store_true", help="2 window-fit iterations (to iterate on the torque-space "
-                        "fit; the full bench runs 30)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 window-fit iterations (to iterate on the torque-space fit; the full bench runs 30)",
+    )
     parser.add_argument("--keep", help="write each run's results into this folder")
     parser.add_argument("--no-identify", action="store_true", help="only the scorer's rows (no identify runs)")
     args = parser.parse_args()
     folder = Path(args.log_dir) if args.log_dir else None
     if folder is None or not (folder / "exciting_traj_torques.txt").is_file():
-        print("skipped: no local copy of the Panda log (give its rbt_log folder as the argument or in PANDA_LOG_DIR; "
-              "see this file's docstring)")
+        print(
+            "skipped: no local copy of the Panda log (give its rbt_log folder as the argument or in PANDA_LOG_DIR; "
+            "see this file's docstring)"
+        )
         return 0
     model_path = Path(args.model)
     if not model_path.is_file():
@@ -206,21 +234,24 @@ def main() -> int:
     time_ns, q, v, tau = load_log(folder)
     scorer = Scorer(time_ns, q, v, tau)
     span_s = (time_ns[-1] - time_ns[0]) * 1e-9
-    print(f"log: {len(time_ns)} rows over {span_s:.2f} s; on the 1 ms clock {scorer.collapsed} rows dropped (repeated, "
-          f"or an older state on a tick), {scorer.filled} ticks without a state (spline); held out "
-          f"{len(scorer.q)} rows")
+    print(
+        f"log: {len(time_ns)} rows over {span_s:.2f} s; on the 1 ms clock {scorer.collapsed} rows dropped (repeated, "
+        f"or an older state on a tick), {scorer.filled} ticks without a state (spline); held out "
+        f"{len(scorer.q)} rows"
+    )
     nominal = mujoco.MjModel.from_xml_path(str(model_path))
     published = published_model(model_path)
     rows: dict[str, np.ndarray] = {
         "published model (issue)": np.array(PUBLISHED_RMS_NM),
         "published model (this scorer)": scorer.rms(scorer.inverse(published) + published_friction(scorer.qd)),
         "published rigid body, no friction": scorer.rms(scorer.inverse(published)),
-        "nominal (model file)": scorer.rms(scorer.inverse(nominal))}
+        "nominal (model file)": scorer.rms(scorer.inverse(nominal)),
+    }
     if args.quick:
         args.max_iters = 2
     own: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in ([] if args.no_identify else args.bases.split(",")):
+        for kind in [] if args.no_identify else args.bases.split(","):
             data = save_npz(Path(tmp) / f"panda_{kind}.npz", time_base(kind, time_ns, q, v, tau))
             doc = problem(model_path, data, span_s, args.max_iters)
             t0 = time.perf_counter()
@@ -229,14 +260,20 @@ def main() -> int:
             paths = write_results(result, out, force=True)
             on_bound = sum("rests on its" in w for w in result.warnings)
             space = result.torque_space
-            print(f"{kind}: identified in {time.perf_counter() - t0:.0f} s, verdict {result.verdict}, "
-                  f"{len(result.warnings)} warnings ({on_bound} values on bounds); the MJCF carries the "
-                  f"{result.metrics.get('identified_model')}" + (
-                      f" (torque-space fit: chosen at {space['training_torque_ratio_to_window_fit']:.2f}x the "
-                      "window fit's torque on the training rows' last quarter, "
-                      f"{space['held_out_torque_ratio_to_window_fit']:.2f}x on the held-out rows, "
-                      f"filter window {space['filter_window_s']} s, "
-                      f"{len(space['projected_onto_physical'])} bodies projected)" if space else ""))
+            print(
+                f"{kind}: identified in {time.perf_counter() - t0:.0f} s, verdict {result.verdict}, "
+                f"{len(result.warnings)} warnings ({on_bound} values on bounds); the MJCF carries the "
+                f"{result.metrics.get('identified_model')}"
+                + (
+                    f" (torque-space fit: chosen at {space['training_torque_ratio_to_window_fit']:.2f}x the "
+                    "window fit's torque on the training rows' last quarter, "
+                    f"{space['held_out_torque_ratio_to_window_fit']:.2f}x on the held-out rows, "
+                    f"filter window {space['filter_window_s']} s, "
+                    f"{len(space['projected_onto_physical'])} bodies projected)"
+                    if space
+                    else ""
+                )
+            )
             identified = mujoco.MjModel.from_xml_path(str(paths["mjcf"]))
             rows[f"identified MJCF ({kind})"] = scorer.rms(scorer.inverse(identified))
             fit = result_friction_fit(doc, Path(tmp))
@@ -250,8 +287,9 @@ def main() -> int:
     for label, rms in rows.items():
         print(f"| {label} | " + " | ".join(f"{r:.3f} ({r / p:.2f}x)" for r, p in zip(rms, published_own)) + " |")
     for kind, table in own.items():
-        print(f"\nthe result's own held-out torque table ({kind}; {table.get('held_out')}, "
-              f"{table.get('samples')} rows)")
+        print(
+            f"\nthe result's own held-out torque table ({kind}; {table.get('held_out')}, {table.get('samples')} rows)"
+        )
         for label in ("nominal", "window_fit", "torque_space", "identified", "regression_friction"):
             if label in table:
                 print(f"  {label:20s} " + " ".join(f"{table[label][j]:.3f}" for j in JOINTS))

@@ -32,24 +32,35 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify import DRIVE_ACCELERATION_RAD_S2  # noqa: E402
-from test_plausibility import LIMITS_NM, TRUE_MASSES, TRUE_TERMS, JOINTS, joint_terms, problem_doc, write_logs  # noqa: E402
+from test_plausibility import JOINTS, LIMITS_NM, TRUE_MASSES, TRUE_TERMS, joint_terms, problem_doc, write_logs
+
+from sysid_ros.core.identify import (
+    DRIVE_ACCELERATION_RAD_S2,
+    identify,
+    problem_from_dict,
+)
 
 CASES = ("wide", "defaults", "inertia", "prior")
 NOMINAL_MASSES = {"upper": 2.0, "fore": 1.2, "hand": 0.5}
-TRUTH = {"upper_mass": TRUE_MASSES[0], "fore_mass": TRUE_MASSES[1], "hand_mass": TRUE_MASSES[2],
-         "hand_inertia": TRUE_MASSES[2],
-         **{f"{j}_{kind}": values[k] for kind, values in TRUE_TERMS.items() for k, j in enumerate(JOINTS)}}
+TRUTH = {
+    "upper_mass": TRUE_MASSES[0],
+    "fore_mass": TRUE_MASSES[1],
+    "hand_mass": TRUE_MASSES[2],
+    "hand_inertia": TRUE_MASSES[2],
+    **{f"{j}_{kind}": values[k] for kind, values in TRUE_TERMS.items() for k, j in enumerate(JOINTS)},
+}
 
 
 def parameters(case: str) -> list[dict]:
     wide = case == "wide"
-    out = [{"name": f"{b}_mass", "kind": "body_mass", "body": b, **({"min": 0.01, "max": 10.0} if wide else {})}
-           for b in ("upper", "fore")]
+    out = [
+        {"name": f"{b}_mass", "kind": "body_mass", "body": b, **({"min": 0.01, "max": 10.0} if wide else {})}
+        for b in ("upper", "fore")
+    ]
     if case in ("wide", "defaults"):
-        out.append({"name": "hand_mass", "kind": "body_mass", "body": "hand",
-                    **({"min": 0.01, "max": 10.0} if wide else {})})
+        out.append(
+            {"name": "hand_mass", "kind": "body_mass", "body": "hand", **({"min": 0.01, "max": 10.0} if wide else {})}
+        )
     else:
         out.append({"name": "hand_inertia", "kind": "body_inertia", "body": "hand"})
     return out + joint_terms(wide)
@@ -75,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default=",".join(CASES))
     args = parser.parse_args(argv)
     cases = args.cases.split(",")
-    rows = {case: {"bound": 0, "implausible": 0, "ratio": [], "cover": [], "finite": [], "seconds": []}
-            for case in cases}
+    rows = {
+        case: {"bound": 0, "implausible": 0, "ratio": [], "cover": [], "finite": [], "seconds": []} for case in cases
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(1, args.seeds + 1):
             folder = Path(tmp) / f"seed{seed}"
@@ -90,22 +102,31 @@ def main(argv: list[str] | None = None) -> int:
                 row["seconds"].append(time.perf_counter() - t0)
                 row["bound"] += any("rests on its" in w for w in result.warnings)
                 row["implausible"] += bool(implausible(result))
-                held, nominal = (result.metrics["validation_position_rms_rad"],
-                                 result.metrics["validation_position_rms_rad_start"])
+                held, nominal = (
+                    result.metrics["validation_position_rms_rad"],
+                    result.metrics["validation_position_rms_rad_start"],
+                )
                 row["ratio"].append(max(held[j] / nominal[j] for j in JOINTS))
                 finite = [p for p in result.parameters if p.name in TRUTH and math.isfinite(p.half_width_95[0])]
                 row["cover"] += [abs(p.value[0] - TRUTH[p.name]) <= p.half_width_95[0] for p in finite]
                 row["finite"] += [math.isfinite(p.half_width_95[0]) for p in result.parameters if p.name in TRUTH]
-                print(f"seed {seed} {case:9s} worst held-out/nominal {row['ratio'][-1]:.3g}  "
-                      f"implausible {implausible(result)}  warnings {len(result.warnings)}", flush=True)
-    print(f"\n{'case':10s}{'runs':>6}{'on bound':>10}{'implausible':>13}{'held-out/nominal (median, max)':>32}"
-          f"{'finite intervals':>18}{'truth inside (finite)':>23}{'s/run':>8}")
+                print(
+                    f"seed {seed} {case:9s} worst held-out/nominal {row['ratio'][-1]:.3g}  "
+                    f"implausible {implausible(result)}  warnings {len(result.warnings)}",
+                    flush=True,
+                )
+    print(
+        f"\n{'case':10s}{'runs':>6}{'on bound':>10}{'implausible':>13}{'held-out/nominal (median, max)':>32}"
+        f"{'finite intervals':>18}{'truth inside (finite)':>23}{'s/run':>8}"
+    )
     for case, row in rows.items():
         n = len(row["seconds"])
-        print(f"{case:10s}{n:>6}{row['bound'] / n:>10.0%}{row['implausible'] / n:>13.0%}"
-              f"{statistics.median(row['ratio']):>20.3g}, {max(row['ratio']):<10.3g}"
-              f"{sum(row['finite']) / max(len(row['finite']), 1):>18.0%}"
-              f"{sum(row['cover']) / max(len(row['cover']), 1):>23.0%}{statistics.median(row['seconds']):>8.1f}")
+        print(
+            f"{case:10s}{n:>6}{row['bound'] / n:>10.0%}{row['implausible'] / n:>13.0%}"
+            f"{statistics.median(row['ratio']):>20.3g}, {max(row['ratio']):<10.3g}"
+            f"{sum(row['finite']) / max(len(row['finite']), 1):>18.0%}"
+            f"{sum(row['cover']) / max(len(row['cover']), 1):>23.0%}{statistics.median(row['seconds']):>8.1f}"
+        )
     return 0
 
 

@@ -28,13 +28,17 @@ def chain_mjcf() -> str:
     body, close = "", ""
     for k, joint in enumerate(JOINTS):
         axis = "0 1 0" if k % 2 == 0 else "0 0 1"
-        body += (f'<body name="l{k + 1}" pos="0 0 {0.3 if k else 0.5}"><joint name="{joint}" axis="{axis}" '
-                 f'damping="0.5" armature="0.05" range="-2 2"/><geom type="capsule" fromto="0 0 0 0 0 0.3" '
-                 f'size="0.04" mass="{3.0 - 0.35 * k:.2f}" contype="0" conaffinity="0"/>')
+        body += (
+            f'<body name="l{k + 1}" pos="0 0 {0.3 if k else 0.5}"><joint name="{joint}" axis="{axis}" '
+            f'damping="0.5" armature="0.05" range="-2 2"/><geom type="capsule" fromto="0 0 0 0 0 0.3" '
+            f'size="0.04" mass="{3.0 - 0.35 * k:.2f}" contype="0" conaffinity="0"/>'
+        )
         close += "</body>"
     motors = "".join(f'<motor joint="{j}" ctrlrange="-200 200"/>' for j in JOINTS)
-    return (f'<mujoco model="chain7"><option timestep="0.001"/><worldbody>{body}{close}</worldbody>'
-            f'<actuator>{motors}</actuator></mujoco>')
+    return (
+        f'<mujoco model="chain7"><option timestep="0.001"/><worldbody>{body}{close}</worldbody>'
+        f"<actuator>{motors}</actuator></mujoco>"
+    )
 
 
 def main() -> None:
@@ -44,14 +48,38 @@ def main() -> None:
     model = folder / "chain7.xml"
     model.write_text(chain_mjcf())
     gains = {f"gains.{j}.{g}": v for j in JOINTS for g, v in (("p", 400.0), ("d", 20.0), ("i", 0.0))}
-    sim = NodeProcess("sim_robot", "sim_robot", {"model": str(model), "joints": JOINTS, "publish_rate_hz": 1000.0,
-                                                 "command_rate_hz": 1000.0, "forward_interface": "position",
-                                                 "noise.position_rad": 1e-4, **gains}, folder)
-    envelope = {f"envelope.{j}.{k}": v for j in JOINTS for k, v in
-                (("origin_rad", 0.0), ("travel_rad", 0.3), ("max_speed_rad_s", 1.5), ("max_torque_nm", 200.0))}
-    recorder = NodeProcess("tape_recorder", "tape_recorder", {
-        "joints": JOINTS, "command_rate_hz": 1000.0, "output_dir": str(folder / "bags"), "tape.kind": "multisine",
-        "safety.stale_after_s": 0.5, **envelope}, folder)
+    sim = NodeProcess(
+        "sim_robot",
+        "sim_robot",
+        {
+            "model": str(model),
+            "joints": JOINTS,
+            "publish_rate_hz": 1000.0,
+            "command_rate_hz": 1000.0,
+            "forward_interface": "position",
+            "noise.position_rad": 1e-4,
+            **gains,
+        },
+        folder,
+    )
+    envelope = {
+        f"envelope.{j}.{k}": v
+        for j in JOINTS
+        for k, v in (("origin_rad", 0.0), ("travel_rad", 0.3), ("max_speed_rad_s", 1.5), ("max_torque_nm", 200.0))
+    }
+    recorder = NodeProcess(
+        "tape_recorder",
+        "tape_recorder",
+        {
+            "joints": JOINTS,
+            "command_rate_hz": 1000.0,
+            "output_dir": str(folder / "bags"),
+            "tape.kind": "multisine",
+            "safety.stale_after_s": 0.5,
+            **envelope,
+        },
+        folder,
+    )
     client = RosClient("bench_client")
     try:
         diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
@@ -67,11 +95,14 @@ def main() -> None:
         feedback = read_joint_states(bag, time_source="header", max_gap_s=10.0)
         t = np.concatenate([s.time_ns for s in feedback.segments])
         expected = int(round((t[-1] - t[0]) / 1e6)) + 1
-        commands = sum(len(c) for c in read_recording(bag, joints=JOINTS, time_source="header",
-                                                     max_gap_s=10.0).commands.values())
+        commands = sum(
+            len(c) for c in read_recording(bag, joints=JOINTS, time_source="header", max_gap_s=10.0).commands.values()
+        )
         print(f"tape {status.message}; {wall:.1f} s wall")
-        print(f"joint states: expected {expected} (1 kHz over {(t[-1] - t[0]) * 1e-9:.2f} s), recorded {len(t)}, "
-              f"dropped {expected - len(t)} ({(expected - len(t)) / expected:.3%})")
+        print(
+            f"joint states: expected {expected} (1 kHz over {(t[-1] - t[0]) * 1e-9:.2f} s), recorded {len(t)}, "
+            f"dropped {expected - len(t)} ({(expected - len(t)) / expected:.3%})"
+        )
         print(f"commands sent and recorded: {commands} ({commands / ((t[-1] - t[0]) * 1e-9):.0f} Hz)")
         for name, seconds in cpu.items():
             print(f"CPU {name}: {seconds:.1f} s = {seconds / wall:.0%} of one core")

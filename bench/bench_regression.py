@@ -18,13 +18,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.signals import finite_differences, savgol_derivatives  # noqa: E402
-from sysid_ros.core.errors import DataError  # noqa: E402
-from sysid_ros.core.linear import PENDULUM_TERMS, fit_pendulum  # noqa: E402
-from support.open_loop import validate_open_loop  # noqa: E402
-from sysid_ros.core.linear import RowSelection  # noqa: E402
-from test_regression import (LENGTH_M, NOISE_RAD, ROTOR_KG_M2, TRUTH, pendulum, pendulum_with,  # noqa: E402
-                             record)
+from test_regression import LENGTH_M, NOISE_RAD, ROTOR_KG_M2, TRUTH, pendulum, pendulum_with, record
+
+from support.open_loop import validate_open_loop
+from sysid_ros.core.errors import DataError
+from sysid_ros.core.linear import (
+    PENDULUM_TERMS,
+    RowSelection,
+    fit_pendulum,
+)
+from sysid_ros.core.signals import finite_differences, savgol_derivatives
 
 LESSON = {  # lesson 18.1's printed estimates on the same record
     "finite differences (lesson)": (0.0007, 0.1006, 0.0514),
@@ -48,8 +51,14 @@ METHODS = [
 def fit(q: np.ndarray, torque: np.ndarray, method: object, compensate: bool, selection: RowSelection):
     h = pendulum().opt.timestep
     deriv = finite_differences(q, h) if method == "fd" else savgol_derivatives(q, h, method[1], method[0])
-    return fit_pendulum(deriv, torque, length_m=LENGTH_M, rotor_inertia_kg_m2=ROTOR_KG_M2, compensate_noise=compensate,
-                        selection=selection)
+    return fit_pendulum(
+        deriv,
+        torque,
+        length_m=LENGTH_M,
+        rotor_inertia_kg_m2=ROTOR_KG_M2,
+        compensate_noise=compensate,
+        selection=selection,
+    )
 
 
 def pct(values: np.ndarray) -> str:
@@ -84,9 +93,14 @@ def main() -> None:
     ours = fit(q, torque, (4, 0.2), True, DEFAULT_ROWS).fit
     held_torque, _, held_q = record(torque_seed=7, noise_seed=2)
     print("\nheld-out record (torque seed 7), open-loop angle RMS error (lesson: 2.57 mrad for its SG estimate):")
-    for label, params in (("true parameters (the noise floor)", TRUTH), ("ours", ours.as_dict()),
-                          ("nominal guess (1.0 kg, no damping or friction)",
-                           {"mass_kg": 1.0, "damping_nm_s_rad": 0.0, "friction_nm": 0.0})):
+    for label, params in (
+        ("true parameters (the noise floor)", TRUTH),
+        ("ours", ours.as_dict()),
+        (
+            "nominal guess (1.0 kg, no damping or friction)",
+            {"mass_kg": 1.0, "damping_nm_s_rad": 0.0, "friction_nm": 0.0},
+        ),
+    ):
         v = validate_open_loop(pendulum_with(params), held_torque, held_q)
         print(f"  {label:58s}{1000 * v.rms_rad:8.2f} mrad   first second {1000 * v.rms_first_s_rad:6.2f} mrad")
 

@@ -42,7 +42,11 @@ def timed(fn, reps: int):
 def series(trace) -> tuple[np.ndarray, np.ndarray]:
     """x and y of a plotly scatter trace as numbers (x may be a start and a step)."""
     y = np.asarray(trace.y, dtype=float)
-    x = np.asarray(trace.x, dtype=float) if trace.x is not None else (trace.x0 or 0.0) + (trace.dx or 1.0) * np.arange(len(y))
+    x = (
+        np.asarray(trace.x, dtype=float)
+        if trace.x is not None
+        else (trace.x0 or 0.0) + (trace.dx or 1.0) * np.arange(len(y))
+    )
     return x, y
 
 
@@ -79,9 +83,11 @@ def matplotlib_page(page) -> str:
         mfig.savefig(buf, format="svg", bbox_inches="tight")
         plt.close(mfig)
         text = buf.getvalue()
-        out.append(text[text.index("<svg"):])
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(page.title)}</title></head>"
-            "<body>" + "\n".join(page.parts).split("<div id=")[0] + "\n".join(out) + "</body></html>")
+        out.append(text[text.index("<svg") :])
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(page.title)}</title></head>"
+        "<body>" + "\n".join(page.parts).split("<div id=")[0] + "\n".join(out) + "</body></html>"
+    )
 
 
 def browser_s(path: Path, reps: int) -> float:
@@ -92,8 +98,20 @@ def browser_s(path: Path, reps: int) -> float:
     for _ in range(reps):
         with tempfile.TemporaryDirectory() as profile:
             t0 = time.perf_counter()
-            subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-                            "--dump-dom", path.resolve().as_uri()], capture_output=True, timeout=300, check=True)
+            subprocess.run(
+                [
+                    exe,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    f"--user-data-dir={profile}",
+                    "--dump-dom",
+                    path.resolve().as_uri(),
+                ],
+                capture_output=True,
+                timeout=300,
+                check=True,
+            )
             best = min(best, time.perf_counter() - t0)
     return best
 
@@ -101,8 +119,7 @@ def browser_s(path: Path, reps: int) -> float:
 def reports(demo: Path):
     """(name, function drawing the page, folder to write it in) of the demo run's reports."""
     from sysid_ros.core import tapes
-    from sysid_ros.core.report import identification, tuning
-    from sysid_ros.core.report import tape_page
+    from sysid_ros.core.report import identification, tape_page, tuning
     from sysid_ros.core.tapes import Envelope
 
     out = []
@@ -129,18 +146,23 @@ def main() -> int:
     if demo is None:
         demo = Path(tempfile.mkdtemp(prefix="bench_report_demo_"))
         print(f"running the demo into {demo} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "sysid_ros.demo", "--out", str(demo)], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "sysid_ros.demo", "--out", str(demo)], check=True, stdout=subprocess.DEVNULL
+        )
     t0 = time.perf_counter()
     import plotly.graph_objects  # noqa: F401
+
     t1 = time.perf_counter()
     import matplotlib.pyplot  # noqa: F401
+
     t2 = time.perf_counter()
     print(f"imports: plotly.graph_objects {t1 - t0:.2f} s, matplotlib.pyplot {t2 - t1:.2f} s")
     from sysid_ros.core.report import Page
 
-    print(f"{'report':<18}{'plots':>6} | {'plotly MB':>9}{'draw s':>8}{'browser s':>10} | "
-          f"{'mpl-SVG MB':>10}{'draw s':>8}{'browser s':>10} | goal < {GOAL_MB:g} MB, < {GOAL_S:g} s")
+    print(
+        f"{'report':<18}{'plots':>6} | {'plotly MB':>9}{'draw s':>8}{'browser s':>10} | "
+        f"{'mpl-SVG MB':>10}{'draw s':>8}{'browser s':>10} | goal < {GOAL_MB:g} MB, < {GOAL_S:g} s"
+    )
     ok = True
     for name, draw, folder in reports(demo):
         pages: list[Page] = []
@@ -156,9 +178,11 @@ def main() -> int:
         svg_path = Path(folder) / f".bench_{path.stem}_matplotlib.html"
         svg_path.write_text(svg)
         ok &= size < GOAL_MB and draw_s < GOAL_S
-        print(f"{name:<18}{page.plots:>6} | {size:>9.2f}{draw_s:>8.2f}{browser_s(path, args.reps):>10.2f} | "
-              f"{len(svg.encode()) / 1e6:>10.2f}{mpl_s:>8.2f}{browser_s(svg_path, args.reps):>10.2f} |"
-              f" {'ok' if size < GOAL_MB and draw_s < GOAL_S else 'OVER'}")
+        print(
+            f"{name:<18}{page.plots:>6} | {size:>9.2f}{draw_s:>8.2f}{browser_s(path, args.reps):>10.2f} | "
+            f"{len(svg.encode()) / 1e6:>10.2f}{mpl_s:>8.2f}{browser_s(svg_path, args.reps):>10.2f} |"
+            f" {'ok' if size < GOAL_MB and draw_s < GOAL_S else 'OVER'}"
+        )
         svg_path.unlink()
     print("all reports within the goal" if ok else "some report is over the goal")
     return 0

@@ -26,10 +26,10 @@ from collections import defaultdict
 from pathlib import Path
 
 import psutil
+from bench_fleet_stack import RATE_HZ, SIM, start_stack
 from diagnostic_msgs.msg import DiagnosticArray
 from std_srvs.srv import Trigger
 
-from bench_fleet_stack import RATE_HZ, SIM, start_stack
 from sysid_ros.core.gains import PidGains
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 from sysid_ros.ros.client import RESEND_S, RosClient, play_ended, request_play, wait_for
@@ -51,8 +51,11 @@ def thread_group(process: psutil.Process, tid: int) -> str:
 
 def cpu_by_thread(processes: dict[str, psutil.Process]) -> dict[tuple[str, str, int], float]:
     """(process, group, tid) -> user + system CPU seconds so far."""
-    return {(name, thread_group(p, t.id), t.id): t.user_time + t.system_time
-            for name, p in processes.items() for t in p.threads()}
+    return {
+        (name, thread_group(p, t.id), t.id): t.user_time + t.system_time
+        for name, p in processes.items()
+        for t in p.threads()
+    }
 
 
 def shares(before: dict, after: dict, wall_s: float) -> dict[tuple[str, str], tuple[float, float]]:
@@ -68,8 +71,12 @@ def shares(before: dict, after: dict, wall_s: float) -> dict[tuple[str, str], tu
 
 def physics_pct(wall_s: float = 10.0) -> float:
     """CPU % of a core `SimRobot.advance` takes for sim_robot's pendulum at its bench rates, in real time."""
-    robot = SimRobot("pendulum", command_rate_hz=RATE_HZ, publish_rate_hz=RATE_HZ,
-                     noise=FeedbackNoise(position_rad=SIM["noise.position_rad"]))
+    robot = SimRobot(
+        "pendulum",
+        command_rate_hz=RATE_HZ,
+        publish_rate_hz=RATE_HZ,
+        noise=FeedbackNoise(position_rad=SIM["noise.position_rad"]),
+    )
     robot.set_gains("hinge", PidGains(p=SIM["gains.hinge.p"], d=SIM["gains.hinge.d"]))
     period_ns = int(1e9 / RATE_HZ)
     t0 = time.process_time()
@@ -91,9 +98,15 @@ def main() -> None:
     stack = start_stack("r1", 0, folder / "r1", "composed")
     try:
         processes = {"sim_robot": psutil.Process(stack[0].pid), "robot_stack": psutil.Process(stack[1].pid)}
-        wait_for(lambda: client.call(Trigger, "r1/lifecycle_manager/is_active", Trigger.Request(), 300.0,
-                                 resend_s=RESEND_S).success,
-                 300.0, "r1 to come up")
+        wait_for(
+            lambda: (
+                client.call(
+                    Trigger, "r1/lifecycle_manager/is_active", Trigger.Request(), 300.0, resend_s=RESEND_S
+                ).success
+            ),
+            300.0,
+            "r1 to come up",
+        )
         c0, w0 = cpu_by_thread(processes), time.monotonic()
         time.sleep(args.idle)
         c1, w1 = cpu_by_thread(processes), time.monotonic()
@@ -108,18 +121,25 @@ def main() -> None:
         for process in reversed(stack):
             process.stop()
     idle, play = shares(c0, c1, w1 - w0), shares(c1, c2, w2 - w1)
-    print(f"idle {w1 - w0:.1f} s, then one play ({ended.message.split(':')[0]}) {w2 - w1:.1f} s; "
-          f"load average after: {os.getloadavg()[0]:.1f}")
-    print(f"{'process':<12} {'threads':<22} {'idle % of a core':>17} {'playing %':>10} "
-          f"{'busiest thread idle/play':>25}")
+    print(
+        f"idle {w1 - w0:.1f} s, then one play ({ended.message.split(':')[0]}) {w2 - w1:.1f} s; "
+        f"load average after: {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'process':<12} {'threads':<22} {'idle % of a core':>17} {'playing %':>10} {'busiest thread idle/play':>25}"
+    )
     for key in sorted(set(idle) | set(play), key=lambda k: (k[0], -play.get(k, (0, 0))[0])):
         i, p = idle.get(key, (0.0, 0.0)), play.get(key, (0.0, 0.0))
         print(f"{key[0]:<12} {key[1]:<22} {i[0]:>17.1f} {p[0]:>10.1f} {i[1]:>12.1f}/{p[1]:<12.1f}")
     for name in processes:
-        print(f"{name:<12} {'all':<22} {sum(v[0] for k, v in idle.items() if k[0] == name):>17.1f} "
-              f"{sum(v[0] for k, v in play.items() if k[0] == name):>10.1f}   PSS {pss[name]:.0f} MB")
-    print(f"sim_robot's physics alone (SimRobot.advance, {RATE_HZ:.0f} Hz, in this process): "
-          f"{physics_pct():.1f} % of a core")
+        print(
+            f"{name:<12} {'all':<22} {sum(v[0] for k, v in idle.items() if k[0] == name):>17.1f} "
+            f"{sum(v[0] for k, v in play.items() if k[0] == name):>10.1f}   PSS {pss[name]:.0f} MB"
+        )
+    print(
+        f"sim_robot's physics alone (SimRobot.advance, {RATE_HZ:.0f} Hz, in this process): "
+        f"{physics_pct():.1f} % of a core"
+    )
 
 
 if __name__ == "__main__":

@@ -29,12 +29,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from support.tuner_joints import DemoJoint, direct_drive, shoulder, with_gains  # noqa: E402
-from sysid_ros.core.linear import JointModel  # noqa: E402
-from sysid_ros.core.tapes import Envelope  # noqa: E402
-from sysid_ros.core.tuner import tune
-from sysid_ros.core.tuner import SimPlant
-from sysid_ros.core.tuner import DriveGains, Goal, Servo
+from support.tuner_joints import DemoJoint, direct_drive, shoulder, with_gains
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.tapes import Envelope
+from sysid_ros.core.tuner import DriveGains, Goal, Servo, SimPlant, tune
 
 
 def pendulum() -> DemoJoint:
@@ -54,8 +52,9 @@ def joints(quick: bool) -> dict[str, Callable[[], DemoJoint]]:
     }
     if not quick:
         out["shoulder, 0.1 mrad encoder noise"] = lambda: shoulder(noise_rad=1e-4)
-        out["direct drive, soft factory gains, 250 Hz"] = lambda: with_gains(direct_drive(command_rate_hz=250.0),
-                                                                              DriveGains(0.1, 0.002))
+        out["direct drive, soft factory gains, 250 Hz"] = lambda: with_gains(
+            direct_drive(command_rate_hz=250.0), DriveGains(0.1, 0.002)
+        )
     return out
 
 
@@ -66,13 +65,22 @@ def run(make: Callable[[], DemoJoint], twin: bool) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     model = result.identification.model
     played = sum(c.played_on_plant for c in result.refine.candidates)
-    return {"plant_s": result.seconds["total"], "seconds": result.seconds, "cost": result.verify.chosen.cost,
-            "controller": result.verify.chosen.controller, "improved": result.improved, "wall_s": wall,
-            "played": played, "tried": len(result.refine.candidates),
-            "J_err": model.inertia_kg_m2 / joint.truth.inertia_kg_m2 - 1,
-            "tc_err": model.coulomb_nm / joint.truth.coulomb_nm - 1,
-            "delay_ms": 1e3 * result.identification.delay_s, "delay_true_ms": 1e3 * joint.plant.delay_s,
-            "wn_max": result.sweep.wn_max_rad_s, "rungs": len(result.sweep.rungs)}
+    return {
+        "plant_s": result.seconds["total"],
+        "seconds": result.seconds,
+        "cost": result.verify.chosen.cost,
+        "controller": result.verify.chosen.controller,
+        "improved": result.improved,
+        "wall_s": wall,
+        "played": played,
+        "tried": len(result.refine.candidates),
+        "J_err": model.inertia_kg_m2 / joint.truth.inertia_kg_m2 - 1,
+        "tc_err": model.coulomb_nm / joint.truth.coulomb_nm - 1,
+        "delay_ms": 1e3 * result.identification.delay_s,
+        "delay_true_ms": 1e3 * joint.plant.delay_s,
+        "wn_max": result.sweep.wn_max_rad_s,
+        "rungs": len(result.sweep.rungs),
+    }
 
 
 BUDGET_S = 300.0  # seconds of motion a tune may take from production per joint
@@ -87,8 +95,13 @@ print(json.dumps({{"plant_s": r["plant_s"], "seconds": r["seconds"], "cost": r["
 
 def before(tree: str, name: str) -> dict[str, Any]:
     """The twin-screened tune of joint `name` by the code in checkout `tree` (a subprocess on that tree)."""
-    out = subprocess.run([sys.executable, "-c", BEFORE.format(tree=tree, name=name)], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": tree}, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", BEFORE.format(tree=tree, name=name)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": tree},
+        check=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -98,31 +111,42 @@ def main() -> None:
     parser.add_argument("--twin-only", action="store_true", help="twin screening only (no full grid)")
     parser.add_argument("--before", metavar="OLD_TREE", help="a checkout whose tuner to run beside this one")
     args = parser.parse_args()
-    print(f"{'joint':<42} {'mode':<6} {'plant s':>8} {'cost':>6} {'played':>7} {'rungs':>5} {'J err':>7} "
-          f"{'tc err':>7} {'delay ms':>12} {'wall s':>7}")
+    print(
+        f"{'joint':<42} {'mode':<6} {'plant s':>8} {'cost':>6} {'played':>7} {'rungs':>5} {'J err':>7} "
+        f"{'tc err':>7} {'delay ms':>12} {'wall s':>7}"
+    )
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for name, make in joints(args.quick).items():
         for twin in (True,) if args.twin_only else (False, True):
             r = rows.setdefault(name, {})["twin" if twin else "grid"] = run(make, twin)
-            print(f"{name:<42} {'twin' if twin else 'grid':<6} {r['plant_s']:8.0f} {r['cost']:6.3f} "
-                  f"{r['played']:>3}/{r['tried']:<3} {r['rungs']:5d} {r['J_err']:+7.1%} {r['tc_err']:+7.1%} "
-                  f"{r['delay_ms']:5.2f}/{r['delay_true_ms']:<5.1f} {r['wall_s']:7.1f}")
+            print(
+                f"{name:<42} {'twin' if twin else 'grid':<6} {r['plant_s']:8.0f} {r['cost']:6.3f} "
+                f"{r['played']:>3}/{r['tried']:<3} {r['rungs']:5d} {r['J_err']:+7.1%} {r['tc_err']:+7.1%} "
+                f"{r['delay_ms']:5.2f}/{r['delay_true_ms']:<5.1f} {r['wall_s']:7.1f}"
+            )
             print(f"{'':<42} stages: " + ", ".join(f"{k} {v:.0f}" for k, v in r["seconds"].items()))
         if args.before:
             b = rows[name]["before"] = before(args.before, name)
-            print(f"{'':<42} before ({args.before}), twin: {b['plant_s']:.0f} s of motion, cost {b['cost']:.3f}; "
-                  "stages: " + ", ".join(f"{k} {v:.0f}" for k, v in b["seconds"].items()), flush=True)
-    print(f"\n{'joint':<42} {'s of motion: before':>19} {'twin':>6} {'grid':>6}   {'cost: before':>12} {'twin':>7} "
-          f"{'grid':>7}   {'pick':>6}   <= {BUDGET_S:.0f} s, grid's pick or cost <= grid")
+            print(
+                f"{'':<42} before ({args.before}), twin: {b['plant_s']:.0f} s of motion, cost {b['cost']:.3f}; "
+                "stages: " + ", ".join(f"{k} {v:.0f}" for k, v in b["seconds"].items()),
+                flush=True,
+            )
+    print(
+        f"\n{'joint':<42} {'s of motion: before':>19} {'twin':>6} {'grid':>6}   {'cost: before':>12} {'twin':>7} "
+        f"{'grid':>7}   {'pick':>6}   <= {BUDGET_S:.0f} s, grid's pick or cost <= grid"
+    )
     for name, r in rows.items():
         b, t, g = r.get("before"), r["twin"], r.get("grid")
         same = g is not None and t["controller"] == g["controller"]
         met = t["plant_s"] <= BUDGET_S and (g is None or same or t["cost"] <= g["cost"])
-        print(f"{name:<42} {b['plant_s'] if b else float('nan'):19.0f} {t['plant_s']:6.0f} "
-              f"{g['plant_s'] if g else float('nan'):6.0f}   {b['cost'] if b else float('nan'):12.4f} "
-              f"{t['cost']:7.4f} {g['cost'] if g else float('nan'):7.4f}   "
-              f"{'-' if g is None else 'grid' if same else 'other':>6}   "
-              f"{'yes' if met else 'NO'}")
+        print(
+            f"{name:<42} {b['plant_s'] if b else float('nan'):19.0f} {t['plant_s']:6.0f} "
+            f"{g['plant_s'] if g else float('nan'):6.0f}   {b['cost'] if b else float('nan'):12.4f} "
+            f"{t['cost']:7.4f} {g['cost'] if g else float('nan'):7.4f}   "
+            f"{'-' if g is None else 'grid' if same else 'other':>6}   "
+            f"{'yes' if met else 'NO'}"
+        )
 
 
 if __name__ == "__main__":

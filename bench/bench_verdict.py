@@ -25,16 +25,29 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from sysid_ros.core.bags import save_npz  # noqa: E402
-from sysid_ros.core.identify import identify  # noqa: E402
-from support.synthetic import arm3_tracking_record  # noqa: E402
-from test_identify_verdict import (ARM3, PENDULUM_TRUTH, TOPIC, arm3_problem, damaged, pendulum_problem,  # noqa: E402
-                                   pendulum_record)
+from test_identify_verdict import ARM3, PENDULUM_TRUTH, TOPIC, arm3_problem, damaged, pendulum_problem, pendulum_record
 
-RULES = {"residual": "training residual", "offset": "time offset", "bound": "rests on its",
-         "warm start": "regression warm start", "data": "stamped twice"}
-CASES = ("pendulum/clean", "arm3/clean", "pendulum/early20", "pendulum/early300", "pendulum/flip",
-         "pendulum/x1000", "pendulum/nofriction", "arm3/payload")
+from support.synthetic import arm3_tracking_record
+from sysid_ros.core.bags import save_npz
+from sysid_ros.core.identify import identify
+
+RULES = {
+    "residual": "training residual",
+    "offset": "time offset",
+    "bound": "rests on its",
+    "warm start": "regression warm start",
+    "data": "stamped twice",
+}
+CASES = (
+    "pendulum/clean",
+    "arm3/clean",
+    "pendulum/early20",
+    "pendulum/early300",
+    "pendulum/flip",
+    "pendulum/x1000",
+    "pendulum/nofriction",
+    "arm3/payload",
+)
 ARM3_TRUTH = {k.replace(".", "_"): v for k, v in ARM3.items()}
 
 
@@ -45,8 +58,11 @@ def run(case: str, seed: int, folder: Path):
         path = save_npz(folder / f"{damage}_{seed}.npz", arm3_tracking_record(seed, 4.0, physics))
         return identify(arm3_problem(path)), ARM3_TRUTH
     samples, commands = pendulum_record(seed)
-    path = save_npz(folder / f"{damage}_{seed}.npz", samples,
-                    {TOPIC: commands if damage in ("clean", "nofriction") else damaged(commands, damage)})
+    path = save_npz(
+        folder / f"{damage}_{seed}.npz",
+        samples,
+        {TOPIC: commands if damage in ("clean", "nofriction") else damaged(commands, damage)},
+    )
     problem = pendulum_problem(path)
     if damage == "nofriction":
         parameters = problem.parameters[:2] + (replace(problem.parameters[2], start=(0.0,), frozen=True),)
@@ -59,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--cases", default=",".join(CASES))
     args = parser.parse_args(argv)
-    header = (f"{'case':22s}{'runs':>5s}{'suspect':>9s}" + "".join(f"{r:>11s}" for r in RULES)
-              + f"{'covered':>9s}{'offset ms':>11s}{'s/run':>7s}")
+    header = (
+        f"{'case':22s}{'runs':>5s}{'suspect':>9s}"
+        + "".join(f"{r:>11s}" for r in RULES)
+        + f"{'covered':>9s}{'offset ms':>11s}{'s/run':>7s}"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases.split(","):
@@ -72,12 +91,16 @@ def main(argv: list[str] | None = None) -> int:
                 suspect.append(result.verdict == "suspect")
                 for rule, words in RULES.items():
                     fired[rule] += any(words in w for w in result.warnings)
-                covered += [abs(p.value[0] - truth[p.name]) <= p.half_width_95[0]
-                            for p in result.parameters if not p.frozen]
+                covered += [
+                    abs(p.value[0] - truth[p.name]) <= p.half_width_95[0] for p in result.parameters if not p.frozen
+                ]
                 offsets.append(result.metrics.get("command_offset_ms", np.nan))
             n = len(suspect)
-            rows.append(f"{case:22s}{n:5d}{np.mean(suspect):9.0%}" + "".join(f"{fired[r] / n:11.0%}" for r in RULES)
-                        + f"{np.mean(covered):9.0%}{np.nanmedian(offsets):11.3g}{seconds / n:7.1f}")
+            rows.append(
+                f"{case:22s}{n:5d}{np.mean(suspect):9.0%}"
+                + "".join(f"{fired[r] / n:11.0%}" for r in RULES)
+                + f"{np.mean(covered):9.0%}{np.nanmedian(offsets):11.3g}{seconds / n:7.1f}"
+            )
             print(header if len(rows) == 1 else "", rows[-1], sep="\n" if len(rows) == 1 else "", flush=True)
     return 0
 

@@ -11,11 +11,11 @@ import os
 
 import yaml
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
+from launch import LaunchDescription
 from sysid_ros.launching import manager, placement
 
 

@@ -10,11 +10,11 @@ The identifier is a lifecycle node: configure and activate it (or `autostart:=tr
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 
+from launch import LaunchDescription
 from sysid_ros.launching import managed, placement, stack_arguments
 
 

@@ -8,11 +8,11 @@ and ~/events. With request_excitation:=true it asks the tape_recorder for an exc
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 
+from launch import LaunchDescription
 from sysid_ros.launching import managed, placement, stack_arguments
 
 

@@ -10,11 +10,11 @@ activate it (`ros2 lifecycle set /tape_recorder configure`, then `activate`), th
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
+from launch import LaunchDescription
 from sysid_ros.launching import managed, placement, stack_arguments
 
 

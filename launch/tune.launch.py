@@ -12,11 +12,11 @@ On a real robot point `params_file` at a copy naming the robot's joints, control
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
+from launch import LaunchDescription
 from sysid_ros.launching import managed, placement, stack_arguments
 
 

@@ -16,12 +16,23 @@ from typing import Any
 def stack_arguments() -> list:
     from launch.actions import DeclareLaunchArgument
 
-    return [DeclareLaunchArgument("namespace", default_value="",
-                                  description="the robot's namespace (e.g. r1): moves its nodes, topics and services"),
-            DeclareLaunchArgument("robot", default_value="",
-                                  description="the robot's name in every /diagnostics status (default: the namespace)"),
-            DeclareLaunchArgument("autostart", default_value="false",
-                                  description="a lifecycle_manager brings the lifecycle nodes to active, in order")]
+    return [
+        DeclareLaunchArgument(
+            "namespace",
+            default_value="",
+            description="the robot's namespace (e.g. r1): moves its nodes, topics and services",
+        ),
+        DeclareLaunchArgument(
+            "robot",
+            default_value="",
+            description="the robot's name in every /diagnostics status (default: the namespace)",
+        ),
+        DeclareLaunchArgument(
+            "autostart",
+            default_value="false",
+            description="a lifecycle_manager brings the lifecycle nodes to active, in order",
+        ),
+    ]
 
 
 def placement(context: Any, namespace: str | None = None, robot: str | None = None) -> tuple[dict, dict]:
@@ -51,8 +62,14 @@ def manager(where: dict, robot: dict, node_names: list[str]) -> Any:
     plain = [name for name in node_names if name in PLAIN_NODES]
     if plain:  # an empty list has no type in a ROS parameter: leave it out
         params["plain_nodes"] = plain
-    return Node(package="sysid_ros", executable="lifecycle_manager", name="lifecycle_manager", output="screen",
-                **where, parameters=[params])
+    return Node(
+        package="sysid_ros",
+        executable="lifecycle_manager",
+        name="lifecycle_manager",
+        output="screen",
+        **where,
+        parameters=[params],
+    )
 
 
 def managed(context: Any, nodes: list, names: list[str], where: dict, robot: dict) -> list:

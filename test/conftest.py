@@ -16,8 +16,7 @@ os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "1")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return (f"ROS_DOMAIN_ID={DOMAIN_ID} (LOCALHOST discovery), "
-            f"AMENT_PREFIX_PATH={os.environ['AMENT_PREFIX_PATH']}")
+    return f"ROS_DOMAIN_ID={DOMAIN_ID} (LOCALHOST discovery), AMENT_PREFIX_PATH={os.environ['AMENT_PREFIX_PATH']}"
 
 
 @pytest.fixture

@@ -42,18 +42,35 @@ def browser() -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.skip("no headless chromium on PATH: `make test` installs Debian's chromium-headless-shell when run as "
-                "root with apt-get; install it (or chromium) to run the browser checks")
+    pytest.skip(
+        "no headless chromium on PATH: `make test` installs Debian's chromium-headless-shell when run as "
+        "root with apt-get; install it (or chromium) to run the browser checks"
+    )
 
 
 def render(html_file: Path, budget_ms: int = 20000, timeout_s: float = 180.0) -> Rendered:
     """Load `html_file` headless with every host name unresolvable; the DOM after scripts, console messages."""
     with tempfile.TemporaryDirectory(prefix="sysid_ros_browser_") as profile:
         done = subprocess.run(
-            [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--enable-logging=stderr",
-             "--v=0", f"--user-data-dir={profile}", "--host-resolver-rules=MAP * ~NOTFOUND",
-             f"--log-net-log={profile}/net.json", f"--virtual-time-budget={budget_ms}", "--dump-dom",
-             Path(html_file).resolve().as_uri()], capture_output=True, text=True, timeout=timeout_s)
+            [
+                browser(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--enable-logging=stderr",
+                "--v=0",
+                f"--user-data-dir={profile}",
+                "--host-resolver-rules=MAP * ~NOTFOUND",
+                f"--log-net-log={profile}/net.json",
+                f"--virtual-time-budget={budget_ms}",
+                "--dump-dom",
+                Path(html_file).resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         requests = sorted(set(NET_URL.findall(Path(profile, "net.json").read_text(errors="replace"))))
     console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]

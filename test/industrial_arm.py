@@ -21,20 +21,21 @@ from pathlib import Path
 
 import numpy as np
 
-from sysid_ros.core.gains import PidGains
 from support.synthetic import multisine, record_position
+from sysid_ros.core.gains import PidGains
 from sysid_ros.core.signals import JointSamples
 from sysid_ros.core.sim import FeedbackNoise, SimRobot, SmoothFriction
 
 MODEL = "ur10e_like"
-JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
-          "wrist_3_joint")
+JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint")
 LINKS = ("shoulder_link", "upper_arm_link", "forearm_link", "wrist_1_link", "wrist_2_link", "wrist_3_link")
 TRUE_LINK_MASS_KG = (7.369, 13.051, 3.989, 2.1, 1.98, 0.615)  # UR's published UR10e DH masses
 TRUE_DAMPING_NM_S_RAD = (7.0, 6.0, 4.0, 1.3, 1.1, 0.9)
-FRICTION = SmoothFriction(coulomb_nm=(28.0, 24.0, 14.0, 5.0, 4.5, 4.0),
-                          velocity_scale_rad_s=(0.03, 0.03, 0.025, 0.02, 0.02, 0.02),
-                          effort_offset_nm=(0.6, -0.9, 0.4, 0.15, -0.1, 0.05))
+FRICTION = SmoothFriction(
+    coulomb_nm=(28.0, 24.0, 14.0, 5.0, 4.5, 4.0),
+    velocity_scale_rad_s=(0.03, 0.03, 0.025, 0.02, 0.02, 0.02),
+    effort_offset_nm=(0.6, -0.9, 0.4, 0.15, -0.1, 0.05),
+)
 PAYLOAD_KG = 4.2  # the loaded runs' payload (the model file guesses 2.0 kg)
 DRIVE_GAIN_NM_PER_A = (10.7, 10.7, 10.1, 8.5, 8.5, 8.5)
 CURRENT_RESOLUTION_A = 1e-3
@@ -42,8 +43,10 @@ CURRENT_NOISE_A = 0.02
 POSE_RAD = np.array([0.0, -1.1, 1.4, -1.6, -1.57, 0.0])
 AMPLITUDE_RAD = np.array([0.7, 0.45, 0.6, 0.8, 0.8, 1.0])
 FREQS_HZ = (0.11, 0.23, 0.37, 0.53)
-GAINS = {j: PidGains(p=p, i=0.0, d=d) for j, (p, d) in zip(JOINTS, (
-    (6000, 300), (6000, 300), (3000, 150), (600, 12), (600, 12), (400, 8)))}
+GAINS = {
+    j: PidGains(p=p, i=0.0, d=d)
+    for j, (p, d) in zip(JOINTS, ((6000, 300), (6000, 300), (3000, 150), (600, 12), (600, 12), (400, 8)))
+}
 GARBAGE = (np.nan, 1e98, 3e160, 1e254)  # what the corrupted rows' positions hold
 
 
@@ -59,8 +62,9 @@ def setpoints(seed: int, seconds: float, dt_s: float = 0.001) -> np.ndarray:
     """(N, 6) multisine position setpoints around POSE_RAD (peak speeds about 1-2 rad/s)."""
     t = np.arange(0, seconds + 1e-9, dt_s)
     ramp = np.clip(t / 1.0, 0, 1)[:, None]  # start from rest at the pose
-    return POSE_RAD + ramp * np.column_stack([a * multisine(t, FREQS_HZ, 1.0, seed=10 * seed + j)
-                                              for j, a in enumerate(AMPLITUDE_RAD)])
+    return POSE_RAD + ramp * np.column_stack(
+        [a * multisine(t, FREQS_HZ, 1.0, seed=10 * seed + j) for j, a in enumerate(AMPLITUDE_RAD)]
+    )
 
 
 @dataclass(frozen=True)
@@ -79,14 +83,27 @@ class IndustrialLog:
 def simulate(seed: int, seconds: float, payload_kg: float) -> tuple[JointSamples, SimRobot]:
     """The arm tracking `setpoints(seed)` at 1 kHz with the hidden physics; feedback without noise."""
     targets = setpoints(seed, seconds)
-    robot = SimRobot(MODEL, physics=hidden_physics(payload_kg), friction=FRICTION, command_rate_hz=1000.0,
-                     publish_rate_hz=1000.0, noise=FeedbackNoise(), seed=seed, initial_positions=list(targets[0]),
-                     start_time_ns=1_750_000_000_000_000_000 + seed)
+    robot = SimRobot(
+        MODEL,
+        physics=hidden_physics(payload_kg),
+        friction=FRICTION,
+        command_rate_hz=1000.0,
+        publish_rate_hz=1000.0,
+        noise=FeedbackNoise(),
+        seed=seed,
+        initial_positions=list(targets[0]),
+        start_time_ns=1_750_000_000_000_000_000 + seed,
+    )
     return record_position(robot, lambda ts: targets[int(round(ts / 0.001))], seconds, GAINS), robot
 
 
-def as_controller_log(truth: JointSamples, seed: int, garbage: int = 3, position_noise_rad: float = 2e-5,
-                      velocity_noise_rad_s: float = 2e-3) -> tuple[JointSamples, tuple[int, ...]]:
+def as_controller_log(
+    truth: JointSamples,
+    seed: int,
+    garbage: int = 3,
+    position_noise_rad: float = 2e-5,
+    velocity_noise_rad_s: float = 2e-3,
+) -> tuple[JointSamples, tuple[int, ...]]:
     """`truth` (1 kHz) as a controller logs it: rows 8-14 ms apart, encoder and current noise, effort as
     current x drive gain (quantized to CURRENT_RESOLUTION_A), and `garbage` corrupted rows."""
     rng = np.random.default_rng(seed)
@@ -101,8 +118,10 @@ def as_controller_log(truth: JointSamples, seed: int, garbage: int = 3, position
     bad = np.sort(rng.choice(np.arange(20, n - 20), garbage, replace=False)) if garbage else np.zeros(0, int)
     for k, row in enumerate(bad):
         q[row, rng.integers(0, 6, 1 + k % 3)] = GARBAGE[k % len(GARBAGE)]
-    return (JointSamples(truth.joint_names, truth.time_ns[rows], q, v, effort, source="controller log"),
-            tuple(int(b) for b in bad))
+    return (
+        JointSamples(truth.joint_names, truth.time_ns[rows], q, v, effort, source="controller log"),
+        tuple(int(b) for b in bad),
+    )
 
 
 def write_joint_states_bag(path: str | Path, samples: JointSamples) -> Path:
@@ -112,20 +131,36 @@ def write_joint_states_bag(path: str | Path, samples: JointSamples) -> Path:
     from sysid_ros.core.bags import BagWriter
 
     ts = get_typestore(Stores.ROS2_JAZZY)
-    js, stamp_t, header_t = (ts.types[t] for t in ("sensor_msgs/msg/JointState", "builtin_interfaces/msg/Time",
-                                                   "std_msgs/msg/Header"))
+    js, stamp_t, header_t = (
+        ts.types[t] for t in ("sensor_msgs/msg/JointState", "builtin_interfaces/msg/Time", "std_msgs/msg/Header")
+    )
     names = list(samples.joint_names)
     with BagWriter(path) as w:
         for k, t in enumerate(samples.time_ns.tolist()):
             header = header_t(stamp=stamp_t(sec=t // 10**9, nanosec=t % 10**9), frame_id="")
-            w.write_message("/joint_states", "sensor_msgs/msg/JointState", t,
-                            js(header=header, name=names, position=samples.position[k],
-                               velocity=samples.velocity[k], effort=samples.effort[k]))
+            w.write_message(
+                "/joint_states",
+                "sensor_msgs/msg/JointState",
+                t,
+                js(
+                    header=header,
+                    name=names,
+                    position=samples.position[k],
+                    velocity=samples.velocity[k],
+                    effort=samples.effort[k],
+                ),
+            )
     return Path(path)
 
 
-def industrial_log(path: str | Path, seed: int = 0, seconds: float = 20.0, payload_kg: float = 0.0,
-                   garbage: int = 3, logger_seed: int | None = None) -> IndustrialLog:
+def industrial_log(
+    path: str | Path,
+    seed: int = 0,
+    seconds: float = 20.0,
+    payload_kg: float = 0.0,
+    garbage: int = 3,
+    logger_seed: int | None = None,
+) -> IndustrialLog:
     """One run of `setpoints(seed)` with `payload_kg` on the flange (0: unloaded), written to the bag `path`.
     The same `seed` gives the same trajectory loaded or unloaded; `logger_seed` (default: seed) the jitter."""
     truth, robot = simulate(seed, seconds, payload_kg)
@@ -133,9 +168,12 @@ def industrial_log(path: str | Path, seed: int = 0, seconds: float = 20.0, paylo
     return IndustrialLog(write_joint_states_bag(path, logged), logged, truth, robot, bad, float(payload_kg))
 
 
-def loaded_and_unloaded(folder: str | Path, seed: int = 0, seconds: float = 20.0, payload_kg: float = PAYLOAD_KG,
-                        garbage: int = 3) -> tuple[IndustrialLog, IndustrialLog]:
+def loaded_and_unloaded(
+    folder: str | Path, seed: int = 0, seconds: float = 20.0, payload_kg: float = PAYLOAD_KG, garbage: int = 3
+) -> tuple[IndustrialLog, IndustrialLog]:
     """(unloaded, loaded) runs of one trajectory, bags `unloaded` and `loaded` under `folder`."""
     folder = Path(folder)
-    return (industrial_log(folder / "unloaded", seed, seconds, 0.0, garbage, logger_seed=2 * seed + 1),
-            industrial_log(folder / "loaded", seed, seconds, payload_kg, garbage, logger_seed=2 * seed + 2))
+    return (
+        industrial_log(folder / "unloaded", seed, seconds, 0.0, garbage, logger_seed=2 * seed + 1),
+        industrial_log(folder / "loaded", seed, seconds, payload_kg, garbage, logger_seed=2 * seed + 2),
+    )

@@ -21,15 +21,39 @@ import math
 import sys
 
 INF = math.inf
-TOOLBOX5 = {"p": 0.0, "i": 0.0, "d": 0.0, "u_clamp_max": INF, "u_clamp_min": -INF, "i_clamp_max": INF,
-            "i_clamp_min": -INF, "antiwindup_strategy": "none", "tracking_time_constant": 0.0}
+TOOLBOX5 = {
+    "p": 0.0,
+    "i": 0.0,
+    "d": 0.0,
+    "u_clamp_max": INF,
+    "u_clamp_min": -INF,
+    "i_clamp_max": INF,
+    "i_clamp_min": -INF,
+    "antiwindup_strategy": "none",
+    "tracking_time_constant": 0.0,
+}
 DECLARED = {
     "jtc": {"p": 0.0, "i": 0.0, "d": 0.0, "i_clamp": 0.0, "ff_velocity_scale": 0.0},
-    "pid_controller": {"p": 0.0, "i": 0.0, "d": 0.0, "antiwindup": False, "i_clamp_max": 0.0, "i_clamp_min": 0.0,
-                       "feedforward_gain": 0.0, "angle_wraparound": False, "save_i_term": True},
+    "pid_controller": {
+        "p": 0.0,
+        "i": 0.0,
+        "d": 0.0,
+        "antiwindup": False,
+        "i_clamp_max": 0.0,
+        "i_clamp_min": 0.0,
+        "feedforward_gain": 0.0,
+        "angle_wraparound": False,
+        "save_i_term": True,
+    },
     "jtc_toolbox5": {**TOOLBOX5, "ff_velocity_scale": 0.0, "error_deadband": 0.0},
-    "pid_controller_toolbox5": {**TOOLBOX5, "error_deadband": 1e-16, "feedforward_gain": 0.0,
-                                "angle_wraparound": False, "save_i_term": True, "activate_state_publisher": False},
+    "pid_controller_toolbox5": {
+        **TOOLBOX5,
+        "error_deadband": 1e-16,
+        "feedforward_gain": 0.0,
+        "angle_wraparound": False,
+        "save_i_term": True,
+        "activate_state_publisher": False,
+    },
     "velocity_pid": {"kp": 1.0, "kv": 0.1},
 }
 

@@ -10,8 +10,16 @@ import numpy as np
 import pytest
 
 from sysid_ros.core.errors import DataError, ModelError
-from sysid_ros.core.linear import (INERTIAL_NAMES, ArmRegressor, base_parameters, body_inertial_parameters, fit_arm, structural_base_parameters)
-from sysid_ros.core.linear import BootstrapSettings, RowSelection
+from sysid_ros.core.linear import (
+    INERTIAL_NAMES,
+    ArmRegressor,
+    BootstrapSettings,
+    RowSelection,
+    base_parameters,
+    body_inertial_parameters,
+    fit_arm,
+    structural_base_parameters,
+)
 from sysid_ros.core.signals import Derivatives, quartic_derivatives
 
 # A deliberately irregular arm: tilted frames, rotated principal axes, a slide joint at the tip.
@@ -142,8 +150,9 @@ def test_noise_free_record_recovers_the_base_parameters() -> None:
     # MuJoCo's friction loss is f sign(qd) only outside a band that widens with acceleration: at up to
     # 48 rad/s^2 and 2 ms, rows at 0.1-0.3 rad/s still see the force of the other sign (measured), so
     # the exactness check leaves out rows slower than 0.3 rad/s
-    fit = fit_arm(arm, exact, u, base, selection=RowSelection(slow_speed_rad_s=0.3),
-                  bootstrap=BootstrapSettings(resamples=50))
+    fit = fit_arm(
+        arm, exact, u, base, selection=RowSelection(slow_speed_rad_s=0.3), bootstrap=BootstrapSettings(resamples=50)
+    )
     truth = base.values(arm.true_parameters())
     np.testing.assert_allclose(fit.fit.values, truth, rtol=0, atol=1e-9)
     np.testing.assert_allclose(fit.predicted_torque(arm, q[:5], qd[:5], qdd[:5]), u[:5], atol=1e-8)
@@ -164,10 +173,17 @@ def test_a_precomputed_regressor_with_another_coulomb_band_gives_the_same_fit() 
     reused = fit_arm(arm, deriv, u, base, bootstrap=settings, regressor=w)
     np.testing.assert_allclose(reused.fit.values, fresh.fit.values, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(reused.fit.half_width_95, fresh.fit.half_width_95, rtol=1e-8, atol=1e-12)
-    np.testing.assert_allclose(fresh.predicted_torque(arm, q[ok][:50], deriv.qd[ok][:50], deriv.qdd[ok][:50]),
-                               fresh.predicted_torque(arm, q[ok][:50], deriv.qd[ok][:50], deriv.qdd[ok][:50],
-                                                      regressor=other.compute(q[ok][:50], deriv.qd[ok][:50],
-                                                                              deriv.qdd[ok][:50])), atol=1e-10)
+    np.testing.assert_allclose(
+        fresh.predicted_torque(arm, q[ok][:50], deriv.qd[ok][:50], deriv.qdd[ok][:50]),
+        fresh.predicted_torque(
+            arm,
+            q[ok][:50],
+            deriv.qd[ok][:50],
+            deriv.qdd[ok][:50],
+            regressor=other.compute(q[ok][:50], deriv.qd[ok][:50], deriv.qdd[ok][:50]),
+        ),
+        atol=1e-10,
+    )
     with pytest.raises(DataError, match="precomputed regressor"):
         fit_arm(arm, deriv, u, base, bootstrap=settings, regressor=w[1:])
 
@@ -195,9 +211,12 @@ def test_noisy_record_identifies_what_it_excites_and_flags_the_rest() -> None:
     # (measured noise-free); the rest is noise, which the bootstrap half-width measures
     err = np.abs(fit.fit.values - truth)
     assert np.all(err[solid] < 2 * fit.fit.half_width_95[solid] + 0.005 * scale[solid])
-    well_known = [i for i, name in enumerate(fit.fit.names) if name.startswith(("link2.m ", "link2.mx", "link2.Iyy",
-                                                                               "link3.mx", "link3.Iyy", "j2.", "j3."))
-                  and "offset" not in name]
+    well_known = [
+        i
+        for i, name in enumerate(fit.fit.names)
+        if name.startswith(("link2.m ", "link2.mx", "link2.Iyy", "link3.mx", "link3.Iyy", "j2.", "j3."))
+        and "offset" not in name
+    ]
     assert len(well_known) == 11
     assert np.all(err[well_known] / scale[well_known] < 0.02)
 

@@ -14,8 +14,9 @@ MS = 1_000_000
 def test_a_ringing_joint_is_not_at_rest_when_it_passes_zero_speed():
     watch = RestWatch.for_limits([1.0, 2.0])  # at rest below 0.1 and 0.2 rad/s
     # a 2 Hz swing of 0.5 rad/s amplitude on the first joint: slow near each turn, never slow for 0.2 s
-    ringing = [watch.update(t * MS, np.array([0.5 * math.cos(2 * math.pi * 2.0 * t * 1e-3), 0.0]))
-               for t in range(0, 2000, 2)]
+    ringing = [
+        watch.update(t * MS, np.array([0.5 * math.cos(2 * math.pi * 2.0 * t * 1e-3), 0.0])) for t in range(0, 2000, 2)
+    ]
     assert not any(ringing)
     # then still: at rest once 0.2 s of slow samples have passed, not before
     still = [watch.update(t * MS, np.array([0.05, -0.15])) for t in range(2000, 2400, 2)]

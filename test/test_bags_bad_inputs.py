@@ -55,7 +55,7 @@ def test_corrupted_file(tmp_path, storage):
     f = _data_file(bag)
     data = bytearray(f.read_bytes())
     mid = len(data) // 2
-    data[mid: mid + 4096] = b"\xff" * 4096
+    data[mid : mid + 4096] = b"\xff" * 4096
     f.write_bytes(bytes(data))
     with pytest.raises((BagError, DataError), match=f"bag={bag}"):
         read_joint_states(bag)
@@ -147,8 +147,15 @@ def test_empty_bag(tmp_path, storage):
 @pytest.mark.parametrize("storage", STORAGES)
 def test_no_motion(tmp_path, storage):
     rng = np.random.default_rng(0)
-    msgs = [("/js", JS, T0_NS + i * 5 * MS, joint_state(T0_NS + i * 5 * MS, ["a", "b"], 0.3 + 1e-4 * rng.standard_normal(2)))
-            for i in range(100)]
+    msgs = [
+        (
+            "/js",
+            JS,
+            T0_NS + i * 5 * MS,
+            joint_state(T0_NS + i * 5 * MS, ["a", "b"], 0.3 + 1e-4 * rng.standard_normal(2)),
+        )
+        for i in range(100)
+    ]
     bag = write_bag(tmp_path / "bag", msgs, storage)
     with pytest.raises(DataError, match="no motion.*bag="):
         read_joint_states(bag, min_motion_rad=0.01)
@@ -168,14 +175,22 @@ def test_a_garbage_row_is_dropped_counted_and_named(tmp_path, storage, bad):
     read = read_joint_states(bag)
     assert read.dropped_rows == 1 and len(read.samples) == 39 and t not in read.samples.time_ns
     assert np.all(np.abs(read.samples.position) < 1.0)
-    assert any(f"1 of 40 joint states dropped as garbage" in w and f"record time {t} ns" in w for w in read.warnings)
+    assert any("1 of 40 joint states dropped as garbage" in w and f"record time {t} ns" in w for w in read.warnings)
     summary = inspect_bag(bag, min_motion_rad=0.0)
     assert any("dropped as garbage" in note for note in summary.notes)
     # a huge velocity or effort is garbage too; a NaN there only means "not measured"
-    msgs[9] = ("/joint_states", JS, msgs[9][2], joint_state(msgs[9][2], ["j1", "j2", "j3"], [0.0, 0.1, 0.0],
-                                                            [0, np.inf, 0], [np.nan, 0, 0]))
-    msgs[11] = ("/joint_states", JS, msgs[11][2], joint_state(msgs[11][2], ["j1", "j2", "j3"], [0.0, 0.1, 0.0],
-                                                              [0, 0, 0], [np.nan, np.nan, np.nan]))
+    msgs[9] = (
+        "/joint_states",
+        JS,
+        msgs[9][2],
+        joint_state(msgs[9][2], ["j1", "j2", "j3"], [0.0, 0.1, 0.0], [0, np.inf, 0], [np.nan, 0, 0]),
+    )
+    msgs[11] = (
+        "/joint_states",
+        JS,
+        msgs[11][2],
+        joint_state(msgs[11][2], ["j1", "j2", "j3"], [0.0, 0.1, 0.0], [0, 0, 0], [np.nan, np.nan, np.nan]),
+    )
     assert read_joint_states(write_bag(tmp_path / "bag2", msgs, storage)).dropped_rows == 2
 
 
@@ -218,6 +233,7 @@ def test_inconsistent_array_lengths(tmp_path, storage):
 
 
 # --- bag repair: never changes a byte of the original (issue 12, section 2) ---------------------------------
+
 
 def _aged(bag):
     """Every file of `bag` last changed long ago (a finished recording, not one being written)."""

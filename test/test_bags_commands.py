@@ -8,8 +8,14 @@ import pytest
 from scipy.interpolate import CubicHermiteSpline
 from test_bags_make import F64, JS, T0_NS, TRAJ, float64_array, joint_state, trajectory, write_bag
 
-from sysid_ros.core.bags import (BagWriter, read_array_commands, read_commands, read_joint_states, read_recording,
-    read_trajectory)
+from sysid_ros.core.bags import (
+    BagWriter,
+    read_array_commands,
+    read_commands,
+    read_joint_states,
+    read_recording,
+    read_trajectory,
+)
 from sysid_ros.core.errors import ConfigError, DataError
 
 STORAGES = ("mcap", "sqlite3")
@@ -19,8 +25,10 @@ S = 1_000_000_000
 
 @pytest.mark.parametrize("storage", STORAGES)
 def test_float64_multiarray_in_configured_order(tmp_path, storage):
-    msgs = [("/forward_position_controller/commands", F64, T0_NS + i * 10 * MS, float64_array([i, -i, 0.5 * i]))
-            for i in range(30)]
+    msgs = [
+        ("/forward_position_controller/commands", F64, T0_NS + i * 10 * MS, float64_array([i, -i, 0.5 * i]))
+        for i in range(30)
+    ]
     bag = write_bag(tmp_path / "bag", msgs, storage)
     cmd = read_commands(bag, "/forward_position_controller/commands", joint_names=["c", "a", "b"])
     assert cmd.interface == "position" and cmd.joint_names == ("c", "a", "b")
@@ -29,8 +37,11 @@ def test_float64_multiarray_in_configured_order(tmp_path, storage):
     # Held between messages, compared in integers.
     held = cmd.held_at(np.array([T0_NS + 10 * MS - 1, T0_NS + 10 * MS]))
     np.testing.assert_array_equal(held[:, 0], [0, 1])
-    with pytest.raises(DataError, match=r"3 values for 2 configured joints.*topic=/forward_position_controller/commands"
-                                        rf".*record_ns={T0_NS}"):
+    with pytest.raises(
+        DataError,
+        match=r"3 values for 2 configured joints.*topic=/forward_position_controller/commands"
+        rf".*record_ns={T0_NS}",
+    ):
         read_commands(bag, "/forward_position_controller/commands", joint_names=["a", "b"])
     with pytest.raises(ConfigError, match="joint_names"):
         read_commands(bag, "/forward_position_controller/commands")
@@ -38,7 +49,9 @@ def test_float64_multiarray_in_configured_order(tmp_path, storage):
 
 @pytest.mark.parametrize("storage", STORAGES)
 def test_effort_commands(tmp_path, storage):
-    msgs = [("/effort_controller/commands", F64, T0_NS + i * 2 * MS, float64_array([np.sin(i), 2.0])) for i in range(50)]
+    msgs = [
+        ("/effort_controller/commands", F64, T0_NS + i * 2 * MS, float64_array([np.sin(i), 2.0])) for i in range(50)
+    ]
     msgs += [("/custom/cmd", F64, T0_NS + i * 2 * MS, float64_array([1.0, 2.0])) for i in range(5)]
     bag = write_bag(tmp_path / "bag", msgs, storage)
     cmd = read_array_commands(bag, "/effort_controller/commands", joint_names=["j1", "j2"])
@@ -46,7 +59,9 @@ def test_effort_commands(tmp_path, storage):
     np.testing.assert_array_equal(cmd.values[:, 0], np.sin(np.arange(50)))
     with pytest.raises(ConfigError, match="interface"):
         read_array_commands(bag, "/custom/cmd", joint_names=["j1", "j2"])
-    assert read_array_commands(bag, "/custom/cmd", joint_names=["j1", "j2"], interface="velocity").interface == "velocity"
+    assert (
+        read_array_commands(bag, "/custom/cmd", joint_names=["j1", "j2"], interface="velocity").interface == "velocity"
+    )
 
 
 def _feedback(t_ns, names, q):
@@ -58,12 +73,24 @@ def test_trajectory_linear_without_velocities(tmp_path, storage):
     """Stamp 0: starts when received; ramps from the measured state to the first point; holds the last."""
     r = T0_NS + 100 * MS
     msgs = [_feedback(T0_NS + i * 10 * MS, ["a", "b"], [0.2, -1.0]) for i in range(40)]
-    msgs.append(("/jtc/joint_trajectory", TRAJ, r, trajectory(0, ["b", "a"], [(0.5, [1.0, 2.0], None),
-                                                                              (1.0, [3.0, 4.0], None)])))
+    msgs.append(
+        (
+            "/jtc/joint_trajectory",
+            TRAJ,
+            r,
+            trajectory(0, ["b", "a"], [(0.5, [1.0, 2.0], None), (1.0, [3.0, 4.0], None)]),
+        )
+    )
     bag = write_bag(tmp_path / "bag", sorted(msgs, key=lambda m: m[2]), storage)
     fb = read_joint_states(bag)
-    sp = read_trajectory(bag, "/jtc/joint_trajectory", joint_names=["a", "b"], time_base=fb.timing.time_base,
-                         initial_positions=fb.samples, setpoint_period_s=0.01)
+    sp = read_trajectory(
+        bag,
+        "/jtc/joint_trajectory",
+        joint_names=["a", "b"],
+        time_base=fb.timing.time_base,
+        initial_positions=fb.samples,
+        setpoint_period_s=0.01,
+    )
     q = sp.position
     assert q.joint_names == ("a", "b") and q.time_ns[0] == r
     at = lambda dt_s: q.held_at(np.array([r + int(dt_s * S)]))[0]  # noqa: E731
@@ -118,7 +145,9 @@ def test_recording_aligns_headerless_commands_with_offset_feedback(tmp_path, sto
         w.write_metadata({"joint_names": ["j2", "j1"]}, T0_NS)
         for i in range(100):
             t = T0_NS + i * 4 * MS
-            w.write_message("/joint_states", JS, t, joint_state(t + offset, ["j1", "j2"], [i * 0.01, 0.0], [], [i * 1.0, i * 2.0]))
+            w.write_message(
+                "/joint_states", JS, t, joint_state(t + offset, ["j1", "j2"], [i * 0.01, 0.0], [], [i * 1.0, i * 2.0])
+            )
             w.write_message("/effort_controller/commands", F64, t, float64_array([i * 2.0, i * 1.0]))
     rec = read_recording(bag)
     fb, cmd = rec.samples, rec.commands["/effort_controller/commands"]
@@ -127,8 +156,7 @@ def test_recording_aligns_headerless_commands_with_offset_feedback(tmp_path, sto
     np.testing.assert_array_equal(cmd.time_ns, fb.time_ns)
     np.testing.assert_array_equal(cmd.values[:, 1], fb.effort[:, 0])  # j1 effort == j1 command, row by row
     rec_time = read_recording(bag, time_source="record")
-    np.testing.assert_array_equal(rec_time.commands["/effort_controller/commands"].time_ns,
-                                  rec_time.samples.time_ns)
+    np.testing.assert_array_equal(rec_time.commands["/effort_controller/commands"].time_ns, rec_time.samples.time_ns)
 
 
 @pytest.mark.parametrize("storage", STORAGES)
@@ -136,8 +164,11 @@ def test_trajectory_quintic_with_accelerations(tmp_path, storage):
     """Positions, velocities and accelerations: a quintic per segment (checked against scipy's BPoly)."""
     from scipy.interpolate import BPoly
 
-    pts = [(0.3, [1.0, 0.0], [0.5, 0.0], [0.0, 1.0]), (0.8, [2.0, -1.0], [0.0, -2.0], [-3.0, 0.0]),
-           (1.5, [0.0, 0.5], [0.0, 0.0], [0.0, 0.0])]
+    pts = [
+        (0.3, [1.0, 0.0], [0.5, 0.0], [0.0, 1.0]),
+        (0.8, [2.0, -1.0], [0.0, -2.0], [-3.0, 0.0]),
+        (1.5, [0.0, 0.5], [0.0, 0.0], [0.0, 0.0]),
+    ]
     r = T0_NS
     bag = write_bag(tmp_path / "bag", [("/traj", TRAJ, r, trajectory(0, ["a", "b"], pts))], storage)
     sp = read_trajectory(bag, "/traj", setpoint_period_s=0.001)

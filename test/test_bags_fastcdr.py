@@ -15,8 +15,14 @@ floats = st.floats(allow_nan=False, width=64)
 
 
 @settings(max_examples=200, deadline=None)
-@given(frame=text, names=st.lists(text, max_size=5), stamp=st.integers(0, 2**31 * 10**9 - 1),
-       fill=st.tuples(st.booleans(), st.booleans(), st.booleans()), little=st.booleans(), data=st.data())
+@given(
+    frame=text,
+    names=st.lists(text, max_size=5),
+    stamp=st.integers(0, 2**31 * 10**9 - 1),
+    fill=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+    little=st.booleans(),
+    data=st.data(),
+)
 def test_joint_state_decoder_matches_rosbags(frame, names, stamp, fill, little, data):
     n = len(names)
     arrays = [data.draw(st.lists(floats, min_size=n, max_size=n)) if f else [] for f in fill]
@@ -32,12 +38,17 @@ def test_joint_state_decoder_matches_rosbags(frame, names, stamp, fill, little, 
 
 
 @settings(max_examples=100, deadline=None)
-@given(labels=st.lists(text, max_size=3), values=st.lists(floats, max_size=8), little=st.booleans(),
-       offset=st.integers(0, 7))
+@given(
+    labels=st.lists(text, max_size=3),
+    values=st.lists(floats, max_size=8),
+    little=st.booleans(),
+    offset=st.integers(0, 7),
+)
 def test_float64_multiarray_decoder_matches_rosbags(labels, values, little, offset):
     dim = JAZZY.types["std_msgs/msg/MultiArrayDimension"]
     layout = JAZZY.types["std_msgs/msg/MultiArrayLayout"](
-        dim=[dim(label=lab, size=k + 1, stride=2 * k + 1) for k, lab in enumerate(labels)], data_offset=offset)
+        dim=[dim(label=lab, size=k + 1, stride=2 * k + 1) for k, lab in enumerate(labels)], data_offset=offset
+    )
     msg = JAZZY.types[F64](layout=layout, data=np.asarray(values, dtype=np.float64))
     raw = bytes(JAZZY.serialize_cdr(msg, F64, little_endian=little))
     np.testing.assert_array_equal(decode_f64_array_cdr(raw), JAZZY.deserialize_cdr(raw, F64).data)

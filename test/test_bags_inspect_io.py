@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 from test_bags_make import F64, JAZZY, JS, T0_NS, TRAJ, float64_array, joint_state, sine_states, trajectory, write_bag
 
-from sysid_ros.core.bags import (BagWriter, export_csv, inspect_bag as inspect, load_csv_samples, load_npz, read_joint_states,
-    read_recording, save_npz)
+from sysid_ros.core.bags import (
+    BagWriter,
+    export_csv,
+    load_csv_samples,
+    load_npz,
+    read_joint_states,
+    read_recording,
+    save_npz,
+)
+from sysid_ros.core.bags import inspect_bag as inspect
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.signals import JointCommands
 
@@ -19,8 +27,9 @@ MS = 1_000_000
 @pytest.mark.parametrize("storage", STORAGES)
 def test_inspect_reports_topics_rates_joints_and_usability(tmp_path, storage):
     msgs, truth = sine_states(seconds=1.0, rate_hz=200)
-    msgs += [("/effort_controller/commands", F64, T0_NS + i * 10 * MS, float64_array([0.0, 1.0]))
-             for i in range(100)]  # 2 values, but 3 joints measured
+    msgs += [
+        ("/effort_controller/commands", F64, T0_NS + i * 10 * MS, float64_array([0.0, 1.0])) for i in range(100)
+    ]  # 2 values, but 3 joints measured
     msgs += [("/jtc/joint_trajectory", TRAJ, T0_NS, trajectory(0, ["j1"], [(1.0, [0.5], None)]))]
     msgs += [("/chatter", "std_msgs/msg/String", T0_NS, JAZZY.types["std_msgs/msg/String"](data="hi"))]
     bag = write_bag(tmp_path / "bag", sorted(msgs, key=lambda m: m[2]), storage)
@@ -66,7 +75,7 @@ def test_npz_roundtrip_is_exact(tmp_path):
         np.testing.assert_array_equal(getattr(samples, f), getattr(rec.samples, f))
     np.testing.assert_array_equal(samples.time_ns, truth["time_ns"])
     assert samples.time_ns.dtype == np.int64
-    (name, cmd), = commands.items()
+    ((name, cmd),) = commands.items()
     assert name == "/effort_controller/commands" and cmd.interface == "effort"
     np.testing.assert_array_equal(cmd.values, rec.commands[name].values)
     assert metadata == {"joint_names": ["j1", "j2", "j3"], "note": "npz"}
@@ -74,12 +83,20 @@ def test_npz_roundtrip_is_exact(tmp_path):
 
 def test_npz_user_arrays_are_checked(tmp_path):
     path = tmp_path / "user.npz"
-    np.savez(path, feedback_joint_names=np.array(["a"]), feedback_time_ns=np.arange(5) * 1.0,
-             feedback_position=np.zeros((5, 1)))
+    np.savez(
+        path,
+        feedback_joint_names=np.array(["a"]),
+        feedback_time_ns=np.arange(5) * 1.0,
+        feedback_position=np.zeros((5, 1)),
+    )
     with pytest.raises(DataError, match="integer nanoseconds"):
         load_npz(path)
-    np.savez(path, feedback_joint_names=np.array(["a", "b"]), feedback_time_ns=np.arange(5),
-             feedback_position=np.zeros((5, 1)))
+    np.savez(
+        path,
+        feedback_joint_names=np.array(["a", "b"]),
+        feedback_time_ns=np.arange(5),
+        feedback_position=np.zeros((5, 1)),
+    )
     with pytest.raises(DataError, match=r"position has shape \(5, 1\), expected \(5, 2\)"):
         load_npz(path)
 

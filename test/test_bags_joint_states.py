@@ -47,8 +47,10 @@ def test_partial_fields(tmp_path, storage):
 
 @pytest.mark.parametrize("storage", STORAGES)
 def test_empty_name_arrays(tmp_path, storage, caplog):
-    msgs = [("/joint_states", JS, T0_NS + i * 5 * MS, joint_state(T0_NS + i * 5 * MS, [], [i, 10 + i], [], []))
-            for i in range(20)]
+    msgs = [
+        ("/joint_states", JS, T0_NS + i * 5 * MS, joint_state(T0_NS + i * 5 * MS, [], [i, 10 + i], [], []))
+        for i in range(20)
+    ]
     bag = write_bag(tmp_path / "bag", msgs, storage)
     with pytest.raises(DataError, match="empty name array.*topic=/joint_states"):
         read_joint_states(bag)
@@ -126,7 +128,12 @@ def test_duplicate_and_reordered_stamps(tmp_path, storage):
     # Repeat message 10 (same stamp, same data) and message 20 with different data; swap 30/31 in arrival.
     dup_same = msgs[10]
     topic, mt, rec, m20 = msgs[20]
-    dup_diff = (topic, mt, rec + 1, joint_state(T0_NS + 20 * 5 * MS, ["j1", "j2", "j3"], [9, 9, 9], [0, 0, 0], [0, 0, 0]))
+    dup_diff = (
+        topic,
+        mt,
+        rec + 1,
+        joint_state(T0_NS + 20 * 5 * MS, ["j1", "j2", "j3"], [9, 9, 9], [0, 0, 0], [0, 0, 0]),
+    )
     swapped = list(msgs)
     swapped[30], swapped[31] = (msgs[31][0], JS, msgs[30][2], msgs[31][3]), (msgs[30][0], JS, msgs[31][2], msgs[30][3])
     bag = write_bag(tmp_path / "bag", swapped[:11] + [dup_same] + swapped[11:21] + [dup_diff] + swapped[21:], storage)
@@ -173,8 +180,9 @@ def test_gap_splits_or_fails_with_where(tmp_path, storage):
     assert len(read_joint_states(bag, max_gap_s=0.5).segments) == 1
 
 
-names_strategy = st.lists(st.permutations(["j1", "j2", "j3", "j4"]).map(lambda p: p[: 2 + len(p) % 3]),
-                          min_size=5, max_size=12)
+names_strategy = st.lists(
+    st.permutations(["j1", "j2", "j3", "j4"]).map(lambda p: p[: 2 + len(p) % 3]), min_size=5, max_size=12
+)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -187,16 +195,25 @@ def test_property_any_order_any_subset_is_exact(tmp_path_factory, orders, with_v
     msgs = []
     for i, names in enumerate(orders):
         t = T0_NS + i * 3 * MS
-        msgs.append(("/js", JS, t, joint_state(t, names, [value(i, j) for j in names],
-                                               [-value(i, j) for j in names] if with_vel[i] else [])))
+        msgs.append(
+            (
+                "/js",
+                JS,
+                t,
+                joint_state(
+                    t, names, [value(i, j) for j in names], [-value(i, j) for j in names] if with_vel[i] else []
+                ),
+            )
+        )
     bag = write_bag(tmp_path_factory.mktemp("prop") / "bag", msgs, "mcap")
     s = read_joint_states(bag, joints=["j4", "j3", "j2", "j1"], max_gap_s=1.0).samples
     for i, names in enumerate(orders):
         for k, j in enumerate(s.joint_names):
             expected = value(i, j) if j in names else np.nan
             np.testing.assert_equal(s.position[i, k], expected)
-            np.testing.assert_equal(s.velocity[i, k] if s.velocity is not None else np.nan,
-                                    -expected if with_vel[i] else np.nan)
+            np.testing.assert_equal(
+                s.velocity[i, k] if s.velocity is not None else np.nan, -expected if with_vel[i] else np.nan
+            )
 
 
 @pytest.mark.parametrize("storage", STORAGES)

@@ -32,8 +32,9 @@ def header(ns: int, ts=JAZZY):
 
 def joint_state(ns: int, names, position=(), velocity=(), effort=(), ts=JAZZY):
     arr = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
-    return ts.types[JS](header=header(ns, ts), name=list(names), position=arr(position), velocity=arr(velocity),
-                        effort=arr(effort))
+    return ts.types[JS](
+        header=header(ns, ts), name=list(names), position=arr(position), velocity=arr(velocity), effort=arr(effort)
+    )
 
 
 def float64_array(values, ts=JAZZY):
@@ -49,9 +50,15 @@ def trajectory(ns: int, names, points, ts=JAZZY):
     pts = []
     for tfs, pos, vel, *acc in points:
         tfs_ns = int(round(tfs * 1e9))
-        pts.append(P(positions=np.asarray(pos, float), velocities=empty if vel is None else np.asarray(vel, float),
-                     accelerations=np.asarray(acc[0], float) if acc else empty, effort=empty,
-                     time_from_start=D(sec=tfs_ns // 1_000_000_000, nanosec=tfs_ns % 1_000_000_000)))
+        pts.append(
+            P(
+                positions=np.asarray(pos, float),
+                velocities=empty if vel is None else np.asarray(vel, float),
+                accelerations=np.asarray(acc[0], float) if acc else empty,
+                effort=empty,
+                time_from_start=D(sec=tfs_ns // 1_000_000_000, nanosec=tfs_ns % 1_000_000_000),
+            )
+        )
     return ts.types[TRAJ](header=header(ns, ts), joint_names=list(names), points=pts)
 
 
@@ -78,14 +85,23 @@ def write_ros1_bag(path: Path, messages, old_header: bool = False) -> Path:
                 msgdef, md5 = NOETIC.generate_msgdef(msgtype)
                 if old_header:
                     msgdef = msgdef.replace("std_msgs/Header header", "Header header").replace(
-                        "MSG: std_msgs/Header", "MSG: roslib/Header")
+                        "MSG: std_msgs/Header", "MSG: roslib/Header"
+                    )
                 conns[topic] = writer.add_connection(topic, msgtype, msgdef=msgdef, md5sum=md5)
             writer.write(conns[topic], record_ns, bytes(NOETIC.serialize_ros1(msg, msgtype)))
     return path
 
 
-def sine_states(seconds: float = 2.0, rate_hz: float = 200.0, names=("j1", "j2", "j3"), t0_ns: int = T0_NS,
-                header_offset_ns: int = 0, topic: str = "/joint_states", ts=JAZZY, order=None):
+def sine_states(
+    seconds: float = 2.0,
+    rate_hz: float = 200.0,
+    names=("j1", "j2", "j3"),
+    t0_ns: int = T0_NS,
+    header_offset_ns: int = 0,
+    topic: str = "/joint_states",
+    ts=JAZZY,
+    order=None,
+):
     """JointState messages of a known motion: q_k(t) = 0.3 (k+1) sin(2 pi 0.5 t + k); returns (msgs, truth)."""
     period_ns = int(round(1e9 / rate_hz))
     n = int(round(seconds * rate_hz))
@@ -98,10 +114,22 @@ def sine_states(seconds: float = 2.0, rate_hz: float = 200.0, names=("j1", "j2",
     for i, t in enumerate(times):
         perm = list(range(len(names))) if order is None else order(i)
         nm = [names[p] for p in perm]
-        msgs.append((topic, JS, int(t), joint_state(int(t) + header_offset_ns, nm, q[i, perm], qd[i, perm],
-                                                     tau[i, perm], ts=ts)))
-    return msgs, {"time_ns": times + header_offset_ns, "record_ns": times, "position": q, "velocity": qd,
-                  "effort": tau, "names": tuple(names)}
+        msgs.append(
+            (
+                topic,
+                JS,
+                int(t),
+                joint_state(int(t) + header_offset_ns, nm, q[i, perm], qd[i, perm], tau[i, perm], ts=ts),
+            )
+        )
+    return msgs, {
+        "time_ns": times + header_offset_ns,
+        "record_ns": times,
+        "position": q,
+        "velocity": qd,
+        "effort": tau,
+        "names": tuple(names),
+    }
 
 
 def set_metadata_version(bag: Path, version: int) -> None:
@@ -150,8 +178,9 @@ def strip_definitions(bag: Path) -> None:
             if schema.name not in schema_ids:
                 schema_ids[schema.name] = writer.register_schema(schema.name, "", b"")
             if channel.id not in channel_ids:
-                channel_ids[channel.id] = writer.register_channel(channel.topic, channel.message_encoding,
-                                                                  schema_ids[schema.name], channel.metadata)
+                channel_ids[channel.id] = writer.register_channel(
+                    channel.topic, channel.message_encoding, schema_ids[schema.name], channel.metadata
+                )
             writer.add_message(channel_ids[channel.id], message.log_time, message.data, message.publish_time)
         writer.finish()
     tmp.replace(src)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_bags_make import (NOETIC, set_metadata_version, sine_states, strip_definitions, write_bag,
-                            write_ros1_bag)
+from test_bags_make import NOETIC, set_metadata_version, sine_states, strip_definitions, write_bag, write_ros1_bag
 
 from sysid_ros.core.bags import BagSource, read_joint_states
 from sysid_ros.core.errors import BagError
@@ -97,11 +96,11 @@ def test_some_definitions_missing_are_taken_from_distro(tmp_path):
     _assert_exact(read_joint_states(bag), truth)
 
 
-@pytest.mark.parametrize("storage,mode", [("mcap", "STORAGE"), ("mcap", "MESSAGE"), ("sqlite3", "MESSAGE"),
-                                          ("mcap", "FILE")])
+@pytest.mark.parametrize(
+    "storage,mode", [("mcap", "STORAGE"), ("mcap", "MESSAGE"), ("sqlite3", "MESSAGE"), ("mcap", "FILE")]
+)
 def test_compressed_bags(tmp_path, storage, mode):
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
-
     from test_bags_make import JAZZY
 
     msgs, truth = sine_states(seconds=0.3)

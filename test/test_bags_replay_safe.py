@@ -9,8 +9,7 @@ from rosbags.highlevel import AnyReader
 from test_bags_make import F64, JS, T0_NS, float64_array, joint_state
 
 from sysid_ros.cli import main
-from sysid_ros.core.bags import BagWriter, command_topics, read_joint_states, read_metadata
-from sysid_ros.core.bags import COMMANDS_KEY
+from sysid_ros.core.bags import COMMANDS_KEY, BagWriter, command_topics, read_joint_states, read_metadata
 
 COMMANDS = "/forward_command_controller/commands"
 
@@ -39,8 +38,11 @@ def test_replay_safe_copy_renames_every_live_topic(tmp_path, storage, capsys):
     assert "/joint_states -> /sysid/replay/joint_states\n" in out and "1 command topic(s) and 1 other" in out
     with AnyReader([tmp_path / "safe"]) as reader:
         topics = {c.topic: c.msgcount for c in reader.connections}
-        commands = [reader.deserialize(raw, c.msgtype).data[0] for c, _, raw in reader.messages()
-                    if c.topic == f"/sysid/replay{COMMANDS}"]
+        commands = [
+            reader.deserialize(raw, c.msgtype).data[0]
+            for c, _, raw in reader.messages()
+            if c.topic == f"/sysid/replay{COMMANDS}"
+        ]
     # nothing left on a topic a running robot uses: commands, and joint states its state publishers would take
     assert set(topics) == {f"/sysid/replay{COMMANDS}", "/sysid/replay/joint_states", "/sysid/metadata"}
     assert topics[f"/sysid/replay{COMMANDS}"] == 50 and topics["/sysid/replay/joint_states"] == 50

@@ -42,8 +42,11 @@ def test_writer_roundtrip_and_metadata(tmp_path, storage):
     np.testing.assert_array_equal(s.time_ns, truth["time_ns"])
     np.testing.assert_array_equal(s.position, truth["position"])
     (meta,) = read_metadata(bag)
-    assert meta == {"joint_names": ["j1", "j2", "j3"], "tape": [0.0, 0.25, 0.5, 0.75, 1.0],
-                    "envelope": {"j1": [-1.0, 1.0]}}
+    assert meta == {
+        "joint_names": ["j1", "j2", "j3"],
+        "tape": [0.0, 0.25, 0.5, 0.75, 1.0],
+        "envelope": {"j1": [-1.0, 1.0]},
+    }
     with AnyReader([bag]) as reader:  # plain rosbags sees a complete, self-describing bag
         assert {c.topic: c.msgcount for c in reader.connections} == {"/sysid/metadata": 1, "/joint_states": 100}
         assert all(c.msgdef.data for c in reader.connections)

@@ -14,13 +14,11 @@ import numpy as np
 import pytest
 import yaml
 
+from support.synthetic import EPOCH_NS, multisine, record_effort
 from sysid_ros.core.bags import save_npz
 from sysid_ros.core.errors import ConfigError
-from sysid_ros.core.identify import identify, problem_from_dict, write_results
+from sysid_ros.core.identify import ParameterSpec, build_parameters, identify, problem_from_dict, write_results
 from sysid_ros.core.identify.problem import inertia
-from sysid_ros.core.identify import build_parameters
-from sysid_ros.core.identify import ParameterSpec
-from support.synthetic import EPOCH_NS, multisine, record_effort
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 NOMINAL_TIP = (0.5, (0.0, 0.01, -0.1), "0.004 0.005 0.002 -0.0005 0.0003 0.0004")
@@ -69,8 +67,7 @@ def test_every_coordinate_vector_is_a_physical_body():
         assert mass > 0 and moments.min() > 0
         a, b, c = moments
         assert a + b > c and a + c > b and b + c > a
-        np.testing.assert_allclose(inertia.from_physical(inertia.physical_vector(theta)), theta,
-                                   rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(inertia.from_physical(inertia.physical_vector(theta)), theta, rtol=1e-7, atol=1e-9)
     for theta in rng.normal(0.0, 1.0, (40, 10)):  # a smaller draw through MuJoCo itself
         model = _spec_with(theta).compile()
         mass, com, tensor = inertia.from_coordinates(theta)
@@ -96,17 +93,32 @@ def test_body_inertia_recovers_the_tip_and_writes_loadable_models(tmp_path):
     truth_file, model_file = tmp_path / "truth.xml", tmp_path / "two_link.xml"
     truth_file.write_text(two_link(TRUE_TIP))
     model_file.write_text(two_link(NOMINAL_TIP))
-    robot = SimRobot(str(truth_file), joints=["hinge", "tip_hinge"], seed=5, start_time_ns=EPOCH_NS,
-                     noise=FeedbackNoise(position_rad=1e-4, velocity_rad_s=1e-3))
+    robot = SimRobot(
+        str(truth_file),
+        joints=["hinge", "tip_hinge"],
+        seed=5,
+        start_time_ns=EPOCH_NS,
+        noise=FeedbackNoise(position_rad=1e-4, velocity_rad_s=1e-3),
+    )
     t = np.arange(0, 3.0 + 1e-9, 0.002)
-    u = np.column_stack([multisine(t, [0.4, 1.1, 2.3, 3.1], 6.0, seed=1), multisine(t, [0.5, 1.3, 2.1, 3.7], 1.2,
-                                                                                   seed=2)])
+    u = np.column_stack(
+        [multisine(t, [0.4, 1.1, 2.3, 3.1], 6.0, seed=1), multisine(t, [0.5, 1.3, 2.1, 3.7], 1.2, seed=2)]
+    )
     samples, commands = record_effort(robot, lambda ts: u[int(round(ts / 0.002))], 3.0)
     save_npz(tmp_path / "train.npz", samples, {"/effort_controller/commands": commands})
-    result = identify(problem_from_dict({
-        "model": str(model_file), "joints": ["hinge", "tip_hinge"], "training": [str(tmp_path / "train.npz")],
-        "segment_s": 0.5, "warm_start": False, "noise": {"position_rad": 1e-4},
-        "parameters": [{"name": "tip_inertia", "kind": "body_inertia", "body": "tip", "min": 0.2, "max": 1.0}]}))
+    result = identify(
+        problem_from_dict(
+            {
+                "model": str(model_file),
+                "joints": ["hinge", "tip_hinge"],
+                "training": [str(tmp_path / "train.npz")],
+                "segment_s": 0.5,
+                "warm_start": False,
+                "noise": {"position_rad": 1e-4},
+                "parameters": [{"name": "tip_inertia", "kind": "body_inertia", "body": "tip", "min": 0.2, "max": 1.0}],
+            }
+        )
+    )
     p = result.parameters[0]
     true_values = np.array([0.65, *TRUE_TIP[1], *map(float, TRUE_TIP[2].split())])
     assert inertia.physical_problem(p.value[0], inertia.tensor_from_entries(p.value[4:])) is None
@@ -142,26 +154,45 @@ def test_body_inertia_recovers_the_tip_and_writes_loadable_models(tmp_path):
     tip = back.body("tip").id
     assert back.body_mass[tip] == pytest.approx(p.value[0], rel=1e-12)
     np.testing.assert_allclose(back.body_ipos[tip], p.value[1:4], rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(np.sort(back.body_inertia[tip]),
-                               np.linalg.eigvalsh(inertia.tensor_from_entries(p.value[4:])), rtol=1e-10)
+    np.testing.assert_allclose(
+        np.sort(back.body_inertia[tip]), np.linalg.eigvalsh(inertia.tensor_from_entries(p.value[4:])), rtol=1e-10
+    )
 
 
 def test_bound_rule_reads_the_coordinates():
     """A body_inertia on a bound of one of its coordinates is flagged by name (its tensor entries have none)."""
-    from sysid_ros.core.identify import ParameterResult
-    from sysid_ros.core.identify import bound_warnings
+    from sysid_ros.core.identify import ParameterResult, bound_warnings
 
     theta = inertia.from_physical((0.5, *NOMINAL_TIP[1], *map(float, NOMINAL_TIP[2].split())))
     lo, hi = inertia.coordinate_box(theta, 0.25, 1.0)
     at = theta.copy()
     at[2] = hi[2]
     values = tuple(inertia.physical_vector(at))
-    coordinates = {"names": inertia.COORDINATES, "value": tuple(at), "half_width_95": (0.1,) * 10,
-                   "min": tuple(lo), "max": tuple(hi)}
-    p = ParameterResult("tip_inertia", "body_inertia", "tip", values, (0.1,) * 10, values, (0.25,) + (-1,) * 9,
-                        (1.0,) + (1,) * 9, False, True, None, coordinates)
+    coordinates = {
+        "names": inertia.COORDINATES,
+        "value": tuple(at),
+        "half_width_95": (0.1,) * 10,
+        "min": tuple(lo),
+        "max": tuple(hi),
+    }
+    p = ParameterResult(
+        "tip_inertia",
+        "body_inertia",
+        "tip",
+        values,
+        (0.1,) * 10,
+        values,
+        (0.25,) + (-1,) * 9,
+        (1.0,) + (1,) * 9,
+        False,
+        True,
+        None,
+        coordinates,
+    )
     assert bound_warnings([p]) == [f"tip_inertia[d2] = {hi[2]:.6g} rests on its max bound {hi[2]:.6g}"]
-    assert bound_warnings([ParameterResult(**{**p.__dict__, "coordinates": {**coordinates, "value": tuple(theta)}})]) == []
+    assert (
+        bound_warnings([ParameterResult(**{**p.__dict__, "coordinates": {**coordinates, "value": tuple(theta)}})]) == []
+    )
 
 
 def test_identifiable_is_judged_in_physical_terms():

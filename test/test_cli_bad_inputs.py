@@ -59,21 +59,34 @@ def data(tmp_path_factory):
     samples, commands = pendulum_npz(d)
     late = samples.time_ns.copy()
     late[-1] += 3 * YEAR_NS  # one sample three years after the rest
-    save_npz(d / "late.npz", JointSamples(samples.joint_names, late, samples.position, samples.velocity,
-                                          samples.effort), {"/effort_controller/commands": commands})
-    np.savez(d / "objects.npz", feedback_joint_names=np.array(["hinge"]),
-             feedback_time_ns=np.array([1, {"a": 1}], dtype=object))
+    save_npz(
+        d / "late.npz",
+        JointSamples(samples.joint_names, late, samples.position, samples.velocity, samples.effort),
+        {"/effort_controller/commands": commands},
+    )
+    np.savez(
+        d / "objects.npz",
+        feedback_joint_names=np.array(["hinge"]),
+        feedback_time_ns=np.array([1, {"a": 1}], dtype=object),
+    )
     msgs, _ = sine_states(seconds=0.5)
     write_bag(d / "bag", msgs, "mcap")
     return d
 
 
 def problem(d: Path, **changes) -> dict:
-    doc = {"name": "pend", "model": "pendulum", "joints": ["hinge"], "training": [str(d / "ok.npz")],
-           "noise": {"position_rad": 5e-4},
-           "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
-                          {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0, "max": 1}],
-           "optimizer": {"max_iters": 2}}
+    doc = {
+        "name": "pend",
+        "model": "pendulum",
+        "joints": ["hinge"],
+        "training": [str(d / "ok.npz")],
+        "noise": {"position_rad": 5e-4},
+        "parameters": [
+            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
+            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0, "max": 1},
+        ],
+        "optimizer": {"max_iters": 2},
+    }
     doc.update(changes)
     return doc
 
@@ -86,6 +99,7 @@ def _param(**p):
 def no_optimisation(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("optimize was called before the problem was checked")
+
     monkeypatch.setattr(sysid, "optimize", boom)
 
 
@@ -124,11 +138,14 @@ def test_bad_problem_file_refused_before_any_work(data, tmp_path, capsys, no_opt
     assert not (tmp_path / "out").exists() and digest(file, data) == before
 
 
-@pytest.mark.parametrize("text, match", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", r"the problem file is not UTF-8 text"),
-    (b"model: [pendulum\njoints: x\n", r"not valid YAML: .*line \d"),
-    (b"- just\n- a list\n", r"must be a mapping of keys"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", r"the problem file is not UTF-8 text"),
+        (b"model: [pendulum\njoints: x\n", r"not valid YAML: .*line \d"),
+        (b"- just\n- a list\n", r"must be a mapping of keys"),
+    ],
+)
 def test_unreadable_problem_files(tmp_path, capsys, no_optimisation, text, match):
     file = tmp_path / "problem.yaml"
     file.write_bytes(text)
@@ -136,11 +153,14 @@ def test_unreadable_problem_files(tmp_path, capsys, no_optimisation, text, match
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("training, match", [
-    ("objects.npz", r"object arrays .* never loaded"),
-    ("late.npz", r"spans 9\.46\d*e\+07 s .* is one stamp far from the others"),
-    ("nothere.npz", r"data file does not exist"),
-])
+@pytest.mark.parametrize(
+    "training, match",
+    [
+        ("objects.npz", r"object arrays .* never loaded"),
+        ("late.npz", r"spans 9\.46\d*e\+07 s .* is one stamp far from the others"),
+        ("nothere.npz", r"data file does not exist"),
+    ],
+)
 def test_bad_data_refused_before_the_optimisation(data, tmp_path, capsys, no_optimisation, training, match):
     file = tmp_path / "problem.yaml"
     file.write_text(yaml.safe_dump(problem(data, training=[str(data / training)])))
@@ -167,6 +187,7 @@ def test_identify_outputs_safe(data, tmp_path, capsys, monkeypatch):
     def disk_full(result, path):
         Path(path).write_text("<html>half")
         raise OSError(28, "No space left on device", str(path))
+
     out = tmp_path / "out"
     with monkeypatch.context() as m:
         m.setattr(write, "write_report", disk_full)
@@ -235,8 +256,14 @@ def test_unreadable_bag_folder(data, tmp_path, capsys):
 
 
 def _cli(*argv: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sysid_ros.cli", *argv], stderr=subprocess.PIPE, text=True,
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.cli", *argv],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        **kwargs,
+    )
 
 
 def test_inspect_into_a_closed_pipe_is_quiet(data):
@@ -258,16 +285,25 @@ def test_rollback_without_a_tuner(tmp_path):
     assert re.search(r"sysid-ros rollback: no servo_tuner answered /servo_tuner/rollback within 1 s", lines[0])
 
 
-@pytest.mark.parametrize("node, reason", [("tape_recorder", "parameter joints is empty"),
-                                          ("servo_tuner", "parameter joints is empty"),
-                                          ("identifier", "parameter problem_file is empty")])
+@pytest.mark.parametrize(
+    "node, reason",
+    [
+        ("tape_recorder", "parameter joints is empty"),
+        ("servo_tuner", "parameter joints is empty"),
+        ("identifier", "parameter problem_file is empty"),
+    ],
+)
 def test_lifecycle_node_without_a_parameter_file(client, tmp_path, node, reason):
     """Started with no parameter file at all: the node comes up unconfigured; configure fails with the reason."""
     name = f"{node}_bare"
     log = tmp_path / f"{name}.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", f"sysid_ros.nodes.{node}", "--ros-args", "-r",
-                                 f"__node:={name}"], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", f"sysid_ros.nodes.{node}", "--ros-args", "-r", f"__node:={name}"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+        )
     try:
         assert client.change_state(name, "configure") == (False, "unconfigured")
         assert proc.poll() is None

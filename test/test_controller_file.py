@@ -6,8 +6,7 @@ import pytest
 
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.files import load_ros_parameters
-from sysid_ros.core.gains import persist
-from sysid_ros.core.gains import get_style
+from sysid_ros.core.gains import get_style, persist
 
 CONTROLLERS = """\
 controller_manager:
@@ -27,8 +26,14 @@ arm_controller:
     constraints:
       goal_time: 0.6
 """
-NEW = {"gains.shoulder.p": 42.123456789012345, "gains.shoulder.d": 1.0 / 3.0, "gains.shoulder.i": 2.5,
-       "gains.shoulder.i_clamp": 0.75, "gains.elbow.p": 0.1 + 0.2, "gains.elbow.d": 0.9}
+NEW = {
+    "gains.shoulder.p": 42.123456789012345,
+    "gains.shoulder.d": 1.0 / 3.0,
+    "gains.shoulder.i": 2.5,
+    "gains.shoulder.i_clamp": 0.75,
+    "gains.elbow.p": 0.1 + 0.2,
+    "gains.elbow.d": 0.9,
+}
 
 
 def test_persist_updates_the_block_in_place(tmp_path):
@@ -37,16 +42,27 @@ def test_persist_updates_the_block_in_place(tmp_path):
     backup = persist(path, "arm_controller", NEW, get_style("pid_controller"))
     assert backup.read_text() == CONTROLLERS
     text = path.read_text()
-    for kept in ("update_rate: 1000  # Hz", "# the arm: effort interface, tuned by hand in 2025", "# keep",
-                 "# soft", "goal_time: 0.6", "joints: [shoulder, elbow]"):
+    for kept in (
+        "update_rate: 1000  # Hz",
+        "# the arm: effort interface, tuned by hand in 2025",
+        "# keep",
+        "# soft",
+        "goal_time: 0.6",
+        "joints: [shoulder, elbow]",
+    ):
         assert kept in text
     assert text.index("controller_manager") < text.index("arm_controller") < text.index("constraints")
     values = load_ros_parameters(path, "arm_controller")
     assert {k: v for k, v in values.items() if k.startswith("gains.")} == {
-        "gains.shoulder.p": NEW["gains.shoulder.p"], "gains.shoulder.d": 1.0 / 3.0, "gains.shoulder.i": 2.5,
-        "gains.shoulder.i_clamp_max": 0.75, "gains.shoulder.i_clamp_min": -0.75,
+        "gains.shoulder.p": NEW["gains.shoulder.p"],
+        "gains.shoulder.d": 1.0 / 3.0,
+        "gains.shoulder.i": 2.5,
+        "gains.shoulder.i_clamp_max": 0.75,
+        "gains.shoulder.i_clamp_min": -0.75,
         "gains.shoulder.antiwindup": True,  # integral action: switched on in the same edit
-        "gains.elbow.p": 0.1 + 0.2, "gains.elbow.d": 0.9}  # exact floats
+        "gains.elbow.p": 0.1 + 0.2,
+        "gains.elbow.d": 0.9,
+    }  # exact floats
     assert values["constraints.goal_time"] == 0.6 and values["type"].startswith("joint_trajectory_controller")
     assert persist(path, "arm_controller", NEW, get_style("pid_controller")).name == "controllers.yaml.bak.1"
     assert backup.read_text() == CONTROLLERS  # an earlier backup is never overwritten
@@ -74,9 +90,14 @@ BLOCK = """\
 """
 
 
-@pytest.mark.parametrize("key, target", [("/**/arm_controller", "arm_controller"),
-                                         ("/robot1/arm_controller", "/robot1/arm_controller"),
-                                         ("robot1:\n  arm_controller", "/robot1/arm_controller")])
+@pytest.mark.parametrize(
+    "key, target",
+    [
+        ("/**/arm_controller", "arm_controller"),
+        ("/robot1/arm_controller", "/robot1/arm_controller"),
+        ("robot1:\n  arm_controller", "/robot1/arm_controller"),
+    ],
+)
 def test_persist_finds_namespaced_blocks(tmp_path, key, target):
     """Real bring-ups key controllers by wildcard or namespace (`/**/name`, `/ns/name`, nested `ns: name:`)."""
     path = tmp_path / "controllers.yaml"
@@ -106,9 +127,11 @@ def test_persist_refuses_an_ambiguous_file(tmp_path):
 def test_parameter_files_merge_as_ros_applies_them(tmp_path):
     """`/**` first, then every block naming the node, later ones overriding (as rcl applies a parameter file)."""
     path = tmp_path / "params.yaml"
-    path.write_text("/**:\n  ros__parameters: {rate: 1, use_sim_time: true}\n"
-                    "/**/tape_recorder:\n  ros__parameters: {rate: 2, tape: chirp}\n"
-                    "/other/tape_recorder:\n  ros__parameters: {rate: 3}\n")
+    path.write_text(
+        "/**:\n  ros__parameters: {rate: 1, use_sim_time: true}\n"
+        "/**/tape_recorder:\n  ros__parameters: {rate: 2, tape: chirp}\n"
+        "/other/tape_recorder:\n  ros__parameters: {rate: 3}\n"
+    )
     assert load_ros_parameters(path, "tape_recorder") == {"rate": 2, "use_sim_time": True, "tape": "chirp"}
     assert load_ros_parameters(path, "/other/tape_recorder")["rate"] == 3
     path.write_text("/ns/y:\n  ros__parameters: {}\n")

@@ -8,8 +8,7 @@ import math
 import pytest
 
 from sysid_ros.core.errors import GainsError
-from sysid_ros.core.gains import GainsJournal
-from sysid_ros.core.gains import GainGuard
+from sysid_ros.core.gains import GainGuard, GainsJournal
 from sysid_ros.ros.client import wait_for
 from sysid_ros.ros.controller_gains import ControllerGains
 
@@ -21,12 +20,14 @@ NAMES = list(START)
 
 @pytest.fixture
 def controller(nodes, client, tmp_path):
-    nodes("sim_robot", "sim_robot", {"use_sim_time": True, "real_time_factor": 2.0, "gain_guard.p_max": 100.0,
-                                     **START})
-    wait_for(lambda: "set_parameters_atomically" in str(client.node.get_service_names_and_types()),
-             what="sim_robot's parameter services")
-    return ControllerGains(client, "sim_robot", GainsJournal(tmp_path / "journal" / "gains.jsonl"),
-                           GainGuard(p_max=1000.0), timeout_s=20.0)  # generous: a loaded machine
+    nodes("sim_robot", "sim_robot", {"use_sim_time": True, "real_time_factor": 2.0, "gain_guard.p_max": 100.0, **START})
+    wait_for(
+        lambda: "set_parameters_atomically" in str(client.node.get_service_names_and_types()),
+        what="sim_robot's parameter services",
+    )
+    return ControllerGains(
+        client, "sim_robot", GainsJournal(tmp_path / "journal" / "gains.jsonl"), GainGuard(p_max=1000.0), timeout_s=20.0
+    )  # generous: a loaded machine
 
 
 def test_apply_keep_and_rollback_exactly(controller):
@@ -99,8 +100,11 @@ def test_a_shared_journal_recovers_only_this_controllers_changes(controller, cli
     journal is neither rolled back nor marked, and this controller's is."""
     from sysid_ros.core.gains import GainChange
 
-    other = controller.journal.record(GainChange("r2-change", "/r2/sim_robot", {"gains.hinge.p": 1.0},
-                                                 {"gains.hinge.p": 2.0}, "applied", "r2's trial"))
+    other = controller.journal.record(
+        GainChange(
+            "r2-change", "/r2/sim_robot", {"gains.hinge.p": 1.0}, {"gains.hinge.p": 2.0}, "applied", "r2's trial"
+        )
+    )
     mine = controller.apply({"gains.hinge.p": 61.0, "gains.hinge.d": 2.0, "gains.hinge.i": 0.0})
     assert mine.controller == "/sim_robot"
     restarted = ControllerGains(client, "sim_robot", GainsJournal(controller.journal.path), timeout_s=20.0)

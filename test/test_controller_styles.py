@@ -32,20 +32,27 @@ JOINTS = ("shoulder", "elbow")
 T = 20.0  # parameter service timeout (s): generous, the machine is shared
 STYLES = ("jtc", "pid_controller", "jtc_toolbox5", "pid_controller_toolbox5")
 # The start-up gains, exported into each stand-in's parameter file: floats that must survive exactly.
-START = {"gains.shoulder.p": 30.0 + 1e-12, "gains.shoulder.d": 1.0 / 3.0, "gains.elbow.p": 0.1 + 0.2,
-         "gains.elbow.d": 2.5}
+START = {
+    "gains.shoulder.p": 30.0 + 1e-12,
+    "gains.shoulder.d": 1.0 / 3.0,
+    "gains.elbow.p": 0.1 + 0.2,
+    "gains.elbow.d": 2.5,
+}
 NAMES = [f"gains.{j}.{g}" for j in JOINTS for g in ("p", "i", "d", "i_clamp")]
 # Upstream defaults of what the export leaves alone: i = 0, and the integral clamp 0 (Jazzy) or +-inf (toolbox 5).
 CLAMP = {"jtc": 0.0, "pid_controller": 0.0, "jtc_toolbox5": math.inf, "pid_controller_toolbox5": math.inf}
-SWITCH = {"pid_controller": ("antiwindup", False, True),
-          "jtc_toolbox5": ("antiwindup_strategy", "none", "conditional_integration"),
-          "pid_controller_toolbox5": ("antiwindup_strategy", "none", "conditional_integration")}
+SWITCH = {
+    "pid_controller": ("antiwindup", False, True),
+    "jtc_toolbox5": ("antiwindup_strategy", "none", "conditional_integration"),
+    "pid_controller_toolbox5": ("antiwindup_strategy", "none", "conditional_integration"),
+}
 
 
 def write_proposal(path: Path, parameters: dict[str, float], style: str | None = None) -> Path:
     joints = tuple(sorted({n.split(".")[1] for n in parameters}))
-    proposal = GainProposal(joints, True, parameters, dict(parameters), {j: None for j in joints}, (), {}, {}, 0.5,
-                            "test proposal")
+    proposal = GainProposal(
+        joints, True, parameters, dict(parameters), {j: None for j in joints}, (), {}, {}, 0.5, "test proposal"
+    )
     document = {**proposal.to_dict(), "controller": "arm_controller"}
     if style:
         document["controller_style"] = style
@@ -57,8 +64,9 @@ class Standin:
     def __init__(self, style: str, name: str, params_file: Path | None, joints=JOINTS) -> None:
         self.name = name
         extra = ["--params-file", str(params_file)] if params_file else []
-        self.proc = subprocess.Popen([sys.executable, str(STANDIN), style, *joints, "--ros-args", "-r",
-                                      f"__node:={name}", *extra])
+        self.proc = subprocess.Popen(
+            [sys.executable, str(STANDIN), style, *joints, "--ros-args", "-r", f"__node:={name}", *extra]
+        )
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -78,16 +86,21 @@ def ros(tmp_path_factory):
     standins = {}
     for style in STYLES:
         out = folder / f"{style}.yaml"
-        assert main(["export", str(proposal), "--style", style, "--controller", f"standin_{style}",
-                     "--out", str(out)]) == 0
+        assert (
+            main(["export", str(proposal), "--style", style, "--controller", f"standin_{style}", "--out", str(out)])
+            == 0
+        )
         standins[style] = Standin(style, f"standin_{style}", out)
     standins["velocity_pid"] = Standin("velocity_pid", "standin_unknown", None)
     standins["pendulum"] = Standin("pid_controller_toolbox5", "standin_pendulum", None, ("hinge",))
     client = RosClient("test_styles_client")
     try:
         for s in standins.values():
-            wait_for(lambda: f"/{s.name}/describe_parameters" in str(client.node.get_service_names_and_types()),
-                     60.0, f"{s.name}'s parameter services")
+            wait_for(
+                lambda: f"/{s.name}/describe_parameters" in str(client.node.get_service_names_and_types()),
+                60.0,
+                f"{s.name}'s parameter services",
+            )
         yield client, standins, folder
     finally:
         client.close()
@@ -112,8 +125,15 @@ def test_detect_apply_and_rollback_bit_exact(ros, style, tmp_path):
     assert gains.read(NAMES) == as_found
     before = all_gains(client, node)
 
-    new = {"gains.shoulder.p": 42.123456789012345, "gains.shoulder.i": 2.5, "gains.shoulder.i_clamp": 0.75,
-           "gains.shoulder.d": 1.7, "gains.elbow.p": 12.0, "gains.elbow.i": 0.0, "gains.elbow.d": 0.9}
+    new = {
+        "gains.shoulder.p": 42.123456789012345,
+        "gains.shoulder.i": 2.5,
+        "gains.shoulder.i_clamp": 0.75,
+        "gains.shoulder.d": 1.7,
+        "gains.elbow.p": 12.0,
+        "gains.elbow.i": 0.0,
+        "gains.elbow.d": 0.9,
+    }
     change = gains.apply(new, "test")
     raw = all_gains(client, node)
     if style == "jtc":
@@ -125,8 +145,11 @@ def test_detect_apply_and_rollback_bit_exact(ros, style, tmp_path):
         assert raw[f"gains.shoulder.{name}"] == on and raw[f"gains.elbow.{name}"] == off
         assert change.previous[f"gains.shoulder.{name}"] == off
     changed = {n for n in raw if raw[n] != before[n]}
-    assert all(n.rpartition(".")[2] in ("p", "i", "d", "i_clamp", "i_clamp_max", "i_clamp_min", "antiwindup",
-                                       "antiwindup_strategy") for n in changed)  # nothing else touched
+    assert all(
+        n.rpartition(".")[2]
+        in ("p", "i", "d", "i_clamp", "i_clamp_max", "i_clamp_min", "antiwindup", "antiwindup_strategy")
+        for n in changed
+    )  # nothing else touched
     assert gains.read(list(new)) == new
 
     gains.rollback(change)
@@ -144,8 +167,9 @@ def test_unknown_layout_refused_with_its_names(ros, tmp_path):
 
 def test_explicit_style_wins(ros, tmp_path):
     client, _, _ = ros
-    gains = ControllerGains(client, "standin_jtc", GainsJournal(tmp_path / "gains.jsonl"), style="pid_controller",
-                            timeout_s=T)
+    gains = ControllerGains(
+        client, "standin_jtc", GainsJournal(tmp_path / "gains.jsonl"), style="pid_controller", timeout_s=T
+    )
     assert gains.style.name == "pid_controller"  # not detected: as configured, so the jtc's names are missing
     with pytest.raises(GainsError, match="does not have all of the parameters"):
         gains.read(["gains.elbow.i_clamp"])
@@ -194,8 +218,15 @@ def test_the_tuner_reads_infinite_clamps_and_its_trials_restore_them(ros, tmp_pa
 
     client, _, _ = ros
     gains = ControllerGains(client, "standin_pendulum", GainsJournal(tmp_path / "gains.jsonl"), timeout_s=T)
-    arm = RosArm("pendulum", ("hinge",), {"hinge": Envelope(0.0, 0.4, 2.0, 3.0)}, 250.0, client=client, gains=gains,
-                 workdir=tmp_path / "tuner")
+    arm = RosArm(
+        "pendulum",
+        ("hinge",),
+        {"hinge": Envelope(0.0, 0.4, 2.0, 3.0)},
+        250.0,
+        client=client,
+        gains=gains,
+        workdir=tmp_path / "tuner",
+    )
     [found] = arm.read_gains().values()
     assert found == DriveGains(kp=0.0, kd=0.0, ki=0.0, i_clamp_nm=arm.caps["hinge"])
     before = all_gains(client, "standin_pendulum")
@@ -208,16 +239,24 @@ def test_the_tuner_reads_infinite_clamps_and_its_trials_restore_them(ros, tmp_pa
 
 
 def test_export_loads_as_a_parameter_file(tmp_path, capsys):
-    proposal = write_proposal(tmp_path / "p.yaml", {**START, "gains.shoulder.i": 1.5, "gains.shoulder.i_clamp": 2.0},
-                              style="pid_controller_toolbox5")
+    proposal = write_proposal(
+        tmp_path / "p.yaml",
+        {**START, "gains.shoulder.i": 1.5, "gains.shoulder.i_clamp": 2.0},
+        style="pid_controller_toolbox5",
+    )
     assert main(["export", str(proposal)]) == 0  # style and controller as the proposal recorded them
     out = tmp_path / "block.yaml"
     out.write_text(capsys.readouterr().out)
     assert load_ros_parameters(out, "arm_controller") == {
-        "gains.shoulder.p": START["gains.shoulder.p"], "gains.shoulder.d": 1.0 / 3.0, "gains.shoulder.i": 1.5,
-        "gains.shoulder.i_clamp_max": 2.0, "gains.shoulder.i_clamp_min": -2.0,
+        "gains.shoulder.p": START["gains.shoulder.p"],
+        "gains.shoulder.d": 1.0 / 3.0,
+        "gains.shoulder.i": 1.5,
+        "gains.shoulder.i_clamp_max": 2.0,
+        "gains.shoulder.i_clamp_min": -2.0,
         "gains.shoulder.antiwindup_strategy": "conditional_integration",
-        "gains.elbow.p": 0.1 + 0.2, "gains.elbow.d": 2.5}
+        "gains.elbow.p": 0.1 + 0.2,
+        "gains.elbow.d": 2.5,
+    }
     # bad input: one line, exit 2, nothing written or overwritten
     assert main(["export", str(write_proposal(tmp_path / "q.yaml", START))]) == 2
     assert "give --style" in capsys.readouterr().err

@@ -10,13 +10,13 @@ import yaml
 
 from sysid_ros.core import tapes
 from sysid_ros.core.errors import ConfigError, EnvelopeError
-from sysid_ros.core.tapes import KnotCurve, SineCurve, Tape
-from sysid_ros.core.tapes import Envelope, check_sample, check_tape
+from sysid_ros.core.tapes import Envelope, KnotCurve, SineCurve, Tape, check_sample, check_tape
 
 ELBOW = Envelope(origin_rad=0.0, travel_rad=0.4, max_speed_rad_s=2.0, max_torque_nm=6.0)
 
 
 # ---- validation ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("field", ["travel_rad", "max_speed_rad_s", "max_torque_nm", "max_accel_rad_s2"])
 @pytest.mark.parametrize("value", [0.0, -1.0, math.nan, math.inf, "fast", True])
@@ -34,8 +34,9 @@ def test_origin_must_be_finite(origin):
 
 
 def test_a_valid_envelope_keeps_its_values_and_round_trips_through_yaml():
-    env = Envelope(origin_rad=-1.5, travel_rad=0.3, max_speed_rad_s=np.float64(1.0), max_torque_nm=10,
-                   max_accel_rad_s2=5.0)
+    env = Envelope(
+        origin_rad=-1.5, travel_rad=0.3, max_speed_rad_s=np.float64(1.0), max_torque_nm=10, max_accel_rad_s2=5.0
+    )
     assert (env.lower_rad, env.upper_rad) == (-1.8, -1.2) and type(env.max_torque_nm) is float
     assert env.design_accel_rad_s2 == 5.0
     assert ELBOW.design_accel_rad_s2 == pytest.approx(20.0)  # no limit: top speed in 0.15 s along a smoothstep
@@ -44,27 +45,34 @@ def test_a_valid_envelope_keeps_its_values_and_round_trips_through_yaml():
 
 def test_from_dict_names_the_joint_and_the_bad_keys():
     with pytest.raises(ConfigError) as err:
-        Envelope.from_dict({"origin_rad": 0.0, "travel_rad": 0.4, "max_speed": 2.0, "max_torque_nm": 1.0},
-                           joint="wrist")
+        Envelope.from_dict(
+            {"origin_rad": 0.0, "travel_rad": 0.4, "max_speed": 2.0, "max_torque_nm": 1.0}, joint="wrist"
+        )
     assert err.value.where["joint"] == "wrist" and "max_speed" in str(err.value)
     with pytest.raises(ConfigError) as err:
         Envelope.from_dict({"origin_rad": 0.0, "travel_rad": 0.4, "max_torque_nm": 1.0}, joint="wrist")
     assert "max_speed_rad_s" in str(err.value)
     with pytest.raises(ConfigError) as err:
-        Envelope.from_dict({"origin_rad": 0.0, "travel_rad": -0.4, "max_speed_rad_s": 2.0, "max_torque_nm": 1.0},
-                           joint="wrist")
+        Envelope.from_dict(
+            {"origin_rad": 0.0, "travel_rad": -0.4, "max_speed_rad_s": 2.0, "max_torque_nm": 1.0}, joint="wrist"
+        )
     assert err.value.where["joint"] == "wrist" and "travel_rad" in str(err.value)
 
 
 # ---- check_tape --------------------------------------------------------------------------------------------
 
+
 def move_tape(distance_rad: float, seconds: float, joint: str = "elbow", start: float = 0.0) -> Tape:
     """A rest-to-rest quintic move out and back, built by hand (not by a tape builder)."""
-    curve = KnotCurve(time_s=(0.0, 0.5, 0.5 + seconds, 1.0 + seconds, 1.0 + 2 * seconds),
-                      position=(start, start, start + distance_rad, start + distance_rad, start),
-                      velocity=(0.0,) * 5, acceleration=(0.0,) * 5)
-    return Tape(name="hand-made", kind="cycle", interface="position", joints=(joint,), curves=(curve,),
-                command_rate_hz=100.0)
+    curve = KnotCurve(
+        time_s=(0.0, 0.5, 0.5 + seconds, 1.0 + seconds, 1.0 + 2 * seconds),
+        position=(start, start, start + distance_rad, start + distance_rad, start),
+        velocity=(0.0,) * 5,
+        acceleration=(0.0,) * 5,
+    )
+    return Tape(
+        name="hand-made", kind="cycle", interface="position", joints=(joint,), curves=(curve,), command_rate_hz=100.0
+    )
 
 
 def test_a_tape_inside_the_envelope_passes():
@@ -102,10 +110,24 @@ def test_check_tape_names_acceleration_only_when_the_envelope_limits_it():
 
 
 def test_check_tape_names_torque_for_effort_tapes():
-    curve = SineCurve(start_s=0.5, duration_s=4.0, taper_s=1.0, end_s=5.0, offset=0.0, amplitudes=(7.0,),
-                      freqs_hz=(1.0,), phases_rad=(0.0,))
-    tape = Tape(name="too-strong", kind="multisine", interface="effort", joints=("elbow",), curves=(curve,),
-                command_rate_hz=100.0)
+    curve = SineCurve(
+        start_s=0.5,
+        duration_s=4.0,
+        taper_s=1.0,
+        end_s=5.0,
+        offset=0.0,
+        amplitudes=(7.0,),
+        freqs_hz=(1.0,),
+        phases_rad=(0.0,),
+    )
+    tape = Tape(
+        name="too-strong",
+        kind="multisine",
+        interface="effort",
+        joints=("elbow",),
+        curves=(curve,),
+        command_rate_hz=100.0,
+    )
     with pytest.raises(EnvelopeError) as err:
         check_tape(tape, {"elbow": ELBOW})
     assert err.value.where["limit"] == "torque" and 6.0 < err.value.where["value"] <= 7.0
@@ -139,10 +161,15 @@ def test_identification_tapes_for_one_joint_fail_on_a_smaller_joint():
 
 def test_check_tape_sees_a_step_shorter_than_its_sampling_step():
     """A 0.6 ms step at 10 rad/s between two 1 ms samples: the probes inside each knot segment still see it."""
-    curve = KnotCurve(time_s=(0.0, 0.5002, 0.5005, 0.5008, 1.0), position=(0.0, 0.0, 0.0015, 0.003, 0.003),
-                      velocity=(0.0, 0.0, 10.0, 0.0, 0.0), acceleration=(0.0,) * 5)
-    tape = Tape(name="sharp", kind="steps", interface="position", joints=("elbow",), curves=(curve,),
-                command_rate_hz=1000.0)
+    curve = KnotCurve(
+        time_s=(0.0, 0.5002, 0.5005, 0.5008, 1.0),
+        position=(0.0, 0.0, 0.0015, 0.003, 0.003),
+        velocity=(0.0, 0.0, 10.0, 0.0, 0.0),
+        acceleration=(0.0,) * 5,
+    )
+    tape = Tape(
+        name="sharp", kind="steps", interface="position", joints=("elbow",), curves=(curve,), command_rate_hz=1000.0
+    )
     assert np.abs(tapes.sample(tape, np.arange(0.0, 1.0, 1e-3)).velocity).max() < 2.0  # the grid alone misses it
     with pytest.raises(EnvelopeError) as err:
         check_tape(tape, {"elbow": ELBOW})
@@ -152,14 +179,16 @@ def test_check_tape_sees_a_step_shorter_than_its_sampling_step():
 
 def test_a_tape_that_does_not_start_at_rest_is_refused():
     curve = KnotCurve(time_s=(0.0, 1.0), position=(0.0, 0.1), velocity=(0.1, 0.0), acceleration=(0.0, 0.0))
-    tape = Tape(name="jumps", kind="sweep", interface="position", joints=("elbow",), curves=(curve,),
-                command_rate_hz=100.0)
+    tape = Tape(
+        name="jumps", kind="sweep", interface="position", joints=("elbow",), curves=(curve,), command_rate_hz=100.0
+    )
     with pytest.raises(EnvelopeError) as err:
         check_tape(tape, {"elbow": ELBOW})
     assert err.value.where["limit"] == "rest" and err.value.where["time_s"] == 0.0
 
 
 # ---- check_sample ------------------------------------------------------------------------------------------
+
 
 def test_check_sample_passes_inside_and_names_what_is_outside():
     env = Envelope(origin_rad=1.0, travel_rad=0.4, max_speed_rad_s=2.0, max_torque_nm=6.0)

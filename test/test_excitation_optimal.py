@@ -17,14 +17,18 @@ pytest.importorskip("pybullet_data")
 pytestmark = pytest.mark.slow  # the design (~8 s of CPU), three 10-11 s simulated recordings and three fits
 
 import mujoco
-from support.synthetic import IIWA_GAINS, IIWA_POSE_RAD, record_position
 
+from support.synthetic import IIWA_GAINS, IIWA_POSE_RAD, record_position
 from sysid_ros.core import tapes
 from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf
-from sysid_ros.core.linear import periodic_record
-from sysid_ros.core.linear import ArmRegressor, fit_arm, structural_base_parameters
-from sysid_ros.core.linear import KEEP_FACTOR
-from sysid_ros.core.linear import BootstrapSettings
+from sysid_ros.core.linear import (
+    KEEP_FACTOR,
+    ArmRegressor,
+    BootstrapSettings,
+    fit_arm,
+    periodic_record,
+    structural_base_parameters,
+)
 from sysid_ros.core.signals import savgol_derivatives, smooth_like_acceleration
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 from sysid_ros.core.tapes import periods_of
@@ -32,21 +36,31 @@ from sysid_ros.core.tapes import periods_of
 RATE_HZ = 500.0
 TORQUE_NOISE_NM = 0.2
 NOISE = FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3, effort_nm=TORQUE_NOISE_NM)
-HIDDEN = {"payload.mass": 0.8, **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, (0.9, 0.7, 0.6, 0.5, 0.35, 0.25,
-                                                                                 0.15))}}
+HIDDEN = {
+    "payload.mass": 0.8,
+    **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15))},
+}
 TRAVEL = (0.8, 0.5, 0.8, 0.6, 1.0, 0.8, 1.2)
 SPEED = (1.5, 1.5, 1.8, 1.8, 2.5, 2.5, 3.0)
 TORQUE = (320.0, 320.0, 176.0, 176.0, 110.0, 40.0, 40.0)  # the iiwa's data sheet
-ENVELOPES = {j: tapes.Envelope(float(o), t, s, q) for j, o, t, s, q in zip(IIWA_JOINTS, IIWA_POSE_RAD, TRAVEL, SPEED,
-                                                                          TORQUE)}
+ENVELOPES = {
+    j: tapes.Envelope(float(o), t, s, q) for j, o, t, s, q in zip(IIWA_JOINTS, IIWA_POSE_RAD, TRAVEL, SPEED, TORQUE)
+}
 
 
 def play(model, tape: tapes.Tape, seed: int):
     """The tape tracked by the PID drives of the arm with hidden physics, from holding its start (settled 2 s
     first, as a robot holds its pose before a tape: a drive placed there at rest sags under gravity first)."""
     start = tapes.sample(tape, [0.0]).position[0]
-    robot = SimRobot(str(model), physics=HIDDEN, noise=NOISE, seed=seed, initial_positions=list(start),
-                     command_rate_hz=RATE_HZ, publish_rate_hz=RATE_HZ)
+    robot = SimRobot(
+        str(model),
+        physics=HIDDEN,
+        noise=NOISE,
+        seed=seed,
+        initial_positions=list(start),
+        command_rate_hz=RATE_HZ,
+        publish_rate_hz=RATE_HZ,
+    )
     record_position(robot, lambda t: start, 2.0, IIWA_GAINS)
     return record_position(robot, lambda t: tapes.sample(tape, [t]).position[0], tapes.duration_s(tape), IIWA_GAINS)
 
@@ -68,21 +82,39 @@ def runs(tmp_path_factory):
     base = structural_base_parameters(arm)
     truth = base.values(ArmRegressor(SimRobot(str(model), physics=HIDDEN).model).true_parameters())
     plan = tapes.plan(optimal, ENVELOPES, model, torque_noise_nm=TORQUE_NOISE_NM, sample_rate_hz=RATE_HZ)
-    records = {name: play(model, tape, seed) for name, tape, seed in
-               (("optimal", optimal, 1), ("multisine", multisine, 2), ("held_out", held_out, 3))}
+    records = {
+        name: play(model, tape, seed)
+        for name, tape, seed in (("optimal", optimal, 1), ("multisine", multisine, 2), ("held_out", held_out, 3))
+    }
     start, period, periods = periods_of(optimal)
     samples = records["optimal"]
-    periodic = periodic_record(samples.time_ns - samples.time_ns[0], samples.position, samples.effort,
-                               round(start * 1e9), period, periods,
-                               KEEP_FACTOR * optimal.curves[0].harmonics_hz[-1], settle_s=1.0)
+    periodic = periodic_record(
+        samples.time_ns - samples.time_ns[0],
+        samples.position,
+        samples.effort,
+        round(start * 1e9),
+        period,
+        periods,
+        KEEP_FACTOR * optimal.curves[0].harmonics_hz[-1],
+        settle_s=1.0,
+    )
     # 100 bootstrap blocks for both (50-110 ms each: longer than either record's residual correlation, the 0.05 s
     # filter's or the frequency-domain derivative's); with 20 the optimal's intervals came out 1.8x its OLS ones
     boot = BootstrapSettings(blocks=100, resamples=200)
     deriv, tau = filtered(records["multisine"])
-    fits = {"optimal": fit_arm(arm, periodic.deriv, periodic.torque, base, bootstrap=boot),
-            "multisine": fit_arm(arm, deriv, tau, base, bootstrap=boot)}
-    return {"optimal": optimal, "plan": plan, "records": records, "fits": fits, "arm": arm, "truth": truth,
-            "periodic": periodic}
+    fits = {
+        "optimal": fit_arm(arm, periodic.deriv, periodic.torque, base, bootstrap=boot),
+        "multisine": fit_arm(arm, deriv, tau, base, bootstrap=boot),
+    }
+    return {
+        "optimal": optimal,
+        "plan": plan,
+        "records": records,
+        "fits": fits,
+        "arm": arm,
+        "truth": truth,
+        "periodic": periodic,
+    }
 
 
 def test_designed_tape_narrows_the_intervals_at_equal_motion(runs):

@@ -11,8 +11,7 @@ import yaml
 from sysid_ros.core import tapes
 from sysid_ros.core.errors import ConfigError, DataError
 from sysid_ros.core.linear import periodic_record
-from sysid_ros.core.tapes import Design
-from sysid_ros.core.tapes import self_collisions
+from sysid_ros.core.tapes import Design, self_collisions
 
 ENVELOPES = {j: tapes.Envelope(0.0, 1.0, 2.0, t) for j, t in (("shoulder", 80.0), ("elbow", 40.0), ("wrist", 10.0))}
 QUICK = Design(max_iters=3, starts=2)
@@ -31,13 +30,15 @@ def test_optimal_tape_is_seeded_at_rest_inside_and_round_trips(tmp_path):
     np.testing.assert_allclose(ends.acceleration, 0.0, atol=1e-9)
     # the motion is periodic: the second period repeats the first
     t = a.curves[0].start_s + np.linspace(0.0, a.curves[0].period_s, 50)
-    np.testing.assert_allclose(tapes.sample(a, t).position, tapes.sample(a, t + a.curves[0].period_s).position,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        tapes.sample(a, t).position, tapes.sample(a, t + a.curves[0].period_s).position, atol=1e-12
+    )
 
 
 def test_the_design_improves_on_its_random_start_and_is_cached(tmp_path):
-    start = tapes.plan(tapes.optimal(ENVELOPES, 500.0, model="arm3", design=Design(max_iters=0), cache=False),
-                       ENVELOPES, "arm3")
+    start = tapes.plan(
+        tapes.optimal(ENVELOPES, 500.0, model="arm3", design=Design(max_iters=0), cache=False), ENVELOPES, "arm3"
+    )
     designed = tapes.optimal(ENVELOPES, 500.0, model="arm3", cache_dir=tmp_path)
     got = tapes.plan(designed, ENVELOPES, "arm3")
     # measured: the geometric-mean half-width 0.80x the best random start's, condition number 82 against 106
@@ -92,7 +93,7 @@ def test_periodic_record_differentiates_exactly_and_measures_the_noise():
     tau = np.column_stack([np.cos(w * t), np.sin(w * t)]) + rng.normal(0, 0.5, q.shape)
     noisy = q + rng.normal(0, 1e-4, q.shape)
     got = periodic_record((t * 1e9).astype(np.int64), noisy, tau, 0, period, periods, keep_hz=5.0)
-    tt = t[:int(rate * period)]
+    tt = t[: int(rate * period)]
     qd = np.column_stack([0.3 * w * np.cos(w * tt) - 0.3 * w * np.sin(3 * w * tt), 0.4 * w * np.cos(2 * w * tt)])
     # 1e-4 rad noise over 4 periods, 10 harmonics kept: velocity noise ~ 1e-4 / 2 * qd_noise_gain = 1.2e-3 rad/s
     np.testing.assert_allclose(got.deriv.qd, qd, atol=5 * 5e-5 * got.deriv.qd_noise_gain)

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from sysid_ros.cli import main
-from sysid_ros.core.linear import JointModel
 from sysid_ros.core.files import load_ros_parameters
+from sysid_ros.core.linear import JointModel
 from sysid_ros.core.tuner import GainProposal
 
 GAINS = {"gains.hinge.p": 31.5, "gains.hinge.i": 0.0, "gains.hinge.d": 1.57, "gains.hinge.i_clamp": 0.0}
@@ -20,8 +20,9 @@ FOUND = {"gains.hinge.p": 5.0, "gains.hinge.i": 0.0, "gains.hinge.d": 0.2, "gain
 def proposal_file(folder: Path, feedforward: JointModel | None, **document) -> Path:
     proposal = GainProposal(("hinge",), True, GAINS, FOUND, {"hinge": feedforward}, (), {}, {}, 0.4, "test")
     path = folder / "proposal.yaml"
-    path.write_text(yaml.safe_dump({**proposal.to_dict(), "controller": "sim_robot", "controller_style": "jtc",
-                                    **document}))
+    path.write_text(
+        yaml.safe_dump({**proposal.to_dict(), "controller": "sim_robot", "controller_style": "jtc", **document})
+    )
     return path
 
 
@@ -31,8 +32,12 @@ def export(path: Path, out: Path, *extra: str) -> int:
 
 def test_a_feedforward_the_controller_cannot_hold_is_refused_or_written_without_it_only_on_request(tmp_path, capsys):
     gravity = JointModel(inertia_kg_m2=0.33, viscous_nm_s_rad=0.08, coulomb_nm=0.05, gravity_sin_nm=6.38)
-    path = proposal_file(tmp_path, gravity, trajectory_feedforward="added by the controller",
-                         ff_velocity_scale_as_found={"gains.hinge.ff_velocity_scale": 0.0})
+    path = proposal_file(
+        tmp_path,
+        gravity,
+        trajectory_feedforward="added by the controller",
+        ff_velocity_scale_as_found={"gains.hinge.ff_velocity_scale": 0.0},
+    )
     out = tmp_path / "controllers.yaml"
     assert export(path, out) == 2 and not out.exists()  # nothing written
     said = capsys.readouterr().err
@@ -44,8 +49,12 @@ def test_a_feedforward_the_controller_cannot_hold_is_refused_or_written_without_
 
 
 def test_a_viscous_feedforward_is_written_as_the_drives_velocity_feedforward(tmp_path):
-    path = proposal_file(tmp_path, JointModel(viscous_nm_s_rad=0.08), trajectory_feedforward="added by the controller",
-                         ff_velocity_scale_as_found={"gains.hinge.ff_velocity_scale": 0.5})
+    path = proposal_file(
+        tmp_path,
+        JointModel(viscous_nm_s_rad=0.08),
+        trajectory_feedforward="added by the controller",
+        ff_velocity_scale_as_found={"gains.hinge.ff_velocity_scale": 0.5},
+    )
     out = tmp_path / "controllers.yaml"
     assert export(path, out) == 0
     assert load_ros_parameters(out, "sim_robot") == {**GAINS, "gains.hinge.ff_velocity_scale": 0.58}

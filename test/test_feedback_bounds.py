@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
+from test_tape_recorder_node import recorder_params
 
 from sysid_ros.ros.client import wait_for
-from test_tape_recorder_node import recorder_params
 
 pytestmark = pytest.mark.ros
 
@@ -30,10 +30,19 @@ def test_huge_joint_states_are_dropped_and_said(nodes, client, tmp_path):
         publisher.publish(huge)
 
     def said() -> str:
-        return next((s.message for a in diagnostics for s in a.status
-                     if s.name == "/tape_recorder" and s.message.startswith("dropped")), "")
+        return next(
+            (
+                s.message
+                for a in diagnostics
+                for s in a.status
+                if s.name == "/tape_recorder" and s.message.startswith("dropped")
+            ),
+            "",
+        )
 
     assert "joint state message(s) over" in wait_for(said, 120.0, "the recorder to say it dropped them")
     wait_for(lambda: "dropped" in estimator.log(), 120.0, "the estimator to say it dropped them")
     assert recorder.alive() and estimator.alive()
-    assert client.lifecycle_state("tape_recorder") == "active" and client.lifecycle_state("online_estimator") == "active"
+    assert (
+        client.lifecycle_state("tape_recorder") == "active" and client.lifecycle_state("online_estimator") == "active"
+    )

@@ -2,7 +2,8 @@
 
 sim_robot over DDS adds the points' effort to its PID output, or (`trajectory_effort: false`) ignores it as
 some ros2_control controllers do. A feed-forward of a constant 0.8 N m (of a 3 N m cap) under gentle jogs
-is far above the drive's torque noise, so a play tells (two must agree); when it is ignored the plant stops sending it and
+is far above the drive's torque noise, so a play tells (two must agree); when it is ignored the plant stops sending
+it and
 offers the tuner no feed-forward terms (gains-only tuning), with a note.
 """
 
@@ -14,8 +15,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 
 from sysid_ros.core.gains import GainsJournal
 from sysid_ros.core.linear import JointModel
-from sysid_ros.core.tapes import jog
-from sysid_ros.core.tapes import Envelope
+from sysid_ros.core.tapes import Envelope, jog
 from sysid_ros.core.tuner import Controller, DriveGains
 from sysid_ros.demo import TUNE_ENVELOPE, TUNE_RATE_HZ, TUNE_RECORDER, TUNED_PENDULUM
 from sysid_ros.ros.client import wait_for
@@ -37,8 +37,16 @@ def test_the_first_play_with_feedforward_tells(nodes, client, tmp_path, honoured
         assert client.change_state("tape_recorder", transition)[0]
     wait_for(lambda: client.node.count_publishers("/joint_states") > 0, what="sim_robot")
     gains = ControllerGains(client, "sim_robot", GainsJournal(tmp_path / "gains.jsonl"), timeout_s=20.0)
-    arm = RosArm("pendulum", ("hinge",), {"hinge": ENVELOPE}, TUNE_RATE_HZ, arm_feedforward=False, client=client,
-                 gains=gains, workdir=tmp_path / "tuner")
+    arm = RosArm(
+        "pendulum",
+        ("hinge",),
+        {"hinge": ENVELOPE},
+        TUNE_RATE_HZ,
+        arm_feedforward=False,
+        client=client,
+        gains=gains,
+        workdir=tmp_path / "tuner",
+    )
     stiff = Controller(DriveGains(kp=40.0, kd=1.5), OFFSET)
     tape = jog({"hinge": ENVELOPE}, TUNE_RATE_HZ, seed=1, jogs=4)
     with arm.trials("test"):

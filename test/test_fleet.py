@@ -24,27 +24,39 @@ import pytest
 import yaml
 from headless_browser import check_offline_page
 
+from support.synthetic import record_pendulum, write_effort_bag
 from sysid_ros.cli import main
 from sysid_ros.core.errors import ConfigError
-from sysid_ros.core.fleet import load_manifest, run_fleet
-from sysid_ros.core.fleet import identify_robot
-from sysid_ros.core.fleet import longest_first
-from sysid_ros.core.fleet import drift, fleet_statistics
-from support.synthetic import record_pendulum, write_effort_bag
+from sysid_ros.core.fleet import drift, fleet_statistics, identify_robot, load_manifest, longest_first, run_fleet
 
 PHYSICS = {  # pole.mass kg, hinge.damping N m s/rad, hinge.frictionloss N m
-    "r1": (1.20, 0.06, 0.040), "r2": (1.30, 0.08, 0.050), "r3": (1.40, 0.10, 0.060),
-    "r4": (1.25, 0.07, 0.045), "r5": (1.35, 0.09, 0.055), "r6": (1.30, 0.08, 0.050)}
+    "r1": (1.20, 0.06, 0.040),
+    "r2": (1.30, 0.08, 0.050),
+    "r3": (1.40, 0.10, 0.060),
+    "r4": (1.25, 0.07, 0.045),
+    "r5": (1.35, 0.09, 0.055),
+    "r6": (1.30, 0.08, 0.050),
+}
 PAYLOAD_KG = 0.25  # added to r6's pole on day 2
 PARAMS = ("pole_mass", "hinge_damping", "hinge_frictionloss")
 PROBLEM = {
-    "model": "pendulum", "joints": ["hinge"], "training": ["placeholder"], "noise": {"position_rad": 5e-4,
-                                                                                  "velocity_rad_s": 5e-3},
+    "model": "pendulum",
+    "joints": ["hinge"],
+    "training": ["placeholder"],
+    "noise": {"position_rad": 5e-4, "velocity_rad_s": 5e-3},
     "parameters": [
         {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
         {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
-        {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "min": 0.0, "max": 1.0,
-         "start": 0.02}]}
+        {
+            "name": "hinge_frictionloss",
+            "kind": "joint_frictionloss",
+            "joint": "hinge",
+            "min": 0.0,
+            "max": 1.0,
+            "start": 0.02,
+        },
+    ],
+}
 
 
 def truth(robot: str, day: int) -> dict[str, float]:
@@ -60,19 +72,32 @@ def record_day(folder: Path, day: int) -> Path:
     robots = []
     for k, robot in enumerate(PHYSICS):
         t = truth(robot, day)
-        physics = {"pole.mass": t["pole_mass"], "hinge.damping": t["hinge_damping"],
-                   "hinge.frictionloss": t["hinge_frictionloss"]}
+        physics = {
+            "pole.mass": t["pole_mass"],
+            "hinge.damping": t["hinge_damping"],
+            "hinge.frictionloss": t["hinge_frictionloss"],
+        }
         bags = []
         for role, seconds, seed in (("train", 6.0, 100 * day + 2 * k), ("val", 3.0, 100 * day + 2 * k + 1)):
             bags.append(write_effort_bag(folder / "bags" / f"{robot}_{role}", *record_pendulum(physics, seed, seconds)))
-        robots.append({"name": robot, "train": [f"bags/{robot}_train"], "validate": [f"bags/{robot}_val"],
-                       "control": "effort", "tags": {"site": "lab", "model": "pendulum"}})
+        robots.append(
+            {
+                "name": robot,
+                "train": [f"bags/{robot}_train"],
+                "validate": [f"bags/{robot}_val"],
+                "control": "effort",
+                "tags": {"site": "lab", "model": "pendulum"},
+            }
+        )
     if day == 2:  # r5's recording cut short mid-file
         mcap = next((folder / "bags" / "r5_train").glob("*.mcap"))
         mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size // 2])
     (folder / "pendulum.yaml").write_text(yaml.safe_dump(PROBLEM))
-    own = {**PROBLEM, "training": [{"bag": "bags/r1_train", "control": "effort"}],
-           "validation": [{"bag": "bags/r1_val", "control": "effort"}]}
+    own = {
+        **PROBLEM,
+        "training": [{"bag": "bags/r1_train", "control": "effort"}],
+        "validation": [{"bag": "bags/r1_val", "control": "effort"}],
+    }
     (folder / "r1.yaml").write_text(yaml.safe_dump(own))
     robots[0] = {"name": "r1", "problem": "r1.yaml"}
     manifest = folder / "fleet_manifest.yaml"
@@ -81,8 +106,14 @@ def record_day(folder: Path, day: int) -> Path:
 
 
 def cli(*args: str, env: dict | None = None, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sysid_ros.cli", "fleet", "identify", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.cli", "fleet", "identify", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +135,18 @@ def ray_run(days):
     root, manifests, _ = days
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's unix sockets live under it
     env = {**os.environ, "RAY_TMPDIR": ray_tmp}
-    proc = cli(str(manifests[2]), "--out", str(root / "out2"), "--engine", "ray", "--workers", "2",
-               "--baseline", str(root / "out1"), env=env)
+    proc = cli(
+        str(manifests[2]),
+        "--out",
+        str(root / "out2"),
+        "--engine",
+        "ray",
+        "--workers",
+        "2",
+        "--baseline",
+        str(root / "out1"),
+        env=env,
+    )
     out, err = proc.communicate(timeout=600)
     yield proc.returncode, out, err, yaml.safe_load((root / "out2" / "fleet.yaml").read_text()), ray_tmp
     shutil.rmtree(ray_tmp, ignore_errors=True)  # Ray's session logs
@@ -126,8 +167,12 @@ def test_ray_run_reports_failed_drifted_and_the_rest_clean(days, ray_run):
     rc, out, err, doc, _ = ray_run
     assert rc == 1, (out, err)  # one robot failed: non-zero, everyone else's results written
     robots = doc["robots"]
-    assert doc["fleet"]["engine"] == "ray" and doc["fleet"]["counts"] == {"ok": 5, "suspect": 0, "failed": 1,
-                                                                           "resumed": 0}
+    assert doc["fleet"]["engine"] == "ray" and doc["fleet"]["counts"] == {
+        "ok": 5,
+        "suspect": 0,
+        "failed": 1,
+        "resumed": 0,
+    }
     assert robots["r5"]["status"] == "failed" and "r5_train" in robots["r5"]["reason"], robots["r5"]
     assert not (root / "out2" / "r5").exists()
     assert "r5" in out and robots["r5"]["reason"][:40] in out
@@ -159,18 +204,20 @@ def test_provenance_hashes_every_input(days, ray_run):
         assert sorted(prov["inputs"]["bags"]) == files and len(files) == 4  # metadata.yaml + .mcap per bag
         assert all(prov["inputs"]["bags"][f] == sha(f) for f in files)
         assert prov["inputs"]["problem"] == {str(root / "day2" / "pendulum.yaml"): sha(root / "day2" / "pendulum.yaml")}
-        (model, digest), = prov["inputs"]["model"].items()
+        ((model, digest),) = prov["inputs"]["model"].items()
         assert model.endswith("pendulum.xml") and digest == sha(model)
         assert prov["engine"] == "ray" and prov["verdict"] == "ok" and prov["warnings"] == []
         assert prov["mujoco"] == "4.0.0" and prov["host"] and prov["start"] < prov["end"]
-    assert doc["robots"]["r1"]["provenance"]["inputs"]["problem"] == {str(root / "day2" / "r1.yaml"):
-                                                                      sha(root / "day2" / "r1.yaml")}
+    assert doc["robots"]["r1"]["provenance"]["inputs"]["problem"] == {
+        str(root / "day2" / "r1.yaml"): sha(root / "day2" / "r1.yaml")
+    }
     # two warm Ray workers: each compiled the shared model once at start-up, no robot's job compiled it
     provs = [r["provenance"] for r in doc["robots"].values() if r["status"] == "ok"]
     startup = doc["fleet"]["startup"]
     assert [(w["cores"], w["models_compiled"]) for w in startup["workers"]] == [(1, 1), (1, 1)], startup
-    assert not any(p["model_compiled"] for p in provs) and {p["pid"] for p in provs} <= {w["pid"] for w in
-                                                                                        startup["workers"]}
+    assert not any(p["model_compiled"] for p in provs) and {p["pid"] for p in provs} <= {
+        w["pid"] for w in startup["workers"]
+    }
 
 
 def test_ray_left_no_process_behind(ray_run):
@@ -206,8 +253,14 @@ def test_interrupt_keeps_finished_robots_and_resumes(days, tmp_path):
     out = tmp_path / "out"
     # Ctrl-C as a terminal delivers it: SIGINT at its default in the child, also when this suite runs in the
     # background (`cmd &` in a script starts with SIGINT ignored, Python keeps it so, and the run went on to exit 0)
-    proc = cli(str(manifests[1]), "--out", str(out), "--engine", "serial",
-               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = cli(
+        str(manifests[1]),
+        "--out",
+        str(out),
+        "--engine",
+        "serial",
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     first = proc.stdout.readline()  # whichever robot ends first (largest bags start first; sizes vary with load)
     robot = first.split()[0] if first.strip() else ""
     assert robot.startswith("r") and " ok " in first, (first, proc.stderr.read() if proc.poll() else "")
@@ -222,27 +275,36 @@ def test_interrupt_keeps_finished_robots_and_resumes(days, tmp_path):
     assert doc["fleet"]["counts"]["ok"] == 6
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--baseline", "{root}/nowhere"], "no readable fleet run"),
-    (["--engine", "local", "--address", "1.2.3.4:6379"], "address joins a Ray cluster"),
-    (["--workers", "0"], "workers must be >= 1"),
-    (["--engine", "ray", "--address", "127.0.0.1:1"], "no Ray cluster answers at 127.0.0.1:1")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--baseline", "{root}/nowhere"], "no readable fleet run"),
+        (["--engine", "local", "--address", "1.2.3.4:6379"], "address joins a Ray cluster"),
+        (["--workers", "0"], "workers must be >= 1"),
+        (["--engine", "ray", "--address", "127.0.0.1:1"], "no Ray cluster answers at 127.0.0.1:1"),
+    ],
+)
 def test_bad_input_one_line_nothing_written(days, tmp_path, capsys, args, message):
     root, manifests, _ = days
-    rc = main(["fleet", "identify", str(manifests[2]), "--out", str(tmp_path / "out"),
-               *[a.format(root=root) for a in args]])
+    rc = main(
+        ["fleet", "identify", str(manifests[2]), "--out", str(tmp_path / "out"), *[a.format(root=root) for a in args]]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("doc, message", [
-    ({"robots": []}, "non-empty list"),
-    ({"robots": [{"name": "a b", "problem": "p.yaml"}]}, "needs a name"),
-    ({"robots": [{"name": "a", "problem": "p.yaml"}, {"name": "a", "problem": "p.yaml"}]}, "share this name"),
-    ({"robots": [{"name": "a"}]}, "names no problem file"),
-    ({"robots": [{"name": "a", "problem": "p.yaml", "bag": "x"}]}, "unknown keys"),
-    ({"problem": "p.yaml", "robots": [{"name": "a", "control": "torque"}]}, "control must be")])
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        ({"robots": []}, "non-empty list"),
+        ({"robots": [{"name": "a b", "problem": "p.yaml"}]}, "needs a name"),
+        ({"robots": [{"name": "a", "problem": "p.yaml"}, {"name": "a", "problem": "p.yaml"}]}, "share this name"),
+        ({"robots": [{"name": "a"}]}, "names no problem file"),
+        ({"robots": [{"name": "a", "problem": "p.yaml", "bag": "x"}]}, "unknown keys"),
+        ({"problem": "p.yaml", "robots": [{"name": "a", "control": "torque"}]}, "control must be"),
+    ],
+)
 def test_manifest_refused(tmp_path, doc, message):
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -263,8 +325,10 @@ def test_robust_outliers_and_drift_rules():
     assert same["outliers"] == [] and same["scale"] == pytest.approx(1e-4)
     # drift: intervals that still overlap are not drift; disjoint ones are; an infinite interval is not judged
     ok = lambda v, h: {"status": "ok", "parameters": {"m": {"value": v, "half_width_95": h}}}  # noqa: E731
-    moved = drift({"a": ok(1.0019, 0.001), "b": ok(1.0021, 0.001), "c": ok(2.0, float("inf"))},
-                  {"robots": {"a": ok(1.0, 0.001), "b": ok(1.0, 0.001), "c": ok(1.0, 0.001)}})
+    moved = drift(
+        {"a": ok(1.0019, 0.001), "b": ok(1.0021, 0.001), "c": ok(2.0, float("inf"))},
+        {"robots": {"a": ok(1.0, 0.001), "b": ok(1.0, 0.001), "c": ok(1.0, 0.001)}},
+    )
     assert set(moved["drifted"]) == {"b"} and moved["compared"] == ["a", "b", "c"]
 
 
@@ -272,9 +336,17 @@ def three_robots(days, folder: Path) -> Path:
     """A manifest of three of day 1's robots (r2, r3, r4), with absolute paths."""
     root, manifests, _ = days
     doc = yaml.safe_load(manifests[1].read_text())
-    doc = {"problem": str(root / "day1" / doc["problem"]), "robots": [
-        {**r, "train": [str(root / "day1" / p) for p in r["train"]],
-         "validate": [str(root / "day1" / p) for p in r["validate"]]} for r in doc["robots"][1:4]]}
+    doc = {
+        "problem": str(root / "day1" / doc["problem"]),
+        "robots": [
+            {
+                **r,
+                "train": [str(root / "day1" / p) for p in r["train"]],
+                "validate": [str(root / "day1" / p) for p in r["validate"]],
+            }
+            for r in doc["robots"][1:4]
+        ],
+    }
     (folder / "three.yaml").write_text(yaml.safe_dump(doc))
     return folder / "three.yaml"
 
@@ -290,7 +362,9 @@ def test_local_pool_warms_each_worker_once_and_agrees_with_serial(days, tmp_path
     fleet = doc["fleet"]
     assert fleet["startup"]["seconds"] > 0 and fleet["jobs_seconds"] > 0 and fleet["shutdown_seconds"] >= 0
     # the run's time split in three: start-up, the jobs (until the last robot's result), the pool's shut-down
-    assert abs(fleet["startup"]["seconds"] + fleet["jobs_seconds"] + fleet["shutdown_seconds"] - fleet["seconds"]) < 0.01
+    assert (
+        abs(fleet["startup"]["seconds"] + fleet["jobs_seconds"] + fleet["shutdown_seconds"] - fleet["seconds"]) < 0.01
+    )
     assert max(r["seconds"] for r in doc["robots"].values()) <= fleet["jobs_seconds"]
     provs = [r["provenance"] for r in doc["robots"].values()]
     assert not any(p["model_compiled"] for p in provs) and {p["pid"] for p in provs} <= {w["pid"] for w in workers}
@@ -318,8 +392,16 @@ def test_cluster_of_two_ray_nodes_joined_by_address(days, tmp_path):
             cluster.add_node(num_cpus=1)
             cluster.wait_for_nodes()
             raylets = [psutil.Process(node.all_processes["raylet"][0].process.pid) for node in cluster.list_all_nodes()]
-            proc = cli(str(manifest), "--out", str(tmp_path / "out"), "--engine", "ray", "--address",
-                       cluster.address, env={**os.environ})
+            proc = cli(
+                str(manifest),
+                "--out",
+                str(tmp_path / "out"),
+                "--engine",
+                "ray",
+                "--address",
+                cluster.address,
+                env={**os.environ},
+            )
             while proc.poll() is None:  # the workers live only as long as the run
                 for raylet in raylets:
                     node_of.update({child.pid: raylet.pid for child in raylet.children()})
@@ -389,15 +471,31 @@ def test_a_robot_with_its_own_training_bags_never_validates_on_the_shared_proble
     from sysid_ros.core.fleet import robot_problem
 
     shared = tmp_path / "shared.yaml"
-    shared.write_text(yaml.safe_dump({
-        "name": "pendulum", "model": "pendulum", "joints": ["hinge"], "training": ["shared_train.npz"],
-        "validation": ["shared_heldout.npz"],
-        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0}]}))
+    shared.write_text(
+        yaml.safe_dump(
+            {
+                "name": "pendulum",
+                "model": "pendulum",
+                "joints": ["hinge"],
+                "training": ["shared_train.npz"],
+                "validation": ["shared_heldout.npz"],
+                "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0}],
+            }
+        )
+    )
     manifest = tmp_path / "fleet.yaml"
-    manifest.write_text(yaml.safe_dump({"problem": "shared.yaml", "robots": [
-        {"name": "r1", "train": ["r1_train.npz"], "control": "effort"},
-        {"name": "r2", "train": ["r2_train.npz"], "validate": ["r2_val.npz"]},
-        {"name": "r3"}]}))
+    manifest.write_text(
+        yaml.safe_dump(
+            {
+                "problem": "shared.yaml",
+                "robots": [
+                    {"name": "r1", "train": ["r1_train.npz"], "control": "effort"},
+                    {"name": "r2", "train": ["r2_train.npz"], "validate": ["r2_val.npz"]},
+                    {"name": "r3"},
+                ],
+            }
+        )
+    )
     r1, r2, r3 = (robot_problem(job) for job in load_manifest(manifest).robots)
     assert [s.path.name for s in r1.training] == ["r1_train.npz"] and r1.validation == ()
     assert [s.path.name for s in r2.validation] == ["r2_val.npz"]

@@ -16,11 +16,11 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from test_tape_recorder_node import SIM, recorder_params
 
 from sysid_ros.cli.commands import split_ros_args
 from sysid_ros.core.bags import read_metadata, read_recording
 from sysid_ros.ros.client import play_tape, ros_arguments, wait_for
-from test_tape_recorder_node import SIM, recorder_params
 
 pytestmark = pytest.mark.ros
 
@@ -31,8 +31,12 @@ COMMANDS = "forward_command_controller/commands"
 def test_two_namespaced_robots_do_not_cross_talk(nodes, client, tmp_path):
     for ns, mass in ROBOTS.items():
         nodes("sim_robot", "sim_robot", {**SIM, "physics.pole.mass": mass}, namespace=ns)
-    nodes("tape_recorder", "tape_recorder", recorder_params(tmp_path / "r1_bags", **{"tape.kind": "sweep"}),
-          namespace="r1")
+    nodes(
+        "tape_recorder",
+        "tape_recorder",
+        recorder_params(tmp_path / "r1_bags", **{"tape.kind": "sweep"}),
+        namespace="r1",
+    )
     # relative names from the root client: /, /r1, /r2
     heard = {ns: client.collect(JointState, f"{ns}/joint_states".lstrip("/")) for ns in ("", *ROBOTS)}
     commanded = {ns: client.collect(Float64MultiArray, f"{ns}/{COMMANDS}".lstrip("/"), 10) for ns in ("", *ROBOTS)}
@@ -40,8 +44,13 @@ def test_two_namespaced_robots_do_not_cross_talk(nodes, client, tmp_path):
     assert client.change_state("r1/tape_recorder", "configure") == (True, "inactive")
     assert client.change_state("r1/tape_recorder", "activate") == (True, "active")
     node = client.node
-    wait_for(lambda: all(node.count_publishers(f"/{ns}/joint_states") for ns in ROBOTS)
-             and node.count_publishers(f"/r1/{COMMANDS}"), what="both robots and r1's recorder on the graph")
+    wait_for(
+        lambda: (
+            all(node.count_publishers(f"/{ns}/joint_states") for ns in ROBOTS)
+            and node.count_publishers(f"/r1/{COMMANDS}")
+        ),
+        what="both robots and r1's recorder on the graph",
+    )
 
     # plays come as files on a shared disk: a path the recorder cannot read is refused when it is set
     [refused] = client.set_parameters("r1/tape_recorder", {"tape.file": str(tmp_path / "not_here.yaml")})
@@ -76,9 +85,25 @@ def test_two_namespaced_robots_do_not_cross_talk(nodes, client, tmp_path):
     before = len(commanded["r1"])
     params = tmp_path / "recorder.yaml"
     params.write_text(yaml.safe_dump({"/**/tape_recorder": {"ros__parameters": recorder_params(tmp_path / "x")}}))
-    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "record", "--params-file", str(params),
-                           "--namespace", "r2", "--tape", "sweep", "--out", str(tmp_path / "r2_bags")],
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sysid_ros.cli",
+            "record",
+            "--params-file",
+            str(params),
+            "--namespace",
+            "r2",
+            "--tape",
+            "sweep",
+            "--out",
+            str(tmp_path / "r2_bags"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     [bag] = list((tmp_path / "r2_bags").iterdir())
     assert set(read_recording(bag, joints=["hinge"]).feedback.topics) == {"/r2/joint_states"}
@@ -102,7 +127,11 @@ def test_ros_args_on_the_command_line():
         assert placed.node.get_namespace() == "/r3" and placed.resolve("joint_states") == "/r3/joint_states"
     finally:
         placed.close()
-    bad = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "models", "--ros-args", "-r", "__ns:=/r1"],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "models", "--ros-args", "-r", "__ns:=/r1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "only applies to commands that talk to nodes" in bad.stderr
     assert "Traceback" not in bad.stderr

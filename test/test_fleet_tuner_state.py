@@ -17,8 +17,8 @@ from std_msgs.msg import String
 
 from sysid_ros.core.gains import GainsJournal
 from sysid_ros.demo import AS_FOUND, TUNE_RECORDER, TUNED_PENDULUM, TUNER, activate
-from sysid_ros.ros.client import wait_for
 from sysid_ros.nodes.servo_tuner import RESULT_QOS
+from sysid_ros.ros.client import wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -41,13 +41,21 @@ def test_kill_r1_mid_trial_restart_r2_then_r1(nodes, client, tmp_path, monkeypat
         nodes("tape_recorder", "tape_recorder", recorder_params, namespace=ns)
         tuners[ns] = nodes("servo_tuner", "servo_tuner", tuner_params, namespace=ns)
         results[ns] = []
-        client.node.create_subscription(String, f"{ns}/servo_tuner/result",
-                                        lambda m, out=results[ns]: out.append(yaml.safe_load(m.data)), RESULT_QOS)
+        client.node.create_subscription(
+            String,
+            f"{ns}/servo_tuner/result",
+            lambda m, out=results[ns]: out.append(yaml.safe_load(m.data)),
+            RESULT_QOS,
+        )
+
     def up(node: str) -> None:
         """Configure and activate once its lifecycle services are on the graph (process start-up: tens of seconds
         on a loaded 2-core host)."""
-        wait_for(lambda: f"/{node}/change_state" in dict(client.node.get_service_names_and_types()), 300.0,
-                 f"/{node} to come up")
+        wait_for(
+            lambda: f"/{node}/change_state" in dict(client.node.get_service_names_and_types()),
+            300.0,
+            f"/{node} to come up",
+        )
         activate(client, node, tmp_path / "logs")
 
     for ns in FOUND:
@@ -63,6 +71,7 @@ def test_kill_r1_mid_trial_restart_r2_then_r1(nodes, client, tmp_path, monkeypat
 
     # r1 tunes; killed while a trial gain is on its controller (journaled `applied` with it)
     from std_srvs.srv import Trigger
+
     response = client.call(Trigger, "r1/servo_tuner/tune", Trigger.Request())
     assert response.success, response.message
 
@@ -80,8 +89,11 @@ def test_kill_r1_mid_trial_restart_r2_then_r1(nodes, client, tmp_path, monkeypat
 
     # r2's tuner restarts first: it recovers nothing and touches neither robot
     tuners["r2"].stop()
-    wait_for(lambda: ("servo_tuner", "/r2") not in client.node.get_node_names_and_namespaces(), 60.0,
-             "r2's tuner to leave the graph")
+    wait_for(
+        lambda: ("servo_tuner", "/r2") not in client.node.get_node_names_and_namespaces(),
+        60.0,
+        "r2's tuner to leave the graph",
+    )
     seen = len(results["r2"])
     tuners["r2"] = nodes("servo_tuner", "servo_tuner", tuner_params, namespace="r2")
     up("r2/servo_tuner")
@@ -90,13 +102,19 @@ def test_kill_r1_mid_trial_restart_r2_then_r1(nodes, client, tmp_path, monkeypat
     assert [c.state for c in journal["r1"].unfinished()] == ["applied"]  # still r1's to recover, not `overridden`
 
     # r1's tuner restarts (once the killed one's DDS lease ran out): its trial gains roll back exactly
-    wait_for(lambda: ("servo_tuner", "/r1") not in client.node.get_node_names_and_namespaces(), 120.0,
-             "the killed r1 tuner to leave the graph")
+    wait_for(
+        lambda: ("servo_tuner", "/r1") not in client.node.get_node_names_and_namespaces(),
+        120.0,
+        "the killed r1 tuner to leave the graph",
+    )
     seen = len(results["r1"])
     tuners["r1"] = nodes("servo_tuner", "servo_tuner", tuner_params, namespace="r1")
     up("r1/servo_tuner")
-    recovered = wait_for(lambda: next((r for r in results["r1"][seen:] if r.get("action") == "recover"), None),
-                         60.0, "r1's recover outcome")
+    recovered = wait_for(
+        lambda: next((r for r in results["r1"][seen:] if r.get("action") == "recover"), None),
+        60.0,
+        "r1's recover outcome",
+    )
     assert recovered["restored"] == AS_FOUND and recovered["change_id"] == trial.change_id
     assert gains("r1") == AS_FOUND and gains("r2") == AS_FOUND_R2  # bit for bit
     assert journal["r1"].unfinished() == [] and journal["r2"].changes() == {}

@@ -9,15 +9,19 @@ import mujoco
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags import save_npz
-from sysid_ros.core.identify import identify, problem_from_dict, write_results
-from sysid_ros.core.identify.problem import inertia
-from sysid_ros.core.identify import identified_urdf
-from sysid_ros.core.identify import identified_xml
-from sysid_ros.core.identify import build_parameters
-from sysid_ros.core.identify import inertia_tensor
-from sysid_ros.core.identify import ParameterSpec
 from support.synthetic import EPOCH_NS, multisine, record_effort
+from sysid_ros.core.bags import save_npz
+from sysid_ros.core.identify import (
+    ParameterSpec,
+    build_parameters,
+    identified_urdf,
+    identified_xml,
+    identify,
+    inertia_tensor,
+    problem_from_dict,
+    write_results,
+)
+from sysid_ros.core.identify.problem import inertia
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 FULL = "0.05 0.04 0.03 0.004 -0.003 0.002"  # ixx iyy izz ixy ixz iyz: principal axes tilted off the body's
@@ -51,8 +55,10 @@ MASS, COM = 2.6, (0.12, 0.0, -0.28)
 
 
 def _specs():
-    return [ParameterSpec("link_mass", "body_mass", "link", (0.5,), (5.0,)),
-            ParameterSpec("tip_mass_com", "body_mass_com", "tip", (0.1, -1, -1, -1), (2.0, 1, 1, 1))]
+    return [
+        ParameterSpec("link_mass", "body_mass", "link", (0.5,), (5.0,)),
+        ParameterSpec("tip_mass_com", "body_mass_com", "tip", (0.1, -1, -1, -1), (2.0, 1, 1, 1)),
+    ]
 
 
 def _applied(spec: mujoco.MjSpec) -> mujoco.MjModel:
@@ -97,8 +103,9 @@ def test_identified_mjcf_writes_the_tensors_and_loads_back():
 
 def test_identified_mjcf_keeps_the_tensors_of_bodies_not_identified():
     """A body nobody identified keeps its `fullinertia` as written, not the library's rounded principal form."""
-    spec = mujoco.MjSpec.from_string(MJCF.replace('fullinertia="0.004 0.005 0.002',
-                                                  'fullinertia="0.00412345678901 0.005 0.002'))
+    spec = mujoco.MjSpec.from_string(
+        MJCF.replace('fullinertia="0.004 0.005 0.002', 'fullinertia="0.00412345678901 0.005 0.002')
+    )
     nominal = spec.compile()
     text = identified_xml(spec, _specs()[:1], build_parameters(spec, [], {}))
     assert 'fullinertia="0.00412345678901 0.005 0.002 -0.0005 0.0003 0.0004"' in text
@@ -113,9 +120,11 @@ def test_identified_urdf_writes_the_tensor_and_loads_back(tmp_path):
     params = build_parameters(spec, specs, {"link_mass": (2.0,)})
     params["link_mass"].value[:] = MASS
     params["link_mass"].modifier(spec, params["link_mass"])
-    np.testing.assert_allclose(inertia_tensor(spec.body("link")),
-                               np.array([[0.05, 0.004, -0.003], [0.004, 0.04, 0.002], [-0.003, 0.002, 0.03]])
-                               * MASS / 2.0, rtol=1e-12)
+    np.testing.assert_allclose(
+        inertia_tensor(spec.body("link")),
+        np.array([[0.05, 0.004, -0.003], [0.004, 0.04, 0.002], [-0.003, 0.002, 0.03]]) * MASS / 2.0,
+        rtol=1e-12,
+    )
     text, notes = identified_urdf(source, spec, specs)
     assert not notes
     written = tmp_path / "identified.urdf"
@@ -129,17 +138,28 @@ def test_identify_recovers_the_mass_of_a_full_inertia_body(tmp_path):
     `write_results` loads with the nominal tensor scaled by the identified mass (same principal axes)."""
     model = tmp_path / "tilted.xml"
     model.write_text(MJCF)
-    robot = SimRobot(str(model), joints=["hinge"], physics={"link.mass": MASS}, noise=FeedbackNoise(),
-                     start_time_ns=EPOCH_NS)
+    robot = SimRobot(
+        str(model), joints=["hinge"], physics={"link.mass": MASS}, noise=FeedbackNoise(), start_time_ns=EPOCH_NS
+    )
     t = np.arange(0, 4.0 + 1e-9, 0.002)
     u = multisine(t, [0.3, 0.9, 1.7, 2.6], 12.0, seed=3)
     samples, commands = record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], 4.0)
     save_npz(tmp_path / "train.npz", samples, {"/effort_controller/commands": commands})
-    result = identify(problem_from_dict({
-        "model": str(model), "joints": ["hinge"], "training": [str(tmp_path / "train.npz")],
-        "initial_state": "measured", "warm_start": False, "noise": {"position_rad": 5e-4},
-        "parameters": [{"name": "link_mass", "kind": "body_mass", "body": "link", "min": 0.5, "max": 5.0,
-                        "start": 2.0}]}))
+    result = identify(
+        problem_from_dict(
+            {
+                "model": str(model),
+                "joints": ["hinge"],
+                "training": [str(tmp_path / "train.npz")],
+                "initial_state": "measured",
+                "warm_start": False,
+                "noise": {"position_rad": 5e-4},
+                "parameters": [
+                    {"name": "link_mass", "kind": "body_mass", "body": "link", "min": 0.5, "max": 5.0, "start": 2.0}
+                ],
+            }
+        )
+    )
     mass = result.parameters[0].value[0]
     assert mass == pytest.approx(MASS, rel=1e-4)
     paths = write_results(result, tmp_path / "out")
@@ -169,5 +189,6 @@ def test_identified_urdf_writes_the_body_inertia_tensor(tmp_path):
     link = back.body("link").id
     assert back.body_mass[link] == pytest.approx(2.4, rel=1e-12)
     np.testing.assert_allclose(back.body_ipos[link], new[1:4], atol=1e-15)
-    np.testing.assert_allclose(np.sort(back.body_inertia[link]),
-                               np.linalg.eigvalsh(inertia.tensor_from_entries(new[4:])), rtol=1e-10)
+    np.testing.assert_allclose(
+        np.sort(back.body_inertia[link]), np.linalg.eigvalsh(inertia.tensor_from_entries(new[4:])), rtol=1e-10
+    )

@@ -18,20 +18,32 @@ from test_identify_problem import pendulum_npz
 from sysid_ros.cli import main
 from sysid_ros.core.tuner import GainProposal
 
-SETTINGS = settings(max_examples=40, deadline=10_000, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=40,
+    deadline=10_000,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 class WouldRun(Exception):
     """Raised where the real work would start: the document passed every check."""
 
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
-                    st.text(max_size=30), st.sampled_from(["", ".", "..", "/", "/dev/zero", "fleet.yaml",
-                                                           "r1\n", "../../etc", "1e-300", "-1e300", "nan"]))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                         st.dictionaries(st.text(max_size=12), inner, max_size=4)),
-                      max_leaves=12)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.sampled_from(["", ".", "..", "/", "/dev/zero", "fleet.yaml", "r1\n", "../../etc", "1e-300", "-1e300", "nan"]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def mutate(doc: dict, data: st.DataObject) -> dict:
@@ -87,11 +99,18 @@ def check(capsys, folder: Path, argv: list[str]) -> None:
     assert tree(folder) == before, "a write outside --out"
 
 
-PROBLEM = {"name": "pend", "model": "pendulum", "joints": ["hinge"], "training": ["ok.npz"],
-           "noise": {"position_rad": 5e-4, "velocity_rad_s": 5e-3},
-           "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
-                          {"name": "delay", "kind": "signal_delay", "min": -0.01, "max": 0.01}],
-           "optimizer": {"max_iters": 2}}
+PROBLEM = {
+    "name": "pend",
+    "model": "pendulum",
+    "joints": ["hinge"],
+    "training": ["ok.npz"],
+    "noise": {"position_rad": 5e-4, "velocity_rad_s": 5e-3},
+    "parameters": [
+        {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
+        {"name": "delay", "kind": "signal_delay", "min": -0.01, "max": 0.01},
+    ],
+    "optimizer": {"max_iters": 2},
+}
 
 
 @SETTINGS
@@ -115,8 +134,16 @@ def test_manifests(capsys, monkeypatch, tmp_path_factory, folder, data):
     import sysid_ros.core.fleet.run as run
 
     monkeypatch.setattr(run, "_run", lambda *a, **k: (_ for _ in ()).throw(WouldRun()))
-    doc = mutate({"problem": "p.yaml", "robots": [{"name": "r1", "train": ["ok.npz"], "control": "effort",
-                                                   "tags": {"site": "lab"}}, {"name": "r2"}]}, data)
+    doc = mutate(
+        {
+            "problem": "p.yaml",
+            "robots": [
+                {"name": "r1", "train": ["ok.npz"], "control": "effort", "tags": {"site": "lab"}},
+                {"name": "r2"},
+            ],
+        },
+        data,
+    )
     work = tmp_path_factory.mktemp("m")
     (work / "ok.npz").symlink_to(folder / "ok.npz")
     (work / "p.yaml").write_text(yaml.safe_dump(PROBLEM))
@@ -131,8 +158,11 @@ def test_manifests(capsys, monkeypatch, tmp_path_factory, folder, data):
 def test_proposals(capsys, tmp_path_factory, data):
     gains = {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
     found = {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}
-    base = {**GainProposal(("elbow",), True, gains, found, {"elbow": None}, (), {}, {}, 0.8, "x").to_dict(),
-            "controller": "arm_controller", "controller_style": "pid_controller"}
+    base = {
+        **GainProposal(("elbow",), True, gains, found, {"elbow": None}, (), {}, {}, 0.8, "x").to_dict(),
+        "controller": "arm_controller",
+        "controller_style": "pid_controller",
+    }
     work = tmp_path_factory.mktemp("g")
     (work / "proposal.yaml").write_text(yaml.safe_dump(mutate(base, data)))
     out = tmp_path_factory.mktemp("out") / "block.yaml"

@@ -6,11 +6,11 @@ import pytest
 import rclpy
 import yaml
 from std_srvs.srv import Trigger
+from test_identify_problem import pendulum_record
 
 from sysid_ros.core.bags import save_npz
-from sysid_ros.ros.client import send_goal, wait_for
 from sysid_ros.nodes.identifier import IdentifierNode
-from test_identify_problem import pendulum_record
+from sysid_ros.ros.client import send_goal, wait_for
 
 
 def test_cancel_stops_a_run_and_writes_nothing(tmp_path):
@@ -19,14 +19,24 @@ def test_cancel_stops_a_run_and_writes_nothing(tmp_path):
     samples, commands = pendulum_record(2.0)
     save_npz(tmp_path / "data.npz", samples, {"/effort_controller/commands": commands})
     problem = tmp_path / "problem.yaml"
-    problem.write_text(yaml.safe_dump({
-        "name": "pendulum", "model": "pendulum", "joints": ["hinge"], "training": [str(tmp_path / "data.npz")],
-        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0}]}))
+    problem.write_text(
+        yaml.safe_dump(
+            {
+                "name": "pendulum",
+                "model": "pendulum",
+                "joints": ["hinge"],
+                "training": [str(tmp_path / "data.npz")],
+                "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0}],
+            }
+        )
+    )
     out = tmp_path / "identified"
     context = rclpy.Context()
     rclpy.init(context=context, args=[])
-    node = IdentifierNode(context=context, parameter_overrides=[
-        Parameter("problem_file", value=str(problem)), Parameter("output_dir", value=str(out))])
+    node = IdentifierNode(
+        context=context,
+        parameter_overrides=[Parameter("problem_file", value=str(problem)), Parameter("output_dir", value=str(out))],
+    )
     try:
         node.trigger_configure()
         node.trigger_activate()
@@ -54,13 +64,29 @@ def start_identifier(tmp_path, nodes, namespace: str):
     samples, commands = pendulum_record(20.0)
     save_npz(tmp_path / "data.npz", samples, {"/effort_controller/commands": commands})
     problem = tmp_path / "problem.yaml"
-    problem.write_text(yaml.safe_dump({
-        "name": "pendulum", "model": "pendulum", "joints": ["hinge"], "training": [str(tmp_path / "data.npz")],
-        "warm_start": False,
-        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 0.5, "min": 0.2, "max": 5.0},
-                       {"name": "damping", "kind": "joint_damping", "joint": "hinge", "start": 0.5, "min": 0, "max": 1},
-                       {"name": "friction", "kind": "joint_frictionloss", "joint": "hinge", "start": 0.3, "min": 0,
-                        "max": 1}]}))
+    problem.write_text(
+        yaml.safe_dump(
+            {
+                "name": "pendulum",
+                "model": "pendulum",
+                "joints": ["hinge"],
+                "training": [str(tmp_path / "data.npz")],
+                "warm_start": False,
+                "parameters": [
+                    {"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 0.5, "min": 0.2, "max": 5.0},
+                    {"name": "damping", "kind": "joint_damping", "joint": "hinge", "start": 0.5, "min": 0, "max": 1},
+                    {
+                        "name": "friction",
+                        "kind": "joint_frictionloss",
+                        "joint": "hinge",
+                        "start": 0.3,
+                        "min": 0,
+                        "max": 1,
+                    },
+                ],
+            }
+        )
+    )
     out = tmp_path / "identified"
     nodes("identifier", "identifier", {"problem_file": str(problem), "output_dir": str(out)}, namespace=namespace)
     return out
@@ -99,8 +125,11 @@ def test_identify_action_feedback_cancel_and_result(tmp_path, nodes, client):
     from sysid_ros_interfaces.action import Identify
 
     out = start_identifier(tmp_path, nodes, "robot_d")
-    wait_for(lambda: ("identifier", "/robot_d") in client.node.get_node_names_and_namespaces(), 180.0,
-             "the identifier to start")  # imports can take over a minute on a loaded 2-core machine
+    wait_for(
+        lambda: ("identifier", "/robot_d") in client.node.get_node_names_and_namespaces(),
+        180.0,
+        "the identifier to start",
+    )  # imports can take over a minute on a loaded 2-core machine
     assert client.change_state("/robot_d/identifier", "configure") == (True, "inactive")
     assert client.change_state("/robot_d/identifier", "activate") == (True, "active")
     action = ActionClient(client.node, Identify, "/robot_d/identifier/identify")

@@ -16,8 +16,7 @@ import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 
-from sysid_ros.core.files import config_dir
-from sysid_ros.core.files import load_ros_parameters
+from sysid_ros.core.files import config_dir, load_ros_parameters
 from sysid_ros.core.identify import identify, problem_from_dict
 from sysid_ros.ros.client import play_tape, status_value
 
@@ -27,8 +26,10 @@ JOINTS = ("shoulder", "elbow", "wrist")
 # Hidden truth (config/models/arm3.xml's nominal values: masses 2.0, 1.2, 0.5 kg; damping 0.5, 0.3, 0.1).
 HIDDEN_MASS_KG = {"link1": 2.3, "link2": 1.05, "link3": 0.58}
 HIDDEN_DAMPING_NM_S_RAD = {"shoulder": 0.62, "elbow": 0.24, "wrist": 0.125}
-TRUTH = {**{f"{b}_mass": v for b, v in HIDDEN_MASS_KG.items()},
-         **{f"{j}_damping": v for j, v in HIDDEN_DAMPING_NM_S_RAD.items()}}
+TRUTH = {
+    **{f"{b}_mass": v for b, v in HIDDEN_MASS_KG.items()},
+    **{f"{j}_damping": v for j, v in HIDDEN_DAMPING_NM_S_RAD.items()},
+}
 HANGING_RAD = (math.pi / 2, 0.0, 0.0)  # the stable rest under gravity: zero torque keeps it there
 TRAINING_SEED, HELD_OUT_SEED = 1, 2
 # Envelopes sized on the hanging arm: with these torques the tapes of seeds 1-4 and 7 swing the joints at most
@@ -39,8 +40,14 @@ ENVELOPES = {"shoulder": (1.2, 8.0, 8.0), "elbow": (1.4, 8.0, 2.0), "wrist": (1.
 def hidden_arm() -> dict:
     """sim_robot's parameters: the shipped arm3 config, on simulated time, hanging, with the hidden physics."""
     params = load_ros_parameters(config_dir() / "sim_robot_arm3.yaml", "sim_robot")
-    params.update({"use_sim_time": True, "real_time_factor": 2.0, "forward_interface": "effort",
-                   "initial_positions": list(HANGING_RAD)})
+    params.update(
+        {
+            "use_sim_time": True,
+            "real_time_factor": 2.0,
+            "forward_interface": "effort",
+            "initial_positions": list(HANGING_RAD),
+        }
+    )
     params.update({f"physics.{b}.mass": v for b, v in HIDDEN_MASS_KG.items()})
     params.update({f"physics.{j}.damping": v for j, v in HIDDEN_DAMPING_NM_S_RAD.items()})
     return params
@@ -48,15 +55,27 @@ def hidden_arm() -> dict:
 
 def torque_tapes(output_dir: str) -> dict:
     """tape_recorder's parameters: multisine torque tapes around the hanging pose."""
-    params = {"joints": list(JOINTS), "forward_interface": "effort", "command_rate_hz": 500.0,
-              "tape.kind": "multisine", "model": "arm3", "output_dir": output_dir,
-              # wall seconds: on 2 shared cores a starved sim_robot paused 0.66 s; on simulated time it
-              # then stops its clock too, so a long gap is harmless here (a real robot wants 0.2 s)
-              "safety.stale_after_s": 3.0}
+    params = {
+        "joints": list(JOINTS),
+        "forward_interface": "effort",
+        "command_rate_hz": 500.0,
+        "tape.kind": "multisine",
+        "model": "arm3",
+        "output_dir": output_dir,
+        # wall seconds: on 2 shared cores a starved sim_robot paused 0.66 s; on simulated time it
+        # then stops its clock too, so a long gap is harmless here (a real robot wants 0.2 s)
+        "safety.stale_after_s": 3.0,
+    }
     for joint, origin in zip(JOINTS, HANGING_RAD):
         travel, speed, torque = ENVELOPES[joint]
-        params.update({f"envelope.{joint}.origin_rad": origin, f"envelope.{joint}.travel_rad": travel,
-                       f"envelope.{joint}.max_speed_rad_s": speed, f"envelope.{joint}.max_torque_nm": torque})
+        params.update(
+            {
+                f"envelope.{joint}.origin_rad": origin,
+                f"envelope.{joint}.travel_rad": travel,
+                f"envelope.{joint}.max_speed_rad_s": speed,
+                f"envelope.{joint}.max_torque_nm": torque,
+            }
+        )
     return params
 
 

@@ -27,16 +27,27 @@ SIM = HIDDEN_PENDULUM  # the demo's robot (its truth: TRUTH), recorded with the 
 
 
 def problem_document(training: list[str], validation: list[str]) -> dict:
-    return {"name": "pendulum", "model": "pendulum", "joints": ["hinge"],
-            "training": [{"bag": b, "control": "effort"} for b in training],
-            "validation": [{"bag": b, "control": "effort"} for b in validation],
-            "noise": {"position_rad": 5e-4, "velocity_rad_s": 5e-3},
-            "parameters": [
-                {"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 1.0, "min": 0.2, "max": 5.0},
-                {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "start": 0.0, "min": 0.0, "max": 1.0},
-                {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "start": 0.0,
-                 "min": 0.0, "max": 1.0}],
-            "optimizer": {"backend": "mujoco", "max_iters": 100, "quiet": True}}
+    return {
+        "name": "pendulum",
+        "model": "pendulum",
+        "joints": ["hinge"],
+        "training": [{"bag": b, "control": "effort"} for b in training],
+        "validation": [{"bag": b, "control": "effort"} for b in validation],
+        "noise": {"position_rad": 5e-4, "velocity_rad_s": 5e-3},
+        "parameters": [
+            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "start": 1.0, "min": 0.2, "max": 5.0},
+            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "start": 0.0, "min": 0.0, "max": 1.0},
+            {
+                "name": "hinge_frictionloss",
+                "kind": "joint_frictionloss",
+                "joint": "hinge",
+                "start": 0.0,
+                "min": 0.0,
+                "max": 1.0,
+            },
+        ],
+        "optimizer": {"backend": "mujoco", "max_iters": 100, "quiet": True},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +62,18 @@ def test_identifier_node_recovers_the_hidden_pendulum(recorded):
     folder, (train, held_out) = recorded
     problem_file = folder / "problem.yaml"
     problem_file.write_text(yaml.safe_dump(problem_document([held_out], [train])))  # the node swaps them back
-    node = NodeProcess("identifier", "identifier", {"problem_file": str(problem_file), "training_bags": [train],
-                                                    "validation_bags": [held_out], "control": "effort",
-                                                    "output_dir": str(folder / "identified")}, folder / "logs")
+    node = NodeProcess(
+        "identifier",
+        "identifier",
+        {
+            "problem_file": str(problem_file),
+            "training_bags": [train],
+            "validation_bags": [held_out],
+            "control": "effort",
+            "output_dir": str(folder / "identified"),
+        },
+        folder / "logs",
+    )
     client = RosClient("e2e_identify")
     try:
         results = client.collect(String, "/identifier/result", 10)
@@ -82,8 +102,22 @@ def test_cli_identify_and_regression_warm_start(recorded, tmp_path):
     folder, (train, held_out) = recorded
     problem_file = tmp_path / "problem.yaml"
     problem_file.write_text(yaml.safe_dump({**problem_document([train], [held_out]), "warm_start": True}))
-    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "identify", str(problem_file), "--out",
-                           str(tmp_path / "out"), "--quiet", "--strict"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sysid_ros.cli",
+            "identify",
+            str(problem_file),
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+            "--strict",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr  # --strict: 1 on a suspect verdict
     assert "verdict: ok" in done.stderr and "warning:" not in done.stderr, done.stderr
     identified = yaml.safe_load((tmp_path / "out" / "identified.yaml").read_text())

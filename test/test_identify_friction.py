@@ -22,16 +22,22 @@ import yaml
 
 pytest.importorskip("pybullet_data")
 
-from sysid_ros.core.linear import fit_arm_friction  # noqa: E402
-from sysid_ros.core.linear import JOINT_TERMS, ArmRegressor  # noqa: E402
-from sysid_ros.core.sim import effort_offsets  # noqa: E402
-from sysid_ros.core.bags import repeated_rows  # noqa: E402
-from sysid_ros.core.signals import Derivatives  # noqa: E402
-from sysid_ros.core.errors import ConfigError  # noqa: E402
-from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
 from support.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag, true_torque_rms
-from sysid_ros.core.linear import BootstrapSettings  # noqa: E402
-from sysid_ros.core.sim import SimRobot, SmoothFriction  # noqa: E402
+from sysid_ros.core.bags import repeated_rows
+from sysid_ros.core.errors import ConfigError
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf
+from sysid_ros.core.linear import (
+    JOINT_TERMS,
+    ArmRegressor,
+    BootstrapSettings,
+    fit_arm_friction,
+)
+from sysid_ros.core.signals import Derivatives
+from sysid_ros.core.sim import (
+    SimRobot,
+    SmoothFriction,
+    effort_offsets,
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +50,21 @@ def run(tmp_path_factory):
     assert np.all(np.abs(train_log.effort) < 0.98 * robot.torque_limits_nm)  # never saturated
     problem = d / "problem.yaml"
     problem.write_text(yaml.safe_dump(iiwa_friction_problem(model_path, train, val)))
-    proc = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(d / "out"),
-                           "--quiet"], capture_output=True, text=True, timeout=600)
-    return {"proc": proc, "dir": d, "model": model_path, "val": val, "train_log": train_log, "robot": robot,
-            "doc": yaml.safe_load((d / "out" / "identified.yaml").read_text()) if proc.returncode == 0 else None}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(d / "out"), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return {
+        "proc": proc,
+        "dir": d,
+        "model": model_path,
+        "val": val,
+        "train_log": train_log,
+        "robot": robot,
+        "doc": yaml.safe_load((d / "out" / "identified.yaml").read_text()) if proc.returncode == 0 else None,
+    }
 
 
 def test_the_log_looks_like_a_real_logger(run):
@@ -134,7 +151,6 @@ def test_velocity_scale_search_recovers_a_noise_free_friction(tmp_path):
         assert j.value("offset") == pytest.approx(0.3 - 0.1 * k, abs=1e-3)
 
 
-
 def test_smooth_friction_and_sensor_offset_in_the_sim(tmp_path):
     """The truth's extra physics: the sensor reports the drive's torque plus its offset, and the smooth
     friction opposes motion (a joint spun up and left alone slows down faster than without it)."""
@@ -158,12 +174,14 @@ def test_smooth_friction_and_sensor_offset_in_the_sim(tmp_path):
 def test_torque_rows_take_efforts_as_joint_torques_whatever_the_gear():
     """Efforts and effort commands are joint torques (the drive divides them by gear x gain): a geared motor
     must not scale the measured torque again."""
-    from sysid_ros.core.identify.rollout import sequences as sd
     from sysid_ros.core.identify import torque_rows
+    from sysid_ros.core.identify.rollout import sequences as sd
     from sysid_ros.core.signals import JointSamples
 
-    xml = ('<mujoco><worldbody><body><joint name="j" axis="0 1 0"/><geom size="0.1" mass="1"/></body></worldbody>'
-           '<actuator><motor name="m" joint="j" gear="50"/></actuator></mujoco>')
+    xml = (
+        '<mujoco><worldbody><body><joint name="j" axis="0 1 0"/><geom size="0.1" mass="1"/></body></worldbody>'
+        '<actuator><motor name="m" joint="j" gear="50"/></actuator></mujoco>'
+    )
     model = mujoco.MjModel.from_xml_string(xml)
     t = np.arange(400) * 2_000_000
     effort = 3.0 + 0.0 * t[:, None]

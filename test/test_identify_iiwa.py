@@ -14,13 +14,12 @@ import pytest
 pytest.importorskip("pybullet_data")
 pytestmark = pytest.mark.slow  # three recordings and two 7-joint identifications: about 15 s of CPU
 
-import mujoco  # noqa: E402
+import mujoco
 
-from sysid_ros.core.bags import save_npz  # noqa: E402
-from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf, mass_sum_groups  # noqa: E402
-from support.synthetic import iiwa_setpoints, record_iiwa  # noqa: E402
-from sysid_ros.core.sim import FeedbackNoise, SimRobot  # noqa: E402
+from support.synthetic import iiwa_setpoints, record_iiwa
+from sysid_ros.core.bags import save_npz
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, identify, iiwa_mjcf, mass_sum_groups, problem_from_dict
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 NOMINAL_PAYLOAD = Payload(0.5, com_m=(0.0, 0.0, 0.08))
 TRUE_PAYLOAD_KG = 0.8
@@ -40,19 +39,35 @@ def record(model_path, seed: int, seconds: float, physics: dict[str, float]):
 
 
 def problem(model_path, train, val, parameters):
-    doc = {"model": str(model_path), "joints": list(IIWA_JOINTS),
-           "training": [{"npz": str(train), "control": "effort"}],
-           "validation": [{"npz": str(val), "control": "effort"}] if val else [],
-           "segment_s": 0.25, "smoothing_samples": 7, "initial_state": "measured",
-           "noise": {"position_rad": NOISE.position_rad}, "warm_start": False, "parameters": parameters,
-           "optimizer": {"max_iters": 30}}
+    doc = {
+        "model": str(model_path),
+        "joints": list(IIWA_JOINTS),
+        "training": [{"npz": str(train), "control": "effort"}],
+        "validation": [{"npz": str(val), "control": "effort"}] if val else [],
+        "segment_s": 0.25,
+        "smoothing_samples": 7,
+        "initial_state": "measured",
+        "noise": {"position_rad": NOISE.position_rad},
+        "warm_start": False,
+        "parameters": parameters,
+        "optimizer": {"max_iters": 30},
+    }
     return problem_from_dict(doc)
 
 
 def damping_parameters(frozen_at: tuple[float, ...] | None = None) -> list[dict]:
-    return [{"name": f"joint{k + 1}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 3.0,
-             "start": 0.5 if frozen_at is None else frozen_at[k], "frozen": frozen_at is not None}
-            for k, j in enumerate(IIWA_JOINTS)]
+    return [
+        {
+            "name": f"joint{k + 1}_damping",
+            "kind": "joint_damping",
+            "joint": j,
+            "min": 0.0,
+            "max": 3.0,
+            "start": 0.5 if frozen_at is None else frozen_at[k],
+            "frozen": frozen_at is not None,
+        }
+        for k, j in enumerate(IIWA_JOINTS)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +81,8 @@ def payload_and_damping(nominal_model, tmp_path_factory):
     train = save_npz(d / "train.npz", record(nominal_model, 1, 4.0, HIDDEN))
     val = save_npz(d / "val.npz", record(nominal_model, 2, 2.0, HIDDEN))
     parameters = damping_parameters() + [
-        {"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0, "start": 0.5}]
+        {"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0, "start": 0.5}
+    ]
     return identify(problem(nominal_model, train, val, parameters))
 
 
@@ -130,7 +146,8 @@ def displaced_payload(nominal_model, tmp_path_factory):
     train = save_npz(d / "train.npz", record(truth_model, 3, 4.0, {}))
     parameters = damping_parameters(frozen_at=(0.5,) * 7) + [  # damping as in the model file: the truth here
         {"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0, "start": 0.5},
-        {"name": "link7_mass", "kind": "body_mass", "body": LINK7, "min": 0.01, "max": 2.0, "start": 0.3}]
+        {"name": "link7_mass", "kind": "body_mass", "body": LINK7, "min": 0.01, "max": 2.0, "start": 0.3},
+    ]
     return identify(problem(nominal_model, train, None, parameters))
 
 

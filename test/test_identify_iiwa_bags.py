@@ -11,17 +11,15 @@ pybullet.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from test_bags_make import JS, joint_state, write_bag
 
 pytest.importorskip("pybullet_data")
 pytestmark = pytest.mark.slow  # two recordings and two 7-joint identifications
 
-from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
-from support.synthetic import iiwa_setpoints, record_iiwa  # noqa: E402
-from sysid_ros.core.sim import FeedbackNoise, SimRobot  # noqa: E402
+from support.synthetic import iiwa_setpoints, record_iiwa
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, identify, iiwa_mjcf, problem_from_dict
+from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 TRUE_PAYLOAD_KG = 0.8
 TRUE_DAMPING = (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)
@@ -32,18 +30,41 @@ EPOCH_NS = 1_764_590_400_000_000_000
 
 
 def recorded_bag(path, model, seed: int, seconds: float):
-    robot = SimRobot(str(model), physics=HIDDEN, noise=NOISE, seed=seed, start_time_ns=EPOCH_NS + seed * 10**10,
-                     initial_positions=list(iiwa_setpoints(seed, seconds)[0]))
+    robot = SimRobot(
+        str(model),
+        physics=HIDDEN,
+        noise=NOISE,
+        seed=seed,
+        start_time_ns=EPOCH_NS + seed * 10**10,
+        initial_positions=list(iiwa_setpoints(seed, seconds)[0]),
+    )
     s = record_iiwa(robot, seed, seconds)
-    return write_bag(path, [("/joint_states", JS, int(t) + 200_000, joint_state(int(t), IIWA_JOINTS, s.position[k],
-                                                                               s.velocity[k], s.effort[k]))
-                            for k, t in enumerate(s.time_ns)])
+    return write_bag(
+        path,
+        [
+            (
+                "/joint_states",
+                JS,
+                int(t) + 200_000,
+                joint_state(int(t), IIWA_JOINTS, s.position[k], s.velocity[k], s.effort[k]),
+            )
+            for k, t in enumerate(s.time_ns)
+        ],
+    )
 
 
 def problem(model, train, val, parameters):
-    return problem_from_dict({"model": str(model), "joints": list(IIWA_JOINTS), "training": [str(train)],
-                              "validation": [str(val)], "segment_s": 0.25, "noise": {"position_rad": 2e-4},
-                              "parameters": parameters})
+    return problem_from_dict(
+        {
+            "model": str(model),
+            "joints": list(IIWA_JOINTS),
+            "training": [str(train)],
+            "validation": [str(val)],
+            "segment_s": 0.25,
+            "noise": {"position_rad": 2e-4},
+            "parameters": parameters,
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +72,26 @@ def runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("iiwa_bags")
     nominal = iiwa_mjcf(d / "iiwa.xml", payload=Payload(0.5))
     train, val = recorded_bag(d / "train", nominal, 1, 4.0), recorded_bag(d / "heldout", nominal, 2, 2.0)
-    parameters = [{"name": f"joint{k + 1}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 3.0}
-                  for k, j in enumerate(IIWA_JOINTS)] + [
+    parameters = [
+        {"name": f"joint{k + 1}_damping", "kind": "joint_damping", "joint": j, "min": 0.0, "max": 3.0}
+        for k, j in enumerate(IIWA_JOINTS)
+    ] + [
         {"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0},
-        {"name": "link7_mass", "kind": "body_mass", "body": "lbr_iiwa_link_7", "min": 0.01, "max": 2.0}]
+        {"name": "link7_mass", "kind": "body_mass", "body": "lbr_iiwa_link_7", "min": 0.01, "max": 2.0},
+    ]
     result = identify(problem(nominal, train, val, parameters))
     # the true model on the same held-out windows: every value at the truth (one kept free within 1e-9)
     truth_model = iiwa_mjcf(d / "truth.xml", payload=Payload(TRUE_PAYLOAD_KG), damping_nm_s_rad=TRUE_DAMPING)
-    pinned = [{"name": "joint7_damping", "kind": "joint_damping", "joint": IIWA_JOINTS[6],
-               "min": 0.15 * (1 - 1e-9), "max": 0.15 * (1 + 1e-9), "start": 0.15}]
+    pinned = [
+        {
+            "name": "joint7_damping",
+            "kind": "joint_damping",
+            "joint": IIWA_JOINTS[6],
+            "min": 0.15 * (1 - 1e-9),
+            "max": 0.15 * (1 + 1e-9),
+            "start": 0.15,
+        }
+    ]
     true_model = identify(problem(truth_model, train, val, pinned))
     return result, true_model
 

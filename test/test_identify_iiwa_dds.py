@@ -17,11 +17,12 @@ from diagnostic_msgs.msg import DiagnosticArray
 pytest.importorskip("pybullet_data")
 pytestmark = pytest.mark.ros
 
-from sysid_ros.core.identify import identify, problem_from_dict  # noqa: E402
-from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf  # noqa: E402
-from sysid_ros.core.files import load_ros_parameters  # noqa: E402
-from sysid_ros.core.files import config_dir  # noqa: E402
-from sysid_ros.ros.client import play_tape, status_value  # noqa: E402
+from sysid_ros.core.files import (
+    config_dir,
+    load_ros_parameters,
+)
+from sysid_ros.core.identify import IIWA_JOINTS, Payload, identify, iiwa_mjcf, problem_from_dict
+from sysid_ros.ros.client import play_tape, status_value
 
 TRUE_DAMPING = dict(zip(IIWA_JOINTS, (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15)))
 TRUE_FLANGE_KG = 0.8 + 0.3  # the payload and link 7: on the joint-7 axis, only their sum is identifiable
@@ -30,8 +31,15 @@ TRUE_FLANGE_KG = 0.8 + 0.3  # the payload and link 7: on the joint-7 axis, only 
 def test_iiwa_example_from_bags_recorded_over_dds(nodes, client, tmp_path):
     model = iiwa_mjcf(tmp_path / "iiwa.xml", payload=Payload(0.5))
     sim = load_ros_parameters(config_dir() / "sim_robot_iiwa.yaml", "sim_robot")
-    sim.update({"model": str(model), "use_sim_time": True, "real_time_factor": 2.0, "physics.payload.mass": 0.8,
-                **{f"physics.{j}.damping": d for j, d in TRUE_DAMPING.items()}})
+    sim.update(
+        {
+            "model": str(model),
+            "use_sim_time": True,
+            "real_time_factor": 2.0,
+            "physics.payload.mass": 0.8,
+            **{f"physics.{j}.damping": d for j, d in TRUE_DAMPING.items()},
+        }
+    )
     recorder = load_ros_parameters(config_dir() / "tape_recorder_iiwa.yaml", "tape_recorder")
     # wall seconds: a starved sim_robot on simulated time stops its clock too, so a long gap is harmless here
     recorder.update({"output_dir": str(tmp_path / "bags"), "safety.stale_after_s": 3.0})
@@ -59,6 +67,7 @@ def test_iiwa_example_from_bags_recorded_over_dds(nodes, client, tmp_path):
     total = by_name["payload_mass"].value[0] + by_name["link7_mass"].value[0]
     assert total == pytest.approx(TRUE_FLANGE_KG, rel=5e-3)
     assert not by_name["payload_mass"].identifiable and not by_name["link7_mass"].identifiable
-    assert all(1.8e-4 < rms < 3.5e-4 for rms in result.metrics["validation_position_rms_rad"].values()), \
-        result.metrics["validation_position_rms_rad"]
+    assert all(1.8e-4 < rms < 3.5e-4 for rms in result.metrics["validation_position_rms_rad"].values()), result.metrics[
+        "validation_position_rms_rad"
+    ]
     assert result.metrics["warm_start_torque_check"]["used"]

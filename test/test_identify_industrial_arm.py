@@ -22,11 +22,10 @@ import re
 
 import mujoco
 import numpy as np
-import pytest
 from industrial_arm import JOINTS, LINKS, PAYLOAD_KG, loaded_and_unloaded
 
-from sysid_ros.core.identify import identify, problem_from_dict, write_results
 from sysid_ros.core.files import model_path
+from sysid_ros.core.identify import identify, problem_from_dict, write_results
 
 TOOL = '<body name="tool" pos="0 0.16 0"><inertial pos="0 0 0" mass="1.0" diaginertia="0.002 0.002 0.002"/></body>'
 
@@ -34,21 +33,30 @@ TOOL = '<body name="tool" pos="0 0.16 0"><inertial pos="0 0 0" mass="1.0" diagin
 def _arm_problem(model: str, bag: str) -> dict:
     params = []
     for j in JOINTS:  # bounds from physics (the motors' torque limits)
-        params += [{"name": f"{j}_damping", "kind": "joint_damping", "joint": j},
-                   {"name": f"{j}_frictionloss", "kind": "joint_frictionloss", "joint": j},
-                   {"name": f"{j}_offset", "kind": "joint_effort_offset", "joint": j}]
+        params += [
+            {"name": f"{j}_damping", "kind": "joint_damping", "joint": j},
+            {"name": f"{j}_frictionloss", "kind": "joint_frictionloss", "joint": j},
+            {"name": f"{j}_offset", "kind": "joint_effort_offset", "joint": j},
+        ]
     # the model's link masses are Menagerie's: wrist 3 is 0.202 kg there and 0.615 kg on the robot, outside
     # the default 0.5-2x of the nominal; wide bounds instead
     params += [{"name": f"{b}_mass", "kind": "body_mass", "body": b, "min": 0.05, "max": 30.0} for b in LINKS[1:]]
-    return {"model": model, "joints": list(JOINTS), "training": [{"path": bag, "control": "effort"}],
-            "segment_s": 0.25, "initial_state": "measured", "parameters": params, "optimizer": {"max_iters": 20}}
+    return {
+        "model": model,
+        "joints": list(JOINTS),
+        "training": [{"path": bag, "control": "effort"}],
+        "segment_s": 0.25,
+        "initial_state": "measured",
+        "parameters": params,
+        "optimizer": {"max_iters": 20},
+    }
 
 
 def _with_tool(identified_xml: str) -> str:
     """The identified MJCF with a payload body on the flange, written by hand as users write it."""
     joint = re.search(r'<joint name="wrist_3_joint"[^>]*/>', identified_xml)
     assert joint is not None
-    return identified_xml[:joint.end()] + TOOL + identified_xml[joint.end():]
+    return identified_xml[: joint.end()] + TOOL + identified_xml[joint.end() :]
 
 
 def test_arm_then_payload_weighs_the_payload_within_3_percent(tmp_path):
@@ -68,9 +76,15 @@ def test_arm_then_payload_weighs_the_payload_within_3_percent(tmp_path):
     model = mujoco.MjModel.from_xml_path(str(step2))
     assert model.body_sameframe[model.body("tool").id] == 1  # the trap is there
     assert model.actuator_biastype[0] == mujoco.mjtBias.mjBIAS_AFFINE  # the identified effort offsets
-    doc = {"model": str(step2), "joints": list(JOINTS), "training": [{"path": str(loaded.path), "control": "effort"}],
-           "segment_s": 0.25, "initial_state": "measured", "optimizer": {"max_iters": 20},
-           "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}]}  # bounds from physics
+    doc = {
+        "model": str(step2),
+        "joints": list(JOINTS),
+        "training": [{"path": str(loaded.path), "control": "effort"}],
+        "segment_s": 0.25,
+        "initial_state": "measured",
+        "optimizer": {"max_iters": 20},
+        "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}],
+    }  # bounds from physics
     payload = identify(problem_from_dict(doc))
     (p,) = payload.parameters
     assert p.min_value[0] < 0.1 and p.max_value[0] > 20  # the 1 kg guess does not bound it to 0.5-2 kg

@@ -17,10 +17,9 @@ import pytest
 import yaml
 from headless_browser import check_offline_page
 
+from support.synthetic import EFFORT_TOPIC, EPOCH_NS, multisine, record_effort, record_pendulum, write_effort_bag
 from sysid_ros.core.bags import save_npz
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
-from support.synthetic import (EFFORT_TOPIC, EPOCH_NS, multisine, record_effort, record_pendulum,
-    write_effort_bag)
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
@@ -33,14 +32,25 @@ def _record(seed: int, seconds: float, noise: FeedbackNoise):
 
 
 def _problem(train, val, **extra):
-    doc = {"model": "pendulum", "joints": ["hinge"], "training": [str(train)],
-           "validation": [str(val)] if val else [], "noise": {"position_rad": 5e-4},
-           "parameters": [
-               {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
-               {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0,
-                "start": 0.02},
-               {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "min": 0.0,
-                "max": 1.0, "start": 0.02}]}
+    doc = {
+        "model": "pendulum",
+        "joints": ["hinge"],
+        "training": [str(train)],
+        "validation": [str(val)] if val else [],
+        "noise": {"position_rad": 5e-4},
+        "parameters": [
+            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
+            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
+            {
+                "name": "hinge_frictionloss",
+                "kind": "joint_frictionloss",
+                "joint": "hinge",
+                "min": 0.0,
+                "max": 1.0,
+                "start": 0.02,
+            },
+        ],
+    }
     doc.update(extra)
     return problem_from_dict(doc)
 
@@ -131,8 +141,12 @@ def test_results_files(noisy, tmp_path):
     check_offline_page(paths["report"], plots)
     # `sysid-ros report DIR` draws the same page again from identified.yaml and report_data.npz
     paths["report"].unlink()
-    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "report", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "report", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert paths["report"].read_text() == page
 
@@ -151,9 +165,16 @@ def test_unidentifiable_direction_is_flagged(clean, noisy):
     null direction even on noise-free data (where every interval is ~0), and with an unbounded interval on
     noisy data."""
     parameters = [
-        {"name": "pole_inertial", "kind": "body_mass_com", "body": "pole", "min": [0.5, -0.1, -0.1, -0.8],
-         "max": [3.0, 0.1, 0.1, -0.2], "start": [1.0, 0.0, 0.01, -0.45]},
-        {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0}]
+        {
+            "name": "pole_inertial",
+            "kind": "body_mass_com",
+            "body": "pole",
+            "min": [0.5, -0.1, -0.1, -0.8],
+            "max": [3.0, 0.1, 0.1, -0.2],
+            "start": [1.0, 0.0, 0.01, -0.45],
+        },
+        {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0},
+    ]
     result = identify(_problem(clean, None, initial_state="measured", parameters=parameters))
     assert not result.parameters[0].identifiable and result.parameters[1].identifiable
     result = identify(_problem(noisy[2] / "val.npz", None, initial_state="measured", parameters=parameters))
@@ -173,10 +194,25 @@ def test_sensor_delay_and_bias_via_signal_transform(tmp_path):
     s, c = record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], 5.0)
     s = type(s)(s.joint_names, s.time_ns, s.position + 0.01, s.velocity, s.effort)
     save_npz(tmp_path / "late.npz", s, {EFFORT_TOPIC: c})
-    result = identify(_problem(tmp_path / "late.npz", None, warm_start=False, parameters=[
-        {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
-        {"name": "delay", "kind": "signal_delay", "signal": "hinge_qpos", "min": 0.0, "max": 0.01, "start": 0.001},
-        {"name": "bias", "kind": "signal_bias", "signal": "hinge_qpos", "min": -0.1, "max": 0.1}]))
+    result = identify(
+        _problem(
+            tmp_path / "late.npz",
+            None,
+            warm_start=False,
+            parameters=[
+                {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
+                {
+                    "name": "delay",
+                    "kind": "signal_delay",
+                    "signal": "hinge_qpos",
+                    "min": 0.0,
+                    "max": 0.01,
+                    "start": 0.001,
+                },
+                {"name": "bias", "kind": "signal_bias", "signal": "hinge_qpos", "min": -0.1, "max": 0.1},
+            ],
+        )
+    )
     assert result.value("pole_mass") == pytest.approx(1.3, rel=1e-4)
     assert result.value("delay") == pytest.approx(0.004, abs=1e-5)
     assert result.value("bias") == pytest.approx(0.01, abs=1e-5)
@@ -185,11 +221,41 @@ def test_sensor_delay_and_bias_via_signal_transform(tmp_path):
 def test_actuator_gain_and_armature(clean, tmp_path):
     """Gear scale (truth 1) and rotor armature (truth 1e-4 kg m^2, 0.03 % of the pendulum's inertia) on
     noise-free data; both land in the written MJCF at full precision."""
-    result = identify(_problem(clean, None, initial_state="measured", warm_start=False, parameters=[
-        {"name": "gain", "kind": "actuator_gain", "actuator": "hinge_motor", "min": 0.5, "max": 2.0, "start": 0.8},
-        {"name": "armature", "kind": "joint_armature", "joint": "hinge", "min": 0.0, "max": 0.01, "start": 5e-4},
-        {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.3,
-         "frozen": True}]))
+    result = identify(
+        _problem(
+            clean,
+            None,
+            initial_state="measured",
+            warm_start=False,
+            parameters=[
+                {
+                    "name": "gain",
+                    "kind": "actuator_gain",
+                    "actuator": "hinge_motor",
+                    "min": 0.5,
+                    "max": 2.0,
+                    "start": 0.8,
+                },
+                {
+                    "name": "armature",
+                    "kind": "joint_armature",
+                    "joint": "hinge",
+                    "min": 0.0,
+                    "max": 0.01,
+                    "start": 5e-4,
+                },
+                {
+                    "name": "pole_mass",
+                    "kind": "body_mass",
+                    "body": "pole",
+                    "min": 0.2,
+                    "max": 5.0,
+                    "start": 1.3,
+                    "frozen": True,
+                },
+            ],
+        )
+    )
     assert result.value("gain") == pytest.approx(1.0, rel=1e-6)
     assert result.value("armature") == pytest.approx(1e-4, rel=1e-3)
     model = mujoco.MjModel.from_xml_path(str(write_results(result, tmp_path)["mjcf"]))

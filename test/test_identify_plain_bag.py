@@ -16,13 +16,11 @@ import pytest
 import yaml
 from test_bags_make import F64, JS, NOETIC, float64_array, joint_state, sine_states, write_bag, write_ros1_bag
 
+from support.synthetic import multisine, record_effort
 from sysid_ros.cli import main
 from sysid_ros.core.bags import inspect_bag
 from sysid_ros.core.errors import ConfigError
-from sysid_ros.core.identify import identify, problem_from_dict, write_results
-from sysid_ros.core.identify import load_source
-from sysid_ros.core.identify import DataSource
-from support.synthetic import multisine, record_effort
+from sysid_ros.core.identify import DataSource, identify, load_source, problem_from_dict, write_results
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
@@ -57,21 +55,35 @@ URDF = """<robot name="my_pendulum">
 PARAMETERS = [  # no start: the model's (compiled) values
     {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
     {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0},
-    {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "min": 0.0, "max": 1.0}]
+    {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "min": 0.0, "max": 1.0},
+]
 
 
 def plain_bag(path, model, seed: int, seconds: float):
     """SimRobot with the hidden physics: commands at 100 Hz (held), feedback at 250 Hz, then rosbags' Writer."""
-    robot = SimRobot(str(model), physics=PHYSICS, noise=NOISE, seed=seed, start_time_ns=EPOCH_NS + seed * 10**9,
-                     command_rate_hz=100.0, publish_rate_hz=250.0)
+    robot = SimRobot(
+        str(model),
+        physics=PHYSICS,
+        noise=NOISE,
+        seed=seed,
+        start_time_ns=EPOCH_NS + seed * 10**9,
+        command_rate_hz=100.0,
+        publish_rate_hz=250.0,
+    )
     t = np.arange(0, seconds + 1e-9, 0.01)
     u = multisine(t, [0.2, 0.7, 1.3, 2.1, 3.0], 2.5, seed=seed)
     samples, commands = record_effort(robot, lambda ts: [u[int(round(ts / 0.01))]], seconds)
     messages = []
     for k, ns in enumerate(samples.time_ns.tolist()):
         record_ns = ns + 150_000  # received 0.15 ms after the stamp
-        messages.append(("/joint_states", JS, record_ns, joint_state(ns, ["hinge"], samples.position[k],
-                                                                       samples.velocity[k], samples.effort[k])))
+        messages.append(
+            (
+                "/joint_states",
+                JS,
+                record_ns,
+                joint_state(ns, ["hinge"], samples.position[k], samples.velocity[k], samples.effort[k]),
+            )
+        )
         messages.append((ECHO, JS, record_ns + 1000, joint_state(ns, ["hinge"], samples.position[k] + 0.1)))
     for ns, value in zip(commands.time_ns.tolist(), commands.values):
         messages.append((COMMANDS, F64, ns + 50_000, float64_array(value)))
@@ -84,15 +96,26 @@ def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("plain")
     (d / "my_pendulum.xml").write_text(MJCF)
     (d / "my_pendulum.urdf").write_text(URDF)
-    return d, plain_bag(d / "train", d / "my_pendulum.xml", 1, 10.0), plain_bag(d / "heldout", d / "my_pendulum.xml",
-                                                                                 2, 5.0)
+    return (
+        d,
+        plain_bag(d / "train", d / "my_pendulum.xml", 1, 10.0),
+        plain_bag(d / "heldout", d / "my_pendulum.xml", 2, 5.0),
+    )
 
 
 def problem(d, model: str, train, val):
     source = {"feedback_topic": "/joint_states", "command_topic": COMMANDS, "command_joints": ["hinge"]}
-    return problem_from_dict({"model": model, "joints": ["hinge"], "training": [{"bag": str(train), **source}],
-                              "validation": [{"bag": str(val), **source}], "parameters": PARAMETERS,
-                              "noise": {"position_rad": NOISE.position_rad}}, d)
+    return problem_from_dict(
+        {
+            "model": model,
+            "joints": ["hinge"],
+            "training": [{"bag": str(train), **source}],
+            "validation": [{"bag": str(val), **source}],
+            "parameters": PARAMETERS,
+            "noise": {"position_rad": NOISE.position_rad},
+        },
+        d,
+    )
 
 
 def test_inspect_lists_every_joint_state_topic_and_names_the_option(data, capsys):
@@ -112,9 +135,10 @@ def test_inspect_lists_every_joint_state_topic_and_names_the_option(data, capsys
 
 
 def test_inspect_joints_filters_joints(tmp_path):
-    messages = [("/joint_states", JS, 10**9 + k * 10**7, joint_state(10**9 + k * 10**7, ["a", "b"],
-                                                                      [0.1 * np.sin(k / 5), 0.0]))
-                for k in range(100)]
+    messages = [
+        ("/joint_states", JS, 10**9 + k * 10**7, joint_state(10**9 + k * 10**7, ["a", "b"], [0.1 * np.sin(k / 5), 0.0]))
+        for k in range(100)
+    ]
     bag = write_bag(tmp_path / "two", messages)
     assert inspect_bag(bag, joints=["a"]).joints == ("a",)
     assert inspect_bag(bag).joints == ("a", "b")
@@ -127,8 +151,10 @@ def test_ros1_bag_with_two_joint_state_topics(tmp_path):
     bag = write_ros1_bag(tmp_path / "robot.bag", sorted(feedback + echo, key=lambda m: m[2]))
     summary = inspect_bag(bag)
     assert not summary.usable and any("--feedback-topic" in r for r in summary.reasons)
-    assert {t.name: t.joints for t in summary.topics} == {"/joint_states": ("j1", "j2"),
-                                                           "/desired_joint_states": ("j1", "j2")}
+    assert {t.name: t.joints for t in summary.topics} == {
+        "/joint_states": ("j1", "j2"),
+        "/desired_joint_states": ("j1", "j2"),
+    }
     assert inspect_bag(bag, feedback_topic="/joint_states").usable
 
 
@@ -160,8 +186,14 @@ def test_control_effort_never_reads_a_command_topic(data):
     with pytest.raises(ConfigError, match="command_joints"):  # auto: the effort topic needs its joint order
         load_source(DataSource(train, feedback_topic="/joint_states"), ["hinge"])
     with pytest.raises(ConfigError, match="drop command_topic"):
-        problem_from_dict({"model": "pendulum", "joints": ["hinge"], "parameters": PARAMETERS,
-                           "training": [{"bag": str(train), "control": "effort", "command_topic": COMMANDS}]})
+        problem_from_dict(
+            {
+                "model": "pendulum",
+                "joints": ["hinge"],
+                "parameters": PARAMETERS,
+                "training": [{"bag": str(train), "control": "effort", "command_topic": COMMANDS}],
+            }
+        )
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +219,10 @@ def test_geom_mass_model_unedited(from_mjcf, data, tmp_path):
     assert model.body("pole").mass[0] == from_mjcf.value("pole_mass")
     values = yaml.safe_load(paths["values"].read_text())
     assert values["bodies"]["pole"]["mass"] == from_mjcf.value("pole_mass")
-    assert values["joints"]["hinge"] == {"damping": from_mjcf.value("hinge_damping"),
-                                         "frictionloss": from_mjcf.value("hinge_frictionloss")}
+    assert values["joints"]["hinge"] == {
+        "damping": from_mjcf.value("hinge_damping"),
+        "frictionloss": from_mjcf.value("hinge_frictionloss"),
+    }
     assert "urdf" not in paths
 
 
@@ -216,21 +250,35 @@ def test_feedback_before_the_first_command_is_left_out(data, tmp_path):
         for conn, record_ns, raw in reader.messages():
             early.append((conn.topic, conn.msgtype, record_ns, reader.deserialize(raw, conn.msgtype)))
     # half a second of the robot at rest before the first command, as a recorder hears it after configure
-    [(_, _, t0, msg)] = [m for m in early if m[0] == "/joint_states" and m[2] == min(
-        x[2] for x in early if x[0] == "/joint_states")]
+    [(_, _, t0, msg)] = [
+        m for m in early if m[0] == "/joint_states" and m[2] == min(x[2] for x in early if x[0] == "/joint_states")
+    ]
     stamp0 = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-    rest = [("/joint_states", JS, t0 - k * 4_000_000, joint_state(stamp0 - k * 4_000_000, ["hinge"],
-                                                                   msg.position, [0.0], [0.0])) for k in range(125, 0, -1)]
+    rest = [
+        (
+            "/joint_states",
+            JS,
+            t0 - k * 4_000_000,
+            joint_state(stamp0 - k * 4_000_000, ["hinge"], msg.position, [0.0], [0.0]),
+        )
+        for k in range(125, 0, -1)
+    ]
     bag = write_bag(tmp_path / "early", rest + [m for m in early if m[0] != ECHO])
     notes: list[str] = []
     source = DataSource(path=bag, feedback_topic="/joint_states", command_joints=("hinge",), control="auto")
     [(samples, commands)] = load_source(source, ["hinge"], [], notes)
     assert commands is not None and samples.time_ns[0] >= commands.time_ns[0] - 4_000_000
     assert any("125 joint states before the first command left out" in n for n in notes), notes
-    problem = problem_from_dict({"model": str(d / "my_pendulum.xml"), "joints": ["hinge"],
-                                 "training": [{"bag": str(bag), "feedback_topic": "/joint_states",
-                                               "command_joints": ["hinge"]}],
-                                 "parameters": PARAMETERS, "noise": {"position_rad": NOISE.position_rad}}, d)
+    problem = problem_from_dict(
+        {
+            "model": str(d / "my_pendulum.xml"),
+            "joints": ["hinge"],
+            "training": [{"bag": str(bag), "feedback_topic": "/joint_states", "command_joints": ["hinge"]}],
+            "parameters": PARAMETERS,
+            "noise": {"position_rad": NOISE.position_rad},
+        },
+        d,
+    )
     result = identify(problem)
     # the same accuracy as the commands' own test: mass within 1 % of the hidden 1.3 kg (0.5 mrad noise, 10 s)
     assert result.value("pole_mass") == pytest.approx(TRUTH["pole_mass"], rel=0.01)

@@ -9,12 +9,11 @@ import pytest
 from mujoco import sysid
 from rosbags.typesys import Stores, get_typestore
 
-from sysid_ros.core.bags import BagWriter
-from sysid_ros.core.bags import save_npz
+from support.synthetic import multisine, record_effort
+from sysid_ros.core.bags import BagWriter, save_npz
 from sysid_ros.core.errors import ConfigError, DataError, SysidRosError
 from sysid_ros.core.files import config_dir
 from sysid_ros.core.identify import identify, load_problem, problem_from_dict
-from support.synthetic import multisine, record_effort
 from sysid_ros.core.signals import JointSamples
 from sysid_ros.core.sim import SimRobot
 
@@ -42,35 +41,57 @@ def data(tmp_path_factory):
     samples, commands = pendulum_npz(d)
     position = samples.position.copy()
     position[250, 0] = np.inf
-    save_npz(d / "inf.npz", JointSamples(samples.joint_names, samples.time_ns, position, samples.velocity,
-                                         samples.effort), {"/effort_controller/commands": commands})
-    save_npz(d / "other.npz", JointSamples(("elbow",), samples.time_ns, samples.position, samples.velocity,
-                                           samples.effort))
+    save_npz(
+        d / "inf.npz",
+        JointSamples(samples.joint_names, samples.time_ns, position, samples.velocity, samples.effort),
+        {"/effort_controller/commands": commands},
+    )
+    save_npz(
+        d / "other.npz", JointSamples(("elbow",), samples.time_ns, samples.position, samples.velocity, samples.effort)
+    )
     bag = d / "other_bag"
     js = TS.types["sensor_msgs/msg/JointState"]
     with BagWriter(bag) as w:
         for k in range(50):
             tk = int(samples.time_ns[k])
             header = TS.types["std_msgs/msg/Header"](
-                stamp=TS.types["builtin_interfaces/msg/Time"](sec=tk // 10**9, nanosec=tk % 10**9), frame_id="")
-            w.write_message("/joint_states", "sensor_msgs/msg/JointState", tk,
-                            js(header=header, name=["elbow"], position=samples.position[k],
-                               velocity=samples.velocity[k], effort=samples.effort[k]))
+                stamp=TS.types["builtin_interfaces/msg/Time"](sec=tk // 10**9, nanosec=tk % 10**9), frame_id=""
+            )
+            w.write_message(
+                "/joint_states",
+                "sensor_msgs/msg/JointState",
+                tk,
+                js(
+                    header=header,
+                    name=["elbow"],
+                    position=samples.position[k],
+                    velocity=samples.velocity[k],
+                    effort=samples.effort[k],
+                ),
+            )
     return d
 
 
 @pytest.fixture(autouse=True)
 def no_optimisation(monkeypatch):
     """Every refusal here must come before the optimiser runs."""
+
     def boom(*args, **kwargs):
         raise AssertionError("optimize was called before the problem was checked")
+
     monkeypatch.setattr(sysid, "optimize", boom)
 
 
 def _doc(d, **changes):
-    doc = {"model": "pendulum", "joints": ["hinge"], "training": [str(d / "ok.npz")],
-           "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
-                          {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0, "max": 1}]}
+    doc = {
+        "model": "pendulum",
+        "joints": ["hinge"],
+        "training": [str(d / "ok.npz")],
+        "parameters": [
+            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
+            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0, "max": 1},
+        ],
+    }
     doc.update(changes)
     return doc
 
@@ -79,31 +100,53 @@ def _param(**p):
     return [{"name": "p", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, **p}]
 
 
-@pytest.mark.parametrize("params, message", [
-    (_param(body="pole2"), r"no body named 'pole2'.*parameter=p"),
-    ([{"name": "d", "kind": "joint_damping", "joint": "knee", "min": 0, "max": 1}], r"no joint named 'knee'.*parameter=d"),
-    ([{"name": "g", "kind": "actuator_gain", "actuator": "m", "min": 0.5, "max": 2}], r"no actuator named 'm'"),
-    ([{"name": "b", "kind": "signal_bias", "signal": "*_vel", "min": -1, "max": 1}], r"no signal named '\*_vel'.*hinge_qpos"),
-    (_param(min=2.0, max=2.0), r"min \[2.0\] must be below max \[2.0\].*parameter=p"),
-    (_param(start=7.0), r"start \[7.0\] is outside the bounds.*parameter=p"),
-    (_param(min=0.0), r"mass bound must be > 0"),
-    ([{"name": "f", "kind": "joint_frictionloss", "joint": "hinge", "min": -1, "max": 1, "start": 0.1}],
-     r"cannot be negative.*parameter=f"),
-    (_param(frozen=True), r"every parameter is frozen"),
-    (_param() + _param(), r"share this name.*parameter=p"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (_param(body="pole2"), r"no body named 'pole2'.*parameter=p"),
+        (
+            [{"name": "d", "kind": "joint_damping", "joint": "knee", "min": 0, "max": 1}],
+            r"no joint named 'knee'.*parameter=d",
+        ),
+        ([{"name": "g", "kind": "actuator_gain", "actuator": "m", "min": 0.5, "max": 2}], r"no actuator named 'm'"),
+        (
+            [{"name": "b", "kind": "signal_bias", "signal": "*_vel", "min": -1, "max": 1}],
+            r"no signal named '\*_vel'.*hinge_qpos",
+        ),
+        (_param(min=2.0, max=2.0), r"min \[2.0\] must be below max \[2.0\].*parameter=p"),
+        (_param(start=7.0), r"start \[7.0\] is outside the bounds.*parameter=p"),
+        (_param(min=0.0), r"mass bound must be > 0"),
+        (
+            [{"name": "f", "kind": "joint_frictionloss", "joint": "hinge", "min": -1, "max": 1, "start": 0.1}],
+            r"cannot be negative.*parameter=f",
+        ),
+        (_param(frozen=True), r"every parameter is frozen"),
+        (_param() + _param(), r"share this name.*parameter=p"),
+    ],
+)
 def test_bad_parameters_are_refused(data, params, message):
     with pytest.raises(ConfigError, match=message):
         identify(problem_from_dict(_doc(data, parameters=params)))
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"name": "x", "kind": "body_volume", "body": "pole", "min": 0, "max": 1},
-     r"parameters\[0\]\.kind: must be one of body_mass.*got 'body_volume'"),
-    ({"name": "x", "kind": "body_mass", "min": 0, "max": 1}, r"parameters\[0\]: .*must name exactly one body"),
-    ({"name": "x", "kind": "body_mass", "body": "pole", "min": 1}, r"parameters\[0\]: give both min and max, or neither"),
-    ({"name": "x", "kind": "body_mass", "body": "pole", "min": "a", "max": 1}, r"parameters\[0\]\.min: must be a number"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (
+            {"name": "x", "kind": "body_volume", "body": "pole", "min": 0, "max": 1},
+            r"parameters\[0\]\.kind: must be one of body_mass.*got 'body_volume'",
+        ),
+        ({"name": "x", "kind": "body_mass", "min": 0, "max": 1}, r"parameters\[0\]: .*must name exactly one body"),
+        (
+            {"name": "x", "kind": "body_mass", "body": "pole", "min": 1},
+            r"parameters\[0\]: give both min and max, or neither",
+        ),
+        (
+            {"name": "x", "kind": "body_mass", "body": "pole", "min": "a", "max": 1},
+            r"parameters\[0\]\.min: must be a number",
+        ),
+    ],
+)
 def test_malformed_parameter_entries(data, entry, message):
     with pytest.raises(ConfigError, match=message):
         problem_from_dict(_doc(data, parameters=[entry]))

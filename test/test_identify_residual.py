@@ -20,8 +20,14 @@ def test_plain_shortcut_equals_the_library_transform():
         grid = 0.002 * np.arange(1, 126)  # the prediction: simulation steps after the start
         state = np.column_stack([grid, rng.normal(size=(len(grid), model.nq + model.nv + model.na))])
         sensordata = sysid.TimeSeries(grid, np.zeros((len(grid), 1)))
-        stamps = np.sort(np.concatenate([[0.0, 0.0015, 0.004],  # before the first prediction, one on the grid
-                                         0.002 * np.arange(3, 130) + rng.uniform(-4e-4, 4e-4, 127)]))
+        stamps = np.sort(
+            np.concatenate(
+                [
+                    [0.0, 0.0015, 0.004],  # before the first prediction, one on the grid
+                    0.002 * np.arange(3, 130) + rng.uniform(-4e-4, 4e-4, 127),
+                ]
+            )
+        )
         mapping = {name: (kind[name][0], np.array([k])) for k, (name, kind) in enumerate(names)}
         measured = sysid.TimeSeries(stamps, rng.normal(size=(len(stamps), len(names))), mapping)
         fast = residual(sysid.ParameterDict(), sensordata, measured, model, True, state=state)
@@ -33,7 +39,8 @@ def test_plain_shortcut_equals_the_library_transform():
             np.testing.assert_array_equal(a.times, b.times)
             np.testing.assert_array_equal(a.data, b.data)
             assert {k: (t, list(i)) for k, (t, i) in a.signal_mapping.items()} == {
-                k: (t, list(i)) for k, (t, i) in b.signal_mapping.items()}
+                k: (t, list(i)) for k, (t, i) in b.signal_mapping.items()
+            }
         assert fast[2].times[0] >= grid[0] and fast[2].times[-1] <= grid[-1] and len(fast[2].times) > 100
         assert np.all(fast[0][:, 0] == (fast[2].data[:, 0] - fast[1].data[:, 0]) / 2e-3)  # velocity scale
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sysid_ros.core.identify import choose_start_states
 from support.synthetic import multisine, record_effort
+from sysid_ros.core.identify import choose_start_states
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 

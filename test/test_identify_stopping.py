@@ -62,12 +62,14 @@ def test_a_null_direction_is_left_out_and_a_held_bound_too():
 def curved(a, b):
     """r = a0 x0 + a1 s + 0.2 a1 s^2 - b with s = x1 + x2: nonlinear, and parameters 1 and 2 enter only as
     their sum. Vectorised like the backend wants (x of shape (n,), (n, 1) or (n, k))."""
+
     def residual(x):
         x = np.asarray(x, dtype=float)
         x2 = x if x.ndim == 2 else x.reshape(-1, 1)
         s = x2[1] + x2[2]
-        out = np.outer(a[:, 0], x2[0]) + np.outer(a[:, 1], s + 0.2 * s ** 2) - b[:, None]
+        out = np.outer(a[:, 0], x2[0]) + np.outer(a[:, 1], s + 0.2 * s**2) - b[:, None]
         return out if x.ndim == 2 else out[:, 0]
+
     return residual
 
 
@@ -84,14 +86,14 @@ def test_the_backend_stops_at_the_optimum_instead_of_line_searching_a_flat_valle
 
     x0 = np.array([0.0, 0.0, 0.0])
     lower, upper = np.full(3, -10.0), np.full(3, 10.0)
-    x_plain, _ = minimize.least_squares(x0, counted, bounds=[lower, upper], mu_factor=10 ** 0.5,
-                                        verbose=0, xtol=1e-12)
+    x_plain, _ = minimize.least_squares(x0, counted, bounds=[lower, upper], mu_factor=10**0.5, verbose=0, xtol=1e-12)
     plain = calls[0]
     calls[0] = 0
     jac = StoppingJacobian(counted, lower, upper)
     with pytest.raises(NegligibleStep) as stop:
-        minimize.least_squares(x0, counted, bounds=[lower, upper], mu_factor=10 ** 0.5, verbose=0, xtol=1e-12,
-                               jacobian=jac)
+        minimize.least_squares(
+            x0, counted, bounds=[lower, upper], mu_factor=10**0.5, verbose=0, xtol=1e-12, jacobian=jac
+        )
     ruled = calls[0]
     x_rule = np.ravel(stop.value.x)
     assert stop.value.standard_errors < 0.1

@@ -25,22 +25,35 @@ import yaml
 
 pytest.importorskip("pybullet_data")
 
-from sysid_ros.core.identify import problem_from_dict  # noqa: E402
-from sysid_ros.core.identify.rollout import sequences as sd  # noqa: E402
-from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf, write_mjcf  # noqa: E402
-from sysid_ros.core.identify import load_source  # noqa: E402
-from sysid_ros.core.identify import load_run  # noqa: E402
-from sysid_ros.core.identify import RunLog  # noqa: E402
-from sysid_ros.core.identify import DataSource  # noqa: E402
-from support.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag  # noqa: E402
-from sysid_ros.core.identify import torque_rows  # noqa: E402
-from sysid_ros.core.identify import fitted_bodies, physical_body  # noqa: E402
-from sysid_ros.core.sim import effort_offsets  # noqa: E402
+from support.synthetic import IIWA_FRICTION, iiwa_friction_problem, iiwa_logged_bag
+from sysid_ros.core.identify import (
+    IIWA_JOINTS,
+    DataSource,
+    Payload,
+    RunLog,
+    fitted_bodies,
+    iiwa_mjcf,
+    load_run,
+    load_source,
+    physical_body,
+    problem_from_dict,
+    torque_rows,
+    write_mjcf,
+)
+from sysid_ros.core.identify.rollout import sequences as sd
+from sysid_ros.core.sim import effort_offsets
 
 LINKS = tuple(f"lbr_iiwa_link_{k}" for k in range(1, 8))
 MASS_SCALE = (1.3, 0.75, 1.25, 0.7, 1.35, 0.8, 1.3)
-COM_SHIFT_M = ((0.02, 0.0, -0.01), (0.0, 0.03, 0.0), (-0.02, 0.0, 0.02), (0.0, -0.02, 0.01), (0.01, 0.01, 0.0),
-               (0.0, 0.0, 0.03), (0.01, 0.0, -0.01))
+COM_SHIFT_M = (
+    (0.02, 0.0, -0.01),
+    (0.0, 0.03, 0.0),
+    (-0.02, 0.0, 0.02),
+    (0.0, -0.02, 0.01),
+    (0.01, 0.01, 0.0),
+    (0.0, 0.0, 0.03),
+    (0.01, 0.0, -0.01),
+)
 
 
 def user_model(truth: Path, path: Path) -> Path:
@@ -64,16 +77,30 @@ def run(tmp_path_factory):
     val, _, _ = iiwa_logged_bag(truth, d / "val", 2, 3.0, 4)
     doc = iiwa_friction_problem(model, train, val)
     doc["parameters"] += [{"name": f"{link}_mass", "kind": "body_mass", "body": link} for link in LINKS]
-    doc["parameters"] += [{"name": f"j{k + 1}_armature", "kind": "joint_armature", "joint": j, "min": 0.0, "max": 1.0}
-                          for k, j in enumerate(IIWA_JOINTS)]
+    doc["parameters"] += [
+        {"name": f"j{k + 1}_armature", "kind": "joint_armature", "joint": j, "min": 0.0, "max": 1.0}
+        for k, j in enumerate(IIWA_JOINTS)
+    ]
     doc["name"], doc["optimizer"] = "iiwa_identified", {"max_iters": 8}
     problem = d / "problem.yaml"
     problem.write_text(yaml.safe_dump(doc))
-    proc = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(d / "out"),
-                           "--quiet"], capture_output=True, text=True, timeout=900)
-    return {"proc": proc, "dir": d, "truth": truth, "model": model, "robot": robot, "train": train, "val": val,
-            "doc": yaml.safe_load((d / "out" / "identified.yaml").read_text()) if proc.returncode == 0 else None,
-            "mjcf": d / "out" / "iiwa_identified.xml"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(d / "out"), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return {
+        "proc": proc,
+        "dir": d,
+        "truth": truth,
+        "model": model,
+        "robot": robot,
+        "train": train,
+        "val": val,
+        "doc": yaml.safe_load((d / "out" / "identified.yaml").read_text()) if proc.returncode == 0 else None,
+        "mjcf": d / "out" / "iiwa_identified.xml",
+    }
 
 
 def inverse_torque(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
@@ -93,7 +120,7 @@ def held_out_rows(run) -> tuple:
     """The validation bag's filtered states and torque, as `torque_check` filters them (every 4th row)."""
     model = mujoco.MjModel.from_xml_path(str(run["model"]))
     maps = sd.joint_maps(model, list(IIWA_JOINTS), {})
-    (samples, commands), = load_source(DataSource(Path(run["val"]), control="effort"), list(IIWA_JOINTS))
+    ((samples, commands),) = load_source(DataSource(Path(run["val"]), control="effort"), list(IIWA_JOINTS))
     deriv, tau, ok = torque_rows(model, maps, samples, commands, every=4)
     return deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], tau[ok]
 
@@ -142,10 +169,12 @@ def test_parameters_describe_the_mjcf_and_the_window_fit_stays_apart(run):
         assert params[f"{link}_mass"]["value"] == pytest.approx(model.body(link).mass[0], rel=1e-12)
         assert params[f"{link}_mass"]["half_width_95"] == float("inf")
     assert params["payload_mass"]["value"] == pytest.approx(model.body("payload").mass[0], rel=1e-12)
-    np.testing.assert_allclose([params[f"j{k + 1}_offset"]["value"] for k in range(7)], effort_offsets(model),
-                               rtol=1e-12)
-    np.testing.assert_allclose([params[f"j{k + 1}_armature"]["value"] for k in range(7)], model.dof_armature,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        [params[f"j{k + 1}_offset"]["value"] for k in range(7)], effort_offsets(model), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        [params[f"j{k + 1}_armature"]["value"] for k in range(7)], model.dof_armature, rtol=1e-12
+    )
     moved = [name for name in params if params[name]["value"] != window[name]["value"]]
     assert f"{LINKS[0]}_mass" in moved  # the window fit's values differ and keep their finite intervals
     assert all(np.isfinite(window[name]["half_width_95"]) for name in moved if window[name]["identifiable"])
@@ -173,10 +202,17 @@ def test_held_out_torque_and_the_rigid_body_against_the_hidden_truth(run):
     q, qd, qdd, tau = held_out_rows(run)
     identified = mujoco.MjModel.from_xml_path(str(run["mjcf"]))
     nominal = mujoco.MjModel.from_xml_path(str(run["model"]))
-    rms = {label: np.sqrt(np.mean((tau - inverse_torque(m, q, qd, qdd)) ** 2, axis=0))
-           for label, m in (("identified", identified), ("nominal", nominal), ("truth", truth_as_mjcf(run)))}
-    print("held-out torque / the truth's as an MJCF:", np.round(rms["identified"] / rms["truth"], 3),
-          np.round(rms["nominal"] / rms["truth"], 2), "the truth's:", np.round(rms["truth"], 3))
+    rms = {
+        label: np.sqrt(np.mean((tau - inverse_torque(m, q, qd, qdd)) ** 2, axis=0))
+        for label, m in (("identified", identified), ("nominal", nominal), ("truth", truth_as_mjcf(run)))
+    }
+    print(
+        "held-out torque / the truth's as an MJCF:",
+        np.round(rms["identified"] / rms["truth"], 3),
+        np.round(rms["nominal"] / rms["truth"], 2),
+        "the truth's:",
+        np.round(rms["truth"], 3),
+    )
     assert np.all(rms["identified"] <= 1.2 * rms["truth"]), (rms["identified"], rms["truth"])
     assert np.all(rms["nominal"] > 1.2 * rms["truth"])
     rigid = {}
@@ -189,7 +225,7 @@ def test_held_out_torque_and_the_rigid_body_against_the_hidden_truth(run):
     true_rigid = copy.copy(run["robot"].model)
     true_rigid.dof_damping[:] = 0.0
     exact = inverse_torque(true_rigid, q, qd, qdd)
-    size = np.sqrt(np.mean(exact ** 2, axis=0))
+    size = np.sqrt(np.mean(exact**2, axis=0))
     error = {label: np.sqrt(np.mean((r - exact) ** 2, axis=0)) / size for label, r in rigid.items()}
     print("rigid-body error / its RMS:", np.round(error["identified"], 3), np.round(error["nominal"], 3))
     assert np.all(error["identified"] < 0.05), error
@@ -223,8 +259,10 @@ def test_physical_projection_and_welded_groups():
     mass, _, tensor, moved = physical_body(bad)
     values = np.linalg.eigvalsh(tensor)
     assert moved and values.min() >= 0.01 * values.max() - 1e-12 and values[2] <= values[0] + values[1]
-    xml = ('<mujoco><worldbody><body name="a"><joint name="ja" axis="0 0 1"/><geom size="0.1" mass="1"/>'
-           '<body name="b" pos="0 0 0.2"><geom size="0.05" mass="0.5"/></body></body></worldbody></mujoco>')
+    xml = (
+        '<mujoco><worldbody><body name="a"><joint name="ja" axis="0 0 1"/><geom size="0.1" mass="1"/>'
+        '<body name="b" pos="0 0 0.2"><geom size="0.05" mass="0.5"/></body></body></worldbody></mujoco>'
+    )
     model = mujoco.MjModel.from_xml_string(xml)
     spec = lambda *bodies: [type("P", (), {"kind": "body_mass", "target": b, "frozen": False})() for b in bodies]  # noqa: E731
     assert fitted_bodies(model, spec("a", "b")) == [model.body("a").id]

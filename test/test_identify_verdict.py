@@ -15,15 +15,18 @@ from dataclasses import replace
 
 import pytest
 import yaml
+from test_identify_arm import PHYSICS as ARM3
+from test_identify_arm import arm3_problem
+from test_identify_pendulum import TRUTH as PENDULUM_TRUTH
+from test_identify_pendulum import _problem, _record
 
+from support.synthetic import EFFORT_TOPIC as TOPIC
+from support.synthetic import arm3_tracking_record, write_effort_bag
 from sysid_ros.cli import main
 from sysid_ros.core.bags import save_npz
 from sysid_ros.core.identify import identify
-from support.synthetic import EFFORT_TOPIC as TOPIC, arm3_tracking_record, write_effort_bag
 from sysid_ros.core.signals import JointCommands
 from sysid_ros.core.sim import FeedbackNoise
-from test_identify_arm import PHYSICS as ARM3, arm3_problem
-from test_identify_pendulum import TRUTH as PENDULUM_TRUTH, _problem, _record
 
 pytestmark = pytest.mark.slow  # eight pendulum and two arm identifications: about 1 min on a quiet machine
 
@@ -165,11 +168,17 @@ def test_strict_cli_exits_1_on_suspect_and_writes_verdict_first(folder, tmp_path
     samples, commands = pendulum_record(1)
     data = save_npz(folder / "cli_flip.npz", samples, {TOPIC: damaged(commands, "flip")})
     problem = tmp_path / "problem.yaml"
-    doc = {"model": "pendulum", "joints": ["hinge"], "training": [str(data)], "noise": {"position_rad": 5e-4},
-           "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
-                          {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0,
-                           "max": 1.0}],
-           "optimizer": {"max_iters": 5}}  # the verdict needs no converged fit of a hopeless problem
+    doc = {
+        "model": "pendulum",
+        "joints": ["hinge"],
+        "training": [str(data)],
+        "noise": {"position_rad": 5e-4},
+        "parameters": [
+            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
+            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0},
+        ],
+        "optimizer": {"max_iters": 5},
+    }  # the verdict needs no converged fit of a hopeless problem
     problem.write_text(yaml.safe_dump(doc))
     assert main(["identify", str(problem), "--out", str(tmp_path / "lenient"), "--quiet"]) == 0
     assert main(["identify", str(problem), "--out", str(tmp_path / "strict"), "--quiet", "--strict"]) == 1

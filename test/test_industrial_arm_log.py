@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
-from industrial_arm import (CURRENT_RESOLUTION_A, DRIVE_GAIN_NM_PER_A, FRICTION, JOINTS, PAYLOAD_KG,
-                            loaded_and_unloaded)
+from industrial_arm import CURRENT_RESOLUTION_A, DRIVE_GAIN_NM_PER_A, FRICTION, JOINTS, PAYLOAD_KG, loaded_and_unloaded
 
 from sysid_ros.core.bags import read_joint_states
 from sysid_ros.core.files import model_path

@@ -9,10 +9,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # controller_manager_msgs/msg/ControllerState as ros2_control Jazzy (>= 4.28) defines it: names, types, order.
 JAZZY_CONTROLLER_STATE = {
-    "name": "string", "state": "string", "type": "string", "is_async": "boolean", "update_rate": "uint16",
-    "claimed_interfaces": "sequence<string>", "required_command_interfaces": "sequence<string>",
-    "required_state_interfaces": "sequence<string>", "is_chainable": "boolean", "is_chained": "boolean",
-    "exported_state_interfaces": "sequence<string>", "reference_interfaces": "sequence<string>",
+    "name": "string",
+    "state": "string",
+    "type": "string",
+    "is_async": "boolean",
+    "update_rate": "uint16",
+    "claimed_interfaces": "sequence<string>",
+    "required_command_interfaces": "sequence<string>",
+    "required_state_interfaces": "sequence<string>",
+    "is_chainable": "boolean",
+    "is_chained": "boolean",
+    "exported_state_interfaces": "sequence<string>",
+    "reference_interfaces": "sequence<string>",
     "chain_connections": "sequence<controller_manager_msgs/ChainConnection>",
 }
 
@@ -23,11 +31,14 @@ def test_list_controllers_has_the_jazzy_layout():
 
     fields = ControllerState.get_fields_and_field_types()
     assert list(fields.items()) == list(JAZZY_CONTROLLER_STATE.items())
-    assert ChainConnection.get_fields_and_field_types() == {"name": "string",
-                                                            "reference_interfaces": "sequence<string>"}
+    assert ChainConnection.get_fields_and_field_types() == {
+        "name": "string",
+        "reference_interfaces": "sequence<string>",
+    }
     assert ListControllers.Request.get_fields_and_field_types() == {}
     assert ListControllers.Response.get_fields_and_field_types() == {
-        "controller": "sequence<controller_manager_msgs/ControllerState>"}
+        "controller": "sequence<controller_manager_msgs/ControllerState>"
+    }
 
 
 def test_actions_carry_feedback_and_results():

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.synthetic import multisine, record_effort
 from sysid_ros.core.bags import save_npz
 from sysid_ros.core.identify import identify, problem_from_dict
-from support.synthetic import multisine, record_effort
 from sysid_ros.core.linear import fit_pendulum
 from sysid_ros.core.signals import savgol_derivatives
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
@@ -49,33 +49,51 @@ def record(seed: int, seconds: float = 10.0):
     return record_effort(robot, lambda ts: [u[int(round(ts / DT_S))]], seconds)
 
 
-def regression_interval(seed: int, filter_window_s: float = 0.2, polyorder: int = 4, filter_torque: bool = True
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def regression_interval(
+    seed: int, filter_window_s: float = 0.2, polyorder: int = 4, filter_torque: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values, 95 % half-widths, flagged: a whole-fit or this parameter's warning) of the regression on one draw."""
     samples, commands = record(seed)
     tau = commands.held_at(samples.time_ns)[:, 0]
-    fit = fit_pendulum(savgol_derivatives(samples.position[:, 0], DT_S, filter_window_s, polyorder), tau,
-                       length_m=LENGTH_M, rotor_inertia_kg_m2=ROTOR_KG_M2, filter_torque=filter_torque).fit
+    fit = fit_pendulum(
+        savgol_derivatives(samples.position[:, 0], DT_S, filter_window_s, polyorder),
+        tau,
+        length_m=LENGTH_M,
+        rotor_inertia_kg_m2=ROTOR_KG_M2,
+        filter_torque=filter_torque,
+    ).fit
     flagged = np.array([bool(fit.warnings) or name in fit.parameter_warnings for name in fit.names])
     return fit.values.copy(), fit.half_width_95.copy(), flagged
 
 
-def pipeline_interval(seed: int, folder: Path, initial_state: str = "estimate", start_noise: str = "weight"
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def pipeline_interval(
+    seed: int, folder: Path, initial_state: str = "estimate", start_noise: str = "weight"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(values, 95 % half-widths, identifiable, widening over the library's half-widths) of `identify`."""
     samples, commands = record(seed)
     path = save_npz(Path(folder) / f"seed{seed}.npz", samples, {TOPIC: commands})
-    doc = {"model": "pendulum", "joints": ["hinge"], "training": [str(path)], "noise": {"position_rad": NOISE_RAD},
-           "initial_state": initial_state, "start_noise": start_noise, "parameters": [
-               {"name": "mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
-               {"name": "damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
-               {"name": "friction", "kind": "joint_frictionloss", "joint": "hinge", "min": 0.0, "max": 1.0,
-                "start": 0.02}]}
+    doc = {
+        "model": "pendulum",
+        "joints": ["hinge"],
+        "training": [str(path)],
+        "noise": {"position_rad": NOISE_RAD},
+        "initial_state": initial_state,
+        "start_noise": start_noise,
+        "parameters": [
+            {"name": "mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
+            {"name": "damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
+            {"name": "friction", "kind": "joint_frictionloss", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
+        ],
+    }
     result = identify(problem_from_dict(doc))
     by_name = {p.name: p for p in result.parameters}
     widening = result.metrics.get("start_state_widening", {})
-    return (np.array([by_name[n].value[0] for n in NAMES]), np.array([by_name[n].half_width_95[0] for n in NAMES]),
-            np.array([by_name[n].identifiable for n in NAMES]), np.array([widening.get(n, [1.0])[0] for n in NAMES]))
+    return (
+        np.array([by_name[n].value[0] for n in NAMES]),
+        np.array([by_name[n].half_width_95[0] for n in NAMES]),
+        np.array([by_name[n].identifiable for n in NAMES]),
+        np.array([widening.get(n, [1.0])[0] for n in NAMES]),
+    )
 
 
 def covered(values: np.ndarray, half: np.ndarray) -> np.ndarray:
@@ -119,8 +137,10 @@ def test_pipeline_intervals_cover_the_truth(pipeline):
 @pytest.fixture(scope="module")
 def pipeline_measured(tmp_path_factory):
     folder = tmp_path_factory.mktemp("coverage_measured")
-    out = {mode: [pipeline_interval(s, folder, "measured", mode) for s in PIPELINE_SEEDS]
-           for mode in ("propagate", "weight")}
+    out = {
+        mode: [pipeline_interval(s, folder, "measured", mode) for s in PIPELINE_SEEDS]
+        for mode in ("propagate", "weight")
+    }
     return {mode: tuple(np.array([o[k] for o in rows]) for k in range(4)) for mode, rows in out.items()}
 
 
@@ -193,8 +213,13 @@ def test_filtering_both_sides_removes_the_derivative_filter_bias():
     tau = commands.held_at(s.time_ns)[:, 0]
     rel = {}
     for filter_window_s, filter_torque in ((0.2, False), (0.1, False), (0.2, True), (0.1, True)):
-        fit = fit_pendulum(savgol_derivatives(s.position[:, 0], DT_S, filter_window_s, 4), tau, length_m=LENGTH_M,
-                           rotor_inertia_kg_m2=ROTOR_KG_M2, filter_torque=filter_torque).fit
+        fit = fit_pendulum(
+            savgol_derivatives(s.position[:, 0], DT_S, filter_window_s, 4),
+            tau,
+            length_m=LENGTH_M,
+            rotor_inertia_kg_m2=ROTOR_KG_M2,
+            filter_torque=filter_torque,
+        ).fit
         rel[filter_window_s, filter_torque] = fit.values / TRUTH - 1
     # measured, torque unfiltered: mass +0.50 % (0.2 s) and +0.05 % (0.1 s): no noise, so only the filter
     assert rel[0.2, False][0] > 2e-3 and abs(rel[0.1, False][0]) < 0.4 * rel[0.2, False][0], rel

@@ -23,8 +23,7 @@ import pytest
 import rclpy
 from rclpy.node import Node as RclpyNode
 
-from sysid_ros.core.files import share_dir
-from sysid_ros.core.files import load_ros_parameters
+from sysid_ros.core.files import load_ros_parameters, share_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
@@ -75,8 +74,11 @@ def _install_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
     # The package's share folder as the installed package would resolve it (source tree in development).
     import ament_index_python.packages as packages
 
-    monkeypatch.setattr(packages, "get_package_share_directory",
-                        lambda name: str(share_dir()) if name == "sysid_ros" else pytest.fail(f"package {name}"))
+    monkeypatch.setattr(
+        packages,
+        "get_package_share_directory",
+        lambda name: str(share_dir()) if name == "sysid_ros" else pytest.fail(f"package {name}"),
+    )
 
 
 def _nodes(launch_file: Path, arguments: dict[str, str]) -> list[_Node]:
@@ -121,8 +123,11 @@ def _parameters(node: _Node) -> dict[str, Any]:
 def _declared(entry_point: str, values: dict[str, Any]) -> set[str]:
     module_name = entry_point.split(":")[0]
     module = importlib.import_module(module_name)
-    classes = [c for _, c in inspect.getmembers(module, inspect.isclass)
-               if issubclass(c, RclpyNode) and c.__module__ == module_name]
+    classes = [
+        c
+        for _, c in inspect.getmembers(module, inspect.isclass)
+        if issubclass(c, RclpyNode) and c.__module__ == module_name
+    ]
     assert len(classes) == 1, f"{module_name} should define one node class"
     from rclpy.parameter import Parameter
 
@@ -141,15 +146,19 @@ def _declared(entry_point: str, values: dict[str, Any]) -> set[str]:
 PROBLEM = str(ROOT / "config" / "identify_pendulum.yaml")
 ROBOT = {"namespace": "r1", "robot": "left_arm"}  # every launch file places a robot's stack
 UP = {**ROBOT, "autostart": "true"}  # and brings it up with a lifecycle_manager
-VARIANTS = {"sim_robot.launch.py": ({}, {"model": "arm3"}, ROBOT),
-            "record.launch.py": ({}, {"sim": "true", **ROBOT}, ROBOT, UP, {"sim": "true", **UP}),
-            "identify.launch.py": ({"problem_file": PROBLEM},
-                                   {"problem_file": PROBLEM, "training_bags": "/a/bag1 /a/bag2"},
-                                   {"problem_file": PROBLEM, **ROBOT}, {"problem_file": PROBLEM, **UP}),
-            "tune.launch.py": ({}, {"sim": "true"}, {"sim": "true", "model": "arm3", **ROBOT}, ROBOT,
-                               {"sim": "true", **UP}),
-            "online.launch.py": ({}, ROBOT, UP),
-            "fleet.launch.py": ({"robots": "r1,r2,r3", "sim": "true"}, {"robots": "r4"})}
+VARIANTS = {
+    "sim_robot.launch.py": ({}, {"model": "arm3"}, ROBOT),
+    "record.launch.py": ({}, {"sim": "true", **ROBOT}, ROBOT, UP, {"sim": "true", **UP}),
+    "identify.launch.py": (
+        {"problem_file": PROBLEM},
+        {"problem_file": PROBLEM, "training_bags": "/a/bag1 /a/bag2"},
+        {"problem_file": PROBLEM, **ROBOT},
+        {"problem_file": PROBLEM, **UP},
+    ),
+    "tune.launch.py": ({}, {"sim": "true"}, {"sim": "true", "model": "arm3", **ROBOT}, ROBOT, {"sim": "true", **UP}),
+    "online.launch.py": ({}, ROBOT, UP),
+    "fleet.launch.py": ({"robots": "r1,r2,r3", "sim": "true"}, {"robots": "r4"}),
+}
 CASES = [(f, args) for f in LAUNCH_FILES for args in VARIANTS.get(f.name, ({},))]
 
 

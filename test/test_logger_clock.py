@@ -15,10 +15,9 @@ import sys
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags import regularize, repeated_rows
-from sysid_ros.core.bags import inspect_bag
-from sysid_ros.core.identify import identify, problem_from_dict
 from support.synthetic import EPOCH_NS, as_real_logger, multisine, record_effort, write_effort_bag
+from sysid_ros.core.bags import inspect_bag, regularize, repeated_rows
+from sysid_ros.core.identify import identify, problem_from_dict
 from sysid_ros.core.signals import JointCommands, JointSamples
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
@@ -28,8 +27,15 @@ SECONDS = 8.0
 
 def _device_log() -> JointSamples:
     """The robot's own 1 kHz feedback (0.5 mrad, 5 mrad/s noise), effort commanded at 500 Hz."""
-    robot = SimRobot("pendulum", physics=PHYSICS, noise=FeedbackNoise(position_rad=5e-4, velocity_rad_s=5e-3),
-                     seed=1, start_time_ns=EPOCH_NS, physics_dt_s=0.001, publish_rate_hz=1000.0)
+    robot = SimRobot(
+        "pendulum",
+        physics=PHYSICS,
+        noise=FeedbackNoise(position_rad=5e-4, velocity_rad_s=5e-3),
+        seed=1,
+        start_time_ns=EPOCH_NS,
+        physics_dt_s=0.001,
+        publish_rate_hz=1000.0,
+    )
     t = np.arange(0, SECONDS + 1e-9, 0.002)
     u = multisine(t, [0.2, 0.7, 1.3, 2.1, 3.0], 2.5, seed=1)
     samples, _ = record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], SECONDS)
@@ -37,18 +43,40 @@ def _device_log() -> JointSamples:
 
 
 def _bag(path, samples: JointSamples):
-    return write_effort_bag(path, samples, JointCommands(samples.joint_names, samples.time_ns, samples.effort, "effort"))
+    return write_effort_bag(
+        path, samples, JointCommands(samples.joint_names, samples.time_ns, samples.effort, "effort")
+    )
 
 
 def _problem(path):
-    return problem_from_dict({
-        "model": "pendulum", "joints": ["hinge"], "training": [{"path": str(path), "control": "effort"}],
-        "noise": {"position_rad": 5e-4}, "segment_s": 0.25,
-        "parameters": [
-            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
-            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
-            {"name": "hinge_frictionloss", "kind": "joint_frictionloss", "joint": "hinge", "min": 0.0, "max": 1.0,
-             "start": 0.02}]})
+    return problem_from_dict(
+        {
+            "model": "pendulum",
+            "joints": ["hinge"],
+            "training": [{"path": str(path), "control": "effort"}],
+            "noise": {"position_rad": 5e-4},
+            "segment_s": 0.25,
+            "parameters": [
+                {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
+                {
+                    "name": "hinge_damping",
+                    "kind": "joint_damping",
+                    "joint": "hinge",
+                    "min": 0.0,
+                    "max": 1.0,
+                    "start": 0.02,
+                },
+                {
+                    "name": "hinge_frictionloss",
+                    "kind": "joint_frictionloss",
+                    "joint": "hinge",
+                    "min": 0.0,
+                    "max": 1.0,
+                    "start": 0.02,
+                },
+            ],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +85,21 @@ def logs(tmp_path_factory):
     device = _device_log()
     logged = as_real_logger(device, seed=5)
     bag = _bag(d / "bag", logged)
-    run = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "convert", str(bag), "--out", str(d / "log.npz")],
-                         capture_output=True, text=True, timeout=120)  # the issue's second route: bag -> .npz
+    run = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "convert", str(bag), "--out", str(d / "log.npz")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # the issue's second route: bag -> .npz
     assert run.returncode == 0, run.stderr
-    return {"device": device, "logged": logged, "clean_bag": _bag(d / "clean", device), "bag": bag,
-            "npz": d / "log.npz", "dir": d}
+    return {
+        "device": device,
+        "logged": logged,
+        "clean_bag": _bag(d / "clean", device),
+        "bag": bag,
+        "npz": d / "log.npz",
+        "dir": d,
+    }
 
 
 def test_the_log_looks_like_a_real_logger(logs):
@@ -89,8 +127,13 @@ def test_device_clock_recovered_exactly(logs):
 
 def test_steady_clock_left_alone_even_when_rows_repeat(logs):
     device = logs["device"].slice(0, 500)
-    still = JointSamples(device.joint_names, device.time_ns, np.zeros_like(device.position),
-                         np.zeros_like(device.velocity), np.zeros_like(device.effort))
+    still = JointSamples(
+        device.joint_names,
+        device.time_ns,
+        np.zeros_like(device.position),
+        np.zeros_like(device.velocity),
+        np.zeros_like(device.effort),
+    )
     for samples in (device, still):
         out, fix = regularize(samples)
         assert out is samples and fix.kind == "uniform" and fix.repeated_rows == 0
@@ -145,10 +188,17 @@ parameters:
 - {{name: pole_mass, kind: body_mass, body: pole, min: 0.2, max: 5.0, start: 1.0}}
 - {{name: hinge_damping, kind: joint_damping, joint: hinge, min: 0.0, max: 1.0, start: 0.02}}
 """)
-    run = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out",
-                          str(tmp_path / "out"), "--quiet"], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(tmp_path / "out"), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr + run.stdout
-    assert re.search(r"no device clock in the data: resampled onto a uniform [0-9.]+ ms grid \(positions by a "
-                     r"cubic spline", run.stdout + run.stderr)
+    assert re.search(
+        r"no device clock in the data: resampled onto a uniform [0-9.]+ ms grid \(positions by a "
+        r"cubic spline",
+        run.stdout + run.stderr,
+    )
     assert "verdict: suspect" in run.stdout + run.stderr

@@ -35,13 +35,19 @@ def make(cls, context, **values):
 
 
 def refused(node, **values) -> list[str]:
-    return [r.reason for r in node.set_parameters([Parameter(k, value=v) for k, v in values.items()])
-            if not r.successful]
+    return [
+        r.reason for r in node.set_parameters([Parameter(k, value=v) for k, v in values.items()]) if not r.successful
+    ]
 
 
 def test_servo_tuner_refuses_a_guard_that_guards_nothing(context, tmp_path):
-    base = {"joints": ["hinge"], "model": "pendulum", "controller_timeout_s": 0.5, "output_dir": str(tmp_path),
-            **TUNE_ENVELOPE}
+    base = {
+        "joints": ["hinge"],
+        "model": "pendulum",
+        "controller_timeout_s": 0.5,
+        "output_dir": str(tmp_path),
+        **TUNE_ENVELOPE,
+    }
     tuner = make(ServoTunerNode, context, **base)
     # at set time: NaN and negative guards, a negative or NaN rate (issue 27: all were accepted)
     assert len(refused(tuner, **{"guard.p_max": math.nan})) == 1
@@ -52,8 +58,9 @@ def test_servo_tuner_refuses_a_guard_that_guards_nothing(context, tmp_path):
     assert tuner.get_parameter("guard.p_max").value == 1e5  # unchanged
     tuner.destroy_node()
     # at start-up: the node comes up (never a crash), and configure fails naming each bad value
-    bad = make(ServoTunerNode, context, **{**base, "guard.p_max": math.nan, "guard.d_max": -1.0,
-                                           "command_rate_hz": math.nan})
+    bad = make(
+        ServoTunerNode, context, **{**base, "guard.p_max": math.nan, "guard.d_max": -1.0, "command_rate_hz": math.nan}
+    )
     assert bad.trigger_configure() == TransitionCallbackReturn.FAILURE
     with pytest.raises(ValueError) as why:
         bad.parameters.check()
@@ -87,8 +94,10 @@ def test_other_nodes_start_up_values_are_checked(context):
     assert "horizon_s must be in" in str(pytest.raises(ValueError, estimator.parameters.check).value)
     renamed = make(OnlineEstimatorNode, context, window_s=2.0)  # the old name: refused, naming the new one
     assert renamed.trigger_configure() == TransitionCallbackReturn.FAILURE
-    assert str(pytest.raises(ValueError, renamed.parameters.check).value) == \
-        "start-up value refused: window_s is renamed horizon_s"
+    assert (
+        str(pytest.raises(ValueError, renamed.parameters.check).value)
+        == "start-up value refused: window_s is renamed horizon_s"
+    )
     renamed.destroy_node()
     identifier = make(IdentifierNode, context, control="torque")
     assert "control must be one of" in str(pytest.raises(ValueError, identifier.parameters.check).value)

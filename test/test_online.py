@@ -15,10 +15,20 @@ import pytest
 
 from sysid_ros.core.errors import ConfigError, DataError
 from sysid_ros.core.gains import PidGains
-from sysid_ros.core.online import (DISCARDED, ChangeDetected, Estimate, ExcitationRecovered, ExcitationRequest,
-    OnlineConfig, OnlineEstimator, ParameterChange, joint_window_model, pendulum_config, pendulum_window_model)
-from sysid_ros.core.signals import JointSamples
-from sysid_ros.core.signals import Trajectory
+from sysid_ros.core.online import (
+    DISCARDED,
+    ChangeDetected,
+    Estimate,
+    ExcitationRecovered,
+    ExcitationRequest,
+    OnlineConfig,
+    OnlineEstimator,
+    ParameterChange,
+    joint_window_model,
+    pendulum_config,
+    pendulum_window_model,
+)
+from sysid_ros.core.signals import JointSamples, Trajectory
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 LENGTH_M, ROTOR_KG_M2 = 0.5, 1e-4
@@ -31,8 +41,9 @@ def config(**settings: object) -> OnlineConfig:
     return pendulum_config("hinge", LENGTH_M, ROTOR_KG_M2, **settings)
 
 
-def multisine_reference(duration_s: float, seed: int, amplitude_rad: float = 0.12,
-                        step_s: float = 0.02) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def multisine_reference(
+    duration_s: float, seed: int, amplitude_rad: float = 0.12, step_s: float = 0.02
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(times, positions, velocities) of a five-sine reference starting at 0 (peak about 2.5 x amplitude)."""
     rng = np.random.default_rng(seed + 100)
     freqs, phases = rng.uniform(0.2, 1.5, 5), rng.uniform(0, 2 * np.pi, 5)
@@ -42,8 +53,13 @@ def multisine_reference(duration_s: float, seed: int, amplitude_rad: float = 0.1
     return t, pos - pos[0], vel
 
 
-def tracking_record(duration_s: float, changes: tuple[tuple[float, str, float], ...] = (), seed: int = 0,
-                    hold_from_s: float | None = None, resume_at_s: float | None = None) -> JointSamples:
+def tracking_record(
+    duration_s: float,
+    changes: tuple[tuple[float, str, float], ...] = (),
+    seed: int = 0,
+    hold_from_s: float | None = None,
+    resume_at_s: float | None = None,
+) -> JointSamples:
     """SimRobot's pendulum under PD tracking.
 
     `changes` are (time s, SimRobot physical parameter, value), e.g. (15.0, "pole.mass", 1.8); between
@@ -65,8 +81,14 @@ def tracking_record(duration_s: float, changes: tuple[tuple[float, str, float], 
         if resume_at_s is not None and t_ns == int(resume_at_s * S):
             robot.follow(Trajectory(("hinge",), t_ns, times + 0.02, pos[:, None] + robot.position, vel[:, None]))
         feedback += robot.advance(t_ns + step_ns - 1)
-    return JointSamples(("hinge",), np.array([f.time_ns for f in feedback]), np.array([f.position for f in feedback]),
-                        None, np.array([f.effort for f in feedback]), source="SimRobot pendulum")
+    return JointSamples(
+        ("hinge",),
+        np.array([f.time_ns for f in feedback]),
+        np.array([f.position for f in feedback]),
+        None,
+        np.array([f.effort for f in feedback]),
+        source="SimRobot pendulum",
+    )
 
 
 @lru_cache(maxsize=1)
@@ -74,8 +96,7 @@ def two_changes() -> JointSamples:
     return tracking_record(45.0, tuple((t, "pole.mass", m) for t, m in CHANGES))
 
 
-def run(estimator: OnlineEstimator, samples: JointSamples, chunk: int = 50
-        ) -> tuple[list, np.ndarray, np.ndarray]:
+def run(estimator: OnlineEstimator, samples: JointSamples, chunk: int = 50) -> tuple[list, np.ndarray, np.ndarray]:
     """Feed `samples` in chunks; (events, times s, estimates after each chunk (rows x parameters))."""
     events, times, values = [], [], []
     for k in range(0, len(samples), chunk):
@@ -86,8 +107,9 @@ def run(estimator: OnlineEstimator, samples: JointSamples, chunk: int = 50
     return events, np.array(times), np.array(values)
 
 
-def settle_time_s(times: np.ndarray, mass: np.ndarray, truth: float, start_s: float, end_s: float,
-                  tolerance: float = 0.02) -> float:
+def settle_time_s(
+    times: np.ndarray, mass: np.ndarray, truth: float, start_s: float, end_s: float, tolerance: float = 0.02
+) -> float:
     """Time after `start_s` from which the estimate stays within `tolerance` of `truth` until `end_s`."""
     sel = (times > start_s) & (times <= end_s)
     bad = np.flatnonzero(np.abs(mass[sel] / truth - 1) >= tolerance)
@@ -232,9 +254,13 @@ def test_a_joint_model_follows_a_damping_change() -> None:
     """Seed 004's joint model (inertia, viscous, Coulomb, gravity) on the same pendulum; damping 0.08 -> 0.4."""
     samples = tracking_record(30.0, ((12.0, "hinge.damping", 0.4),), seed=2)
     terms = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm")
-    cfg = OnlineConfig("hinge", joint_window_model(terms, {"viscous_nm_s_rad": 0.05, "coulomb_nm": 0.05}),
-                       precision={"viscous_nm_s_rad": 0.2, "coulomb_nm": 0.25},
-                       change_threshold={"viscous_nm_s_rad": 0.5, "coulomb_nm": 0.5}, request_for=("inertia_kg_m2",))
+    cfg = OnlineConfig(
+        "hinge",
+        joint_window_model(terms, {"viscous_nm_s_rad": 0.05, "coulomb_nm": 0.05}),
+        precision={"viscous_nm_s_rad": 0.2, "coulomb_nm": 0.25},
+        change_threshold={"viscous_nm_s_rad": 0.5, "coulomb_nm": 0.5},
+        request_for=("inertia_kg_m2",),
+    )
     est = OnlineEstimator(cfg)
     events, times, values = run(est, samples)
     before = values[(times > 8.0) & (times <= 12.0)]
@@ -263,16 +289,26 @@ def test_free_motion_is_not_a_change_to_zero():
     from sysid_ros.core.signals import JointSamples
     from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
-    robot = SimRobot("pendulum", noise=FeedbackNoise(position_rad=5e-4), initial_positions=[0.6],
-                     physics={"pole.mass": 1.3, "hinge.damping": 0.02, "hinge.frictionloss": 0.0})
+    robot = SimRobot(
+        "pendulum",
+        noise=FeedbackNoise(position_rad=5e-4),
+        initial_positions=[0.6],
+        physics={"pole.mass": 1.3, "hinge.damping": 0.02, "hinge.frictionloss": 0.0},
+    )
     robot.command("effort", [0.0])
     estimator = OnlineEstimator(pendulum_config("hinge", 0.5, 1e-4, initial={"mass_kg": 1.3}))
     events = []
     for _ in range(40):  # 10 s of free swinging, fast all along
         fb = robot.advance(robot.time_ns + 250_000_000)
-        events += estimator.update(JointSamples(("hinge",), np.array([f.time_ns for f in fb]),
-                                                np.array([f.position for f in fb]), None,
-                                                np.array([f.effort for f in fb])))
+        events += estimator.update(
+            JointSamples(
+                ("hinge",),
+                np.array([f.time_ns for f in fb]),
+                np.array([f.position for f in fb]),
+                None,
+                np.array([f.effort for f in fb]),
+            )
+        )
     assert not [e for e in events if type(e).__name__ in ("ChangeDetected", "ParameterChange")]
     assert estimator.estimate.value("mass_kg") == 1.3
     assert "free motion" in estimator.last_window.note

@@ -24,8 +24,11 @@ def play_seed(client, diagnostics, seed: int) -> None:
 def test_follows_two_payload_changes_and_asks_for_excitation(nodes, client, tmp_path):
     nodes("sim_robot", "sim_robot", SIM)
     nodes("tape_recorder", "tape_recorder", {**RECORDER, "output_dir": str(tmp_path / "bags")})
-    nodes("online_estimator", "online_estimator", {"joint": "hinge", "length_m": 0.5, "rotor_inertia_kg_m2": 1e-4,
-                                                   "request_excitation": True})
+    nodes(
+        "online_estimator",
+        "online_estimator",
+        {"joint": "hinge", "length_m": 0.5, "rotor_inertia_kg_m2": 1e-4, "request_excitation": True},
+    )
     diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
     estimates = client.collect(DiagnosticArray, "/online_estimator/estimate", 1000)
     arrays = client.collect(Float64MultiArray, "/online_estimator/estimate_array", 1000)
@@ -55,7 +58,9 @@ def test_follows_two_payload_changes_and_asks_for_excitation(nodes, client, tmp_
     play_seed(client, diagnostics, seed=2)
     kinds = [yaml.safe_load(e.data) for e in events]
     assert any(k["type"] == "ChangeDetected" and "mass_kg" in k["parameters"] for k in kinds), (
-        kinds, [kv for kv in estimates[-1].status[0].values])
+        kinds,
+        [kv for kv in estimates[-1].status[0].values],
+    )
     value, weight = mass()
     assert value == pytest.approx(1.8, rel=0.02) and weight > 1.0, (value, weight)
 
@@ -73,5 +78,9 @@ def test_follows_two_payload_changes_and_asks_for_excitation(nodes, client, tmp_
     before = requests()
     wait_for(lambda: requests() > before, what="an excitation request")
     assert mass()[0] == pytest.approx(value, rel=1e-9)  # the estimate was held while nothing was excited
-    wait_for(lambda: any(s.name == "/tape_recorder" and s.message.startswith("playing")
-                         for a in diagnostics[seen:] for s in a.status), what="the recorder to play")
+    wait_for(
+        lambda: any(
+            s.name == "/tape_recorder" and s.message.startswith("playing") for a in diagnostics[seen:] for s in a.status
+        ),
+        what="the recorder to play",
+    )

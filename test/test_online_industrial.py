@@ -16,14 +16,31 @@ from functools import lru_cache
 import mujoco
 import numpy as np
 import pytest
+from industrial_arm import (
+    FRICTION,
+    JOINTS,
+    LINKS,
+    MODEL,
+    PAYLOAD_KG,
+    TRUE_DAMPING_NM_S_RAD,
+    TRUE_LINK_MASS_KG,
+    loaded_and_unloaded,
+    write_joint_states_bag,
+)
 
-from industrial_arm import (FRICTION, JOINTS, LINKS, MODEL, PAYLOAD_KG, TRUE_DAMPING_NM_S_RAD, TRUE_LINK_MASS_KG,
-                            loaded_and_unloaded, write_joint_states_bag)
 from sysid_ros.cli import main
 from sysid_ros.core.files import load_spec
-from sysid_ros.core.online import ChangeDetected, OnlineEstimator, ParameterChange, payload_config
-from sysid_ros.core.online import WITH_INERTIA, load_model, payload_inertia, physical_payload
-from sysid_ros.core.online import on_uniform_grid
+from sysid_ros.core.online import (
+    WITH_INERTIA,
+    ChangeDetected,
+    OnlineEstimator,
+    ParameterChange,
+    load_model,
+    on_uniform_grid,
+    payload_config,
+    payload_inertia,
+    physical_payload,
+)
 
 SECONDS = 20.0
 # what a whole-arm identification of the unloaded run leaves (measured by arm23 on these logs: link masses within
@@ -136,8 +153,10 @@ def test_replay_of_the_industrial_bags(industrial, tmp_path, capsys) -> None:
     keep = np.setdiff1d(np.arange(len(clean)), log.garbage_rows)  # the bag reader refuses the NaN row today
     from sysid_ros.core.signals import JointSamples
 
-    bag = write_joint_states_bag(tmp_path / "unloaded", JointSamples(
-        JOINTS, clean.time_ns[keep], clean.position[keep], clean.velocity[keep], clean.effort[keep]))
+    bag = write_joint_states_bag(
+        tmp_path / "unloaded",
+        JointSamples(JOINTS, clean.time_ns[keep], clean.position[keep], clean.velocity[keep], clean.effort[keep]),
+    )
     assert main(["online", str(bag), "--model", arm, "--body", "payload"]) == 0
     printed = capsys.readouterr().out
     assert " 0 events" in printed and "final estimate: mass_kg=" in printed and "nan" not in printed
@@ -161,8 +180,9 @@ def test_a_pendulum_and_a_planar_arm_estimate_what_they_can(tmp_path, capsys) ->
     # bad input: efforts that are never finite are refused (one line, exit 2)
     from sysid_ros.core.signals import JointSamples
 
-    dead = JointSamples(samples.joint_names, samples.time_ns, samples.position, samples.velocity,
-                        np.full_like(samples.effort, np.nan))
+    dead = JointSamples(
+        samples.joint_names, samples.time_ns, samples.position, samples.velocity, np.full_like(samples.effort, np.nan)
+    )
     bag = write_effort_bag(tmp_path / "nan_effort", dead, commands)
     assert main(["online", str(bag), "--model", "pendulum"]) == 2
     err = capsys.readouterr().err

@@ -4,7 +4,8 @@ tape_recorder plays and records; a 1.5 kg payload is attached, then removed (`ph
 The estimator node follows the payload (the arm model without it, the residual detector on) and publishes
 its events, the accepted payload on a latched topic and as read-only parameters; `sysid-ros online` on the
 recorded bag gives the same changes. Simulated time at quarter speed: 2 shared cores run the robot, the
-recorder, the estimator and the test (at half speed, a load average of 30 made the estimator drop samples). Skipped without pybullet.
+recorder, the estimator and the test (at half speed, a load average of 30 made the estimator drop samples). Skipped
+without pybullet.
 """
 
 from __future__ import annotations
@@ -16,20 +17,20 @@ import yaml
 
 pytest.importorskip("pybullet_data")
 
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from geometry_msgs.msg import InertiaStamped  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import InertiaStamped
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
+from test_online_payload import AMPLITUDE_RAD, GAINS, NOISE, PAYLOAD, POSE_RAD, models
 
-from sysid_ros.cli import main  # noqa: E402
-from sysid_ros.core import tapes  # noqa: E402
-from sysid_ros.core.tapes import Envelope  # noqa: E402
-from sysid_ros.core.identify import IIWA_JOINTS, IIWA_TORQUE_LIMITS_NM  # noqa: E402
-from sysid_ros.core.online import FIRST_MOMENTS  # noqa: E402
-from sysid_ros.demo import activate  # noqa: E402
-from sysid_ros.ros.client import request_play, wait_for  # noqa: E402
-from sysid_ros.nodes.online_estimator import PAYLOAD_QOS  # noqa: E402
-from test_online_payload import AMPLITUDE_RAD, GAINS, NOISE, PAYLOAD, POSE_RAD, models  # noqa: E402
+from sysid_ros.cli import main
+from sysid_ros.core import tapes
+from sysid_ros.core.identify import IIWA_JOINTS, IIWA_TORQUE_LIMITS_NM
+from sysid_ros.core.online import FIRST_MOMENTS
+from sysid_ros.core.tapes import Envelope
+from sysid_ros.demo import activate
+from sysid_ros.nodes.online_estimator import PAYLOAD_QOS
+from sysid_ros.ros.client import request_play, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -38,31 +39,52 @@ TAPE_S = 16.0  # motion between the 1 s tapers: 1.5 s to 15.5 s of the tape; the
 
 
 def robot_params(model: str) -> dict:
-    params = {"model": model, "use_sim_time": True, "real_time_factor": 0.25, "forward_interface": "position",
-              "noise.position_rad": NOISE.position_rad, "noise.velocity_rad_s": NOISE.velocity_rad_s,
-              "initial_positions": [float(x) for x in POSE_RAD], "physics.payload.mass": 0.0,
-              "gain_guard.p_max": 1000.0, "gain_guard.d_max": 100.0}
+    params = {
+        "model": model,
+        "use_sim_time": True,
+        "real_time_factor": 0.25,
+        "forward_interface": "position",
+        "noise.position_rad": NOISE.position_rad,
+        "noise.velocity_rad_s": NOISE.velocity_rad_s,
+        "initial_positions": [float(x) for x in POSE_RAD],
+        "physics.payload.mass": 0.0,
+        "gain_guard.p_max": 1000.0,
+        "gain_guard.d_max": 100.0,
+    }
     for joint, gains in GAINS.items():
         params.update({f"gains.{joint}.p": float(gains.p), f"gains.{joint}.d": float(gains.d)})
     return params
 
 
 def recorder_params(tape_file: str, output_dir: str) -> dict:
-    params = {"joints": list(IIWA_JOINTS), "command_mode": "trajectory", "command_rate_hz": 500.0,
-              "tape.file": tape_file, "output_dir": output_dir, "safety.stale_after_s": 5.0,
-              "trajectory_lead_s": 2.0}  # robot seconds: a loaded machine delivered 0.5 s late
+    params = {
+        "joints": list(IIWA_JOINTS),
+        "command_mode": "trajectory",
+        "command_rate_hz": 500.0,
+        "tape.file": tape_file,
+        "output_dir": output_dir,
+        "safety.stale_after_s": 5.0,
+        "trajectory_lead_s": 2.0,
+    }  # robot seconds: a loaded machine delivered 0.5 s late
     # the tape spans AMPLITUDE_RAD; the envelope leaves room for the tracking error (a 1.5 kg payload on
     # P-D drives without integral action sags joint 4 beyond a travel equal to the tape's: "envelope breach")
     for joint, (origin, travel, torque) in zip(IIWA_JOINTS, zip(POSE_RAD, AMPLITUDE_RAD, IIWA_TORQUE_LIMITS_NM)):
-        params.update({f"envelope.{joint}.origin_rad": float(origin),
-                       f"envelope.{joint}.travel_rad": float(travel) + 0.3,
-                       f"envelope.{joint}.max_speed_rad_s": 4.0, f"envelope.{joint}.max_torque_nm": torque})
+        params.update(
+            {
+                f"envelope.{joint}.origin_rad": float(origin),
+                f"envelope.{joint}.travel_rad": float(travel) + 0.3,
+                f"envelope.{joint}.max_speed_rad_s": 4.0,
+                f"envelope.{joint}.max_torque_nm": torque,
+            }
+        )
     return params
 
 
 def multisine_tape(path) -> str:
-    envelopes = {j: Envelope(float(o), float(t), 4.0, lim)
-                 for j, o, t, lim in zip(IIWA_JOINTS, POSE_RAD, AMPLITUDE_RAD, IIWA_TORQUE_LIMITS_NM)}
+    envelopes = {
+        j: Envelope(float(o), float(t), 4.0, lim)
+        for j, o, t, lim in zip(IIWA_JOINTS, POSE_RAD, AMPLITUDE_RAD, IIWA_TORQUE_LIMITS_NM)
+    }
     tape = tapes.build("multisine", envelopes, 500.0, seed=3, band_hz=(0.2, 1.5), duration_s=TAPE_S)
     path.write_text(yaml.safe_dump(json.loads(json.dumps(tape.to_dict(), default=float))))  # numpy scalars as floats
     return str(path)
@@ -71,8 +93,11 @@ def multisine_tape(path) -> str:
 def test_arm_payload_attached_and_removed_over_dds_and_replayed_from_the_bag(nodes, client, tmp_path):
     robot_model, arm_model = models(str(tmp_path))
     nodes("sim_robot", "sim_robot", robot_params(robot_model))
-    nodes("tape_recorder", "tape_recorder", recorder_params(multisine_tape(tmp_path / "tape.yaml"),
-                                                            str(tmp_path / "bags")))
+    nodes(
+        "tape_recorder",
+        "tape_recorder",
+        recorder_params(multisine_tape(tmp_path / "tape.yaml"), str(tmp_path / "bags")),
+    )
     nodes("online_estimator", "online_estimator", {"model": arm_model, "payload_hysteresis": 0.02})
     diagnostics = client.collect(DiagnosticArray, "/diagnostics", 1000)
     estimates = client.collect(DiagnosticArray, "/online_estimator/estimate", 1000)
@@ -89,10 +114,20 @@ def test_arm_payload_attached_and_removed_over_dds_and_replayed_from_the_bag(nod
     def change(mass: float) -> int:
         """Set the hidden payload; the robot time it took effect (sim_robot's diagnostics say)."""
         assert all(r.successful for r in client.set_parameters("sim_robot", {"physics.payload.mass": mass}))
-        said = wait_for(lambda: next((kv.value for a in reversed(diagnostics) for s in a.status
-                                      if s.name == "/sim_robot" for kv in s.values
-                                      if kv.key == "last_physics_change" and kv.value.startswith(f"payload.mass={mass}")),
-                                     None), what="sim_robot to report the change")
+        said = wait_for(
+            lambda: next(
+                (
+                    kv.value
+                    for a in reversed(diagnostics)
+                    for s in a.status
+                    if s.name == "/sim_robot"
+                    for kv in s.values
+                    if kv.key == "last_physics_change" and kv.value.startswith(f"payload.mass={mass}")
+                ),
+                None,
+            ),
+            what="sim_robot to report the change",
+        )
         return int(said.split(" at ")[1].split()[0])
 
     def kinds() -> list[dict]:
@@ -100,9 +135,13 @@ def test_arm_payload_attached_and_removed_over_dds_and_replayed_from_the_bag(nod
 
     def settled_mass(count: int) -> int:
         """Robot time of the `count`-th settled mass change (ParameterChange), once it is there."""
-        found = wait_for(lambda: (lambda c: c[count - 1] if len(c) >= count else None)(
-            [k["time_ns"] for k in kinds() if k["type"] == "ParameterChange" and k["parameter"] == "mass_kg"]),
-            timeout_s=180, what=f"settled mass change {count}")
+        found = wait_for(
+            lambda: (lambda c: c[count - 1] if len(c) >= count else None)(
+                [k["time_ns"] for k in kinds() if k["type"] == "ParameterChange" and k["parameter"] == "mass_kg"]
+            ),
+            timeout_s=180,
+            what=f"settled mass change {count}",
+        )
         return int(found)
 
     wait_for(lambda: clock, what="the simulated clock")
@@ -117,8 +156,19 @@ def test_arm_payload_attached_and_removed_over_dds_and_replayed_from_the_bag(nod
     wait_for(lambda: now_ns() >= settled_ns + S, timeout_s=120, what="the removal time")
     removed_ns = change(0.0)
     settled_mass(2)
-    status = wait_for(lambda: next((s for a in diagnostics[seen:] for s in a.status if s.name == "/tape_recorder"
-                                    and s.message.startswith(("finished", "aborted"))), None), 180, "the tape's end")
+    status = wait_for(
+        lambda: next(
+            (
+                s
+                for a in diagnostics[seen:]
+                for s in a.status
+                if s.name == "/tape_recorder" and s.message.startswith(("finished", "aborted"))
+            ),
+            None,
+        ),
+        180,
+        "the tape's end",
+    )
     assert status.message.startswith("finished"), status.message
 
     alarms = [k for k in kinds() if k["type"] == "ChangeDetected"]

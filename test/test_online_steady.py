@@ -12,11 +12,11 @@ from functools import lru_cache
 import mujoco
 import numpy as np
 import pytest
+from test_online import NOISE, config, multisine_reference
 
 from sysid_ros.core.online import ChangeDetected, ExcitationRequest, OnlineEstimator, ParameterChange
 from sysid_ros.core.signals import JointSamples
 from sysid_ros.core.sim import SimRobot
-from test_online import NOISE, config, multisine_reference
 
 DURATION_S = 600.0
 CAP_NM, KP, KD = 3.0, 80.0, 6.0
@@ -39,9 +39,13 @@ def steady_record(duration_s: float, seed: int = 0, mass_kg: float | None = None
         ctrl[0] = u
         mujoco.mj_step(model, data)
     rng = np.random.default_rng(seed)
-    return JointSamples(("hinge",), np.arange(n, dtype=np.int64) * robot.dt_ns,
-                        (q + rng.normal(0.0, NOISE.position_rad, n))[:, None],
-                        effort=(tau + rng.normal(0.0, NOISE.effort_nm, n))[:, None], source="bare pendulum loop")
+    return JointSamples(
+        ("hinge",),
+        np.arange(n, dtype=np.int64) * robot.dt_ns,
+        (q + rng.normal(0.0, NOISE.position_rad, n))[:, None],
+        effort=(tau + rng.normal(0.0, NOISE.effort_nm, n))[:, None],
+        source="bare pendulum loop",
+    )
 
 
 @lru_cache(maxsize=1)
@@ -87,9 +91,10 @@ def test_arm_steady_operation_raises_no_change(tmp_path) -> None:
     standard errors of the residual noise the accepted windows measured (not a noise reference so large
     that nothing could fire)."""
     pytest.importorskip("pybullet_data")
+    from test_online_payload import PAYLOAD, models, payload_record
+
     from sysid_ros.core.identify import IIWA_FLANGE
     from sysid_ros.core.online import FIRST_MOMENTS, payload_config
-    from test_online_payload import PAYLOAD, models, payload_record
 
     robot_model, arm_model = models(str(tmp_path))
     samples = payload_record(robot_model, ARM_STEADY_S, changes=((0.002, PAYLOAD.mass_kg),), seed=2)

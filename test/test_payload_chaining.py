@@ -10,13 +10,17 @@ import numpy as np
 import pytest
 from mujoco import sysid
 
-from sysid_ros.core.identify.rollout import sequences as sd
 from sysid_ros.core.errors import ConfigError
-from sysid_ros.core.identify import problem_from_dict
-from sysid_ros.core.identify import CachedBuild, build_parameters
-from sysid_ros.core.identify import physical_bounds
-from sysid_ros.core.identify import check_problem, problem_spec
 from sysid_ros.core.files import model_path
+from sysid_ros.core.identify import (
+    CachedBuild,
+    build_parameters,
+    check_problem,
+    physical_bounds,
+    problem_from_dict,
+    problem_spec,
+)
+from sysid_ros.core.identify.rollout import sequences as sd
 
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
 POSE = [0.0, -1.1, 1.4, -1.6, -1.57, 0.0]
@@ -25,8 +29,14 @@ POSE = [0.0, -1.1, 1.4, -1.6, -1.57, 0.0]
 def _problem(tmp_path, parameters, model=None):
     bag = tmp_path / "data.npz"
     bag.write_bytes(b"")  # check_problem wants the file to exist; nothing here reads it
-    return problem_from_dict({"model": str(model or model_path("ur10e_like")), "joints": JOINTS,
-                              "training": [str(bag)], "parameters": parameters})
+    return problem_from_dict(
+        {
+            "model": str(model or model_path("ur10e_like")),
+            "joints": JOINTS,
+            "training": [str(bag)],
+            "parameters": parameters,
+        }
+    )
 
 
 def _gravity(model: mujoco.MjModel) -> np.ndarray:
@@ -39,8 +49,18 @@ def _gravity(model: mujoco.MjModel) -> np.ndarray:
 def test_a_payload_centre_starting_at_its_origin_moves_the_dynamics_by_any_step(tmp_path):
     """The compiler keeps `body_sameframe` for a centre within ~1e-6 m of the origin: a finite-difference step
     of 1.5e-8 m (the optimiser's) changed nothing, so the centre was "not identifiable"."""
-    problem = _problem(tmp_path, [{"name": "p", "kind": "body_mass_com", "body": "payload",
-                                   "min": [0.1, -0.1, -0.1, -0.1], "max": [20.0, 0.1, 0.1, 0.1]}])
+    problem = _problem(
+        tmp_path,
+        [
+            {
+                "name": "p",
+                "kind": "body_mass_com",
+                "body": "payload",
+                "min": [0.1, -0.1, -0.1, -0.1],
+                "max": [20.0, 0.1, 0.1, 0.1],
+            }
+        ],
+    )
     spec = problem_spec(problem)
     params = build_parameters(spec, problem.parameters, {"p": (2.0, 0.0, 0.0, 0.0)})
     build = CachedBuild()
@@ -66,20 +86,37 @@ def test_scalar_bounds_on_body_mass_com_bound_the_mass_and_vectors_each_componen
     assert all(lo < 0 < hi for lo, hi in zip(p.min_value[1:], p.max_value[1:]))  # the centre 0 is inside
     assert "bound the mass" in notes[0]
     assert check_problem(filled, spec, model, [])["p"] == (2.0, 0.0, 0.0, 0.0)  # was "outside [0.1, 10]"
-    vector = _problem(tmp_path, [{"name": "p", "kind": "body_mass_com", "body": "payload",
-                                  "min": [0.5, -0.01, -0.02, -0.03], "max": [5.0, 0.01, 0.02, 0.03]}])
+    vector = _problem(
+        tmp_path,
+        [
+            {
+                "name": "p",
+                "kind": "body_mass_com",
+                "body": "payload",
+                "min": [0.5, -0.01, -0.02, -0.03],
+                "max": [5.0, 0.01, 0.02, 0.03],
+            }
+        ],
+    )
     assert physical_bounds(vector, spec, model)[0].parameters[0].min_value == (0.5, -0.01, -0.02, -0.03)
 
 
 def test_a_payload_s_default_bounds_do_not_trust_its_guessed_mass(tmp_path):
-    problem = _problem(tmp_path, [{"name": "payload", "kind": "body_mass", "body": "payload"},
-                                  {"name": "forearm", "kind": "body_mass", "body": "forearm_link"}])
+    problem = _problem(
+        tmp_path,
+        [
+            {"name": "payload", "kind": "body_mass", "body": "payload"},
+            {"name": "forearm", "kind": "body_mass", "body": "forearm_link"},
+        ],
+    )
     spec = problem_spec(problem)
     model = spec.copy().compile()
     filled, notes = physical_bounds(problem, spec, model)
     payload, forearm = filled.parameters
-    arm_kg = sum(model.body_mass[model.body(b).id] for b in ("shoulder_link", "upper_arm_link", "forearm_link",
-                                                              "wrist_1_link", "wrist_2_link", "wrist_3_link"))
+    arm_kg = sum(
+        model.body_mass[model.body(b).id]
+        for b in ("shoulder_link", "upper_arm_link", "forearm_link", "wrist_1_link", "wrist_2_link", "wrist_3_link")
+    )
     assert payload.max_value[0] == pytest.approx(arm_kg) and payload.min_value[0] == pytest.approx(1e-3 * arm_kg)
     assert "not trusted" in notes[0]
     assert forearm.min_value[0] == pytest.approx(0.5 * 3.87) and forearm.max_value[0] == pytest.approx(2 * 3.87)

@@ -13,20 +13,30 @@ import math
 import numpy as np
 import pytest
 
+from support.synthetic import multisine, record_position
 from sysid_ros.core.bags import save_npz
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.gains import PidGains
-from sysid_ros.core.identify import identify, problem_from_dict
+from sysid_ros.core.identify import (
+    DRIVE_ACCELERATION_RAD_S2,
+    FRICTION_FRACTION,
+    MASS_RANGE,
+    check_problem,
+    identify,
+    physical_bounds,
+    problem_from_dict,
+    problem_spec,
+)
 from sysid_ros.core.identify.problem import inertia
-from sysid_ros.core.identify import DRIVE_ACCELERATION_RAD_S2, FRICTION_FRACTION, MASS_RANGE, physical_bounds
-from sysid_ros.core.identify import check_problem, problem_spec
-from support.synthetic import multisine, record_position
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
 JOINTS = ("shoulder", "elbow", "wrist")
 LIMITS_NM = (60.0, 30.0, 8.0)
-GAINS = {"shoulder": PidGains(p=300.0, i=0.0, d=20.0), "elbow": PidGains(p=150.0, i=0.0, d=8.0),
-         "wrist": PidGains(p=20.0, i=0.0, d=0.4)}
+GAINS = {
+    "shoulder": PidGains(p=300.0, i=0.0, d=20.0),
+    "elbow": PidGains(p=150.0, i=0.0, d=8.0),
+    "wrist": PidGains(p=20.0, i=0.0, d=0.4),
+}
 TRUE_MASSES = (2.3, 1.1, 0.6)
 TRUE_TERMS = {"damping": (0.5, 0.3, 0.05), "armature": (0.08, 0.05, 0.012), "frictionloss": (0.3, 0.2, 0.05)}
 
@@ -58,8 +68,7 @@ def arm(masses, damping, armature, friction, hand_com) -> str:
 
 
 NOMINAL = arm((2.0, 1.2, 0.5), (0.4, 0.25, 0.04), (0.1, 0.05, 0.02), (0, 0, 0), "0.05 0.02 -0.03")
-TRUTH = arm(TRUE_MASSES, TRUE_TERMS["damping"], TRUE_TERMS["armature"], TRUE_TERMS["frictionloss"],
-            "0.05 -0.01 0.01")
+TRUTH = arm(TRUE_MASSES, TRUE_TERMS["damping"], TRUE_TERMS["armature"], TRUE_TERMS["frictionloss"], "0.05 -0.01 0.01")
 
 
 def write_logs(folder, train_seed: int = 1, validation_seed: int = 2) -> None:
@@ -68,13 +77,24 @@ def write_logs(folder, train_seed: int = 1, validation_seed: int = 2) -> None:
     (folder / "truth.xml").write_text(TRUTH)
     (folder / "nominal.xml").write_text(NOMINAL)
     for name, seed, seconds in (("train", train_seed, 3.0), ("val", validation_seed, 2.0)):
-        robot = SimRobot(str(folder / "truth.xml"), noise=FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3),
-                         seed=seed, start_time_ns=5_000_000_017)
+        robot = SimRobot(
+            str(folder / "truth.xml"),
+            noise=FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3),
+            seed=seed,
+            start_time_ns=5_000_000_017,
+        )
         t = np.arange(0, seconds + 1e-9, 0.002)
-        setpoints = np.column_stack([amp * multisine(t, [0.3, 0.7, 1.1, 1.7, 2.3], 1.0, seed=10 * seed + j)
-                                     for j, amp in enumerate((0.8, 1.0, 1.0))])
-        save_npz(folder / f"{name}.npz", record_position(robot, lambda ts: setpoints[int(round(ts / 0.002))],
-                                                         seconds, GAINS), {})
+        setpoints = np.column_stack(
+            [
+                amp * multisine(t, [0.3, 0.7, 1.1, 1.7, 2.3], 1.0, seed=10 * seed + j)
+                for j, amp in enumerate((0.8, 1.0, 1.0))
+            ]
+        )
+        save_npz(
+            folder / f"{name}.npz",
+            record_position(robot, lambda ts: setpoints[int(round(ts / 0.002))], seconds, GAINS),
+            {},
+        )
 
 
 @pytest.fixture(scope="module")
@@ -85,17 +105,31 @@ def logs(tmp_path_factory):
 
 
 def problem_doc(tmp, parameters, **extra) -> dict:
-    return {"model": str(tmp / "nominal.xml"), "joints": list(JOINTS), "training": [str(tmp / "train.npz")],
-            "validation": [str(tmp / "val.npz")], "segment_s": 0.25, "warm_start": False,
-            "noise": {"position_rad": 2e-4, "velocity_rad_s": 2e-3}, "parameters": parameters, **extra}
+    return {
+        "model": str(tmp / "nominal.xml"),
+        "joints": list(JOINTS),
+        "training": [str(tmp / "train.npz")],
+        "validation": [str(tmp / "val.npz")],
+        "segment_s": 0.25,
+        "warm_start": False,
+        "noise": {"position_rad": 2e-4, "velocity_rad_s": 2e-3},
+        "parameters": parameters,
+        **extra,
+    }
 
 
 def joint_terms(bounds: bool) -> list[dict]:
     out = []
     for j in JOINTS:
         for kind, hi in (("damping", 5.0), ("armature", 1.0), ("frictionloss", 5.0)):
-            out.append({"name": f"{j}_{kind}", "kind": f"joint_{kind}", "joint": j,
-                        **({"min": 0.0, "max": hi} if bounds else {})})
+            out.append(
+                {
+                    "name": f"{j}_{kind}",
+                    "kind": f"joint_{kind}",
+                    "joint": j,
+                    **({"min": 0.0, "max": hi} if bounds else {}),
+                }
+            )
     return out
 
 
@@ -103,15 +137,19 @@ def test_wide_bounds_end_implausible(logs):
     """The failure mode: a user's wide bounds (masses 0.01-10 kg, armature 0-1 kg m^2) and a mass-only hand.
     The hand's centre of mass is wrong, so the fit drives the hand (and the upper arm) to a 10 g body on its
     bound, and the held-out shoulder error ends worse than the nominal model's."""
-    masses = [{"name": f"{b}_mass", "kind": "body_mass", "body": b, "min": 0.01, "max": 10.0}
-              for b in ("upper", "fore", "hand")]
+    masses = [
+        {"name": f"{b}_mass", "kind": "body_mass", "body": b, "min": 0.01, "max": 10.0}
+        for b in ("upper", "fore", "hand")
+    ]
     result = identify(problem_from_dict(problem_doc(logs, masses + joint_terms(True))))
     # the window fit's values (when the MJCF carries the torque-space fit, `parameters` are that fit's)
     values = {p.name: p.value[0] for p in result.window_fit_parameters or result.parameters}
     assert values["hand_mass"] < 0.02  # truth 0.6 kg, nominal 0.5 kg
     assert any(w.startswith("hand_mass = 0.01 rests on its min bound") for w in result.warnings)
-    held_out, nominal = result.metrics["validation_position_rms_rad"], result.metrics[
-        "validation_position_rms_rad_start"]
+    held_out, nominal = (
+        result.metrics["validation_position_rms_rad"],
+        result.metrics["validation_position_rms_rad_start"],
+    )
     assert held_out["shoulder"] > 2 * nominal["shoulder"]
 
 
@@ -139,14 +177,17 @@ def test_default_plausibility_keeps_the_arm_physical(logs, weight):
     assert h.value[1] == pytest.approx(0.05, abs=0.01)  # along it (seen only through the arm's pitch): 4.7 mm
     for k, j in enumerate(JOINTS):
         assert by_name[f"{j}_armature"].max_value[0] == pytest.approx(
-            max(LIMITS_NM[k] / DRIVE_ACCELERATION_RAD_S2, 1.5 * by_name[f"{j}_armature"].start[0]))
+            max(LIMITS_NM[k] / DRIVE_ACCELERATION_RAD_S2, 1.5 * by_name[f"{j}_armature"].start[0])
+        )
         assert by_name[f"{j}_frictionloss"].max_value[0] == pytest.approx(FRICTION_FRACTION * LIMITS_NM[k])
         for kind, truth in TRUE_TERMS.items():
             p = by_name[f"{j}_{kind}"]
             assert p.min_value[0] <= p.value[0] <= p.max_value[0]
             assert p.value[0] == pytest.approx(truth[k], rel=0.1, abs=0.002)
-    held_out, nominal = result.metrics["validation_position_rms_rad"], result.metrics[
-        "validation_position_rms_rad_start"]
+    held_out, nominal = (
+        result.metrics["validation_position_rms_rad"],
+        result.metrics["validation_position_rms_rad_start"],
+    )
     for j in JOINTS:
         assert held_out[j] < min(nominal[j], 1e-3)  # the nominal's is 17-320 mrad; the noise 0.2 mrad
     torque = result.metrics["held_out_torque_rms_nm"]  # the same in joint torque (measured effort held out)
@@ -161,9 +202,14 @@ def test_default_plausibility_keeps_the_arm_physical(logs, weight):
 
 
 def test_physical_bounds_name_their_source_and_refuse_what_they_cannot_bound(logs):
-    doc = problem_doc(logs, [{"name": "m", "kind": "body_mass_com", "body": "hand"},
-                          {"name": "a", "kind": "joint_armature", "joint": "wrist"},
-                          {"name": "d", "kind": "joint_damping", "joint": "elbow"}])
+    doc = problem_doc(
+        logs,
+        [
+            {"name": "m", "kind": "body_mass_com", "body": "hand"},
+            {"name": "a", "kind": "joint_armature", "joint": "wrist"},
+            {"name": "d", "kind": "joint_damping", "joint": "elbow"},
+        ],
+    )
     problem = problem_from_dict(doc)
     spec = problem_spec(problem)
     model = spec.compile()

@@ -16,9 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sysid_ros.core.signals import (hold_differences, hold_kernel, savgol_derivatives, smooth_like_acceleration, window_samples)
 from sysid_ros.core.files import model_path
-from sysid_ros.core.signals import JointSamples
+from sysid_ros.core.signals import (
+    JointSamples,
+    hold_differences,
+    hold_kernel,
+    savgol_derivatives,
+    smooth_like_acceleration,
+    window_samples,
+)
 
 RATES_HZ = st.floats(min_value=50.0, max_value=5000.0)
 WINDOWS_S = st.floats(min_value=0.004, max_value=0.3)
@@ -36,7 +42,7 @@ def test_a_window_is_always_odd_and_long_enough_for_its_polynomial(filter_window
 def _sine(rate_hz: float, seconds: float = 2.0, f_hz: float = 0.3):
     t = np.arange(int(seconds * rate_hz)) / rate_hz
     w = 2 * np.pi * f_hz
-    return t, np.sin(w * t), w * np.cos(w * t), -w**2 * np.sin(w * t), w
+    return t, np.sin(w * t), w * np.cos(w * t), -(w**2) * np.sin(w * t), w
 
 
 @given(rate_hz=RATES_HZ, filter_window_s=WINDOWS_S, polyorder=ORDERS)
@@ -97,9 +103,9 @@ def _arm_motion(rate_hz: float, seconds: float = 2.0):
 @given(rate_hz=RATES_HZ)
 @settings(max_examples=8, deadline=None)
 def test_the_torque_check_s_rows_match_the_true_model_at_any_rate(rate_hz):
+    from sysid_ros.core.identify import torque_rows
     from sysid_ros.core.identify.rollout import sequences as sd
     from sysid_ros.core.linear import ArmRegressor
-    from sysid_ros.core.identify import torque_rows
 
     model, samples = _arm_motion(rate_hz, seconds=max(2.0, 220 / rate_hz))
     maps = sd.joint_maps(model, samples.joint_names, {})
@@ -129,12 +135,12 @@ def test_the_regression_fits_the_arm_at_any_rate(rate_hz):
 
 @pytest.mark.parametrize("rate_hz", [50.0, 100.0, 1000.0, 5000.0])
 def test_the_online_payload_estimator_runs_at_any_rate(rate_hz):
-    from sysid_ros.core.online import OnlineEstimator
-    from sysid_ros.core.online import payload_config
+    from sysid_ros.core.online import OnlineEstimator, payload_config
 
     model, samples = _arm_motion(rate_hz, seconds=4.0)
-    estimator = OnlineEstimator(payload_config(model, "payload", inertia=False, horizon_s=2.0, hop_s=0.5,
-                                               detect_window_s=0.0))
+    estimator = OnlineEstimator(
+        payload_config(model, "payload", inertia=False, horizon_s=2.0, hop_s=0.5, detect_window_s=0.0)
+    )
     step = max(1, int(rate_hz * 0.25))
     for k in range(0, len(samples), step):
         estimator.update(samples.slice(k, k + step))
@@ -150,10 +156,8 @@ def test_the_torque_space_fit_runs_at_any_rate(rate_hz):
     record (its whole-arm regressor on the same filtered rows, all joints' RMS together) under a quarter of the
     heavy model's (measured 5-8 %: what is left is the filter's bias on a 1-2 period motion, and the ridge
     toward the heavy model on what that motion hardly excites)."""
+    from sysid_ros.core.identify import ParameterSpec, fit_on_parts, torque_rows
     from sysid_ros.core.identify.rollout import sequences as sd
-    from sysid_ros.core.identify import ParameterSpec
-    from sysid_ros.core.identify import torque_rows
-    from sysid_ros.core.identify import fit_on_parts
     from sysid_ros.core.linear import ArmRegressor
 
     model, samples = _arm_motion(rate_hz, seconds=min(4.0, 2000 / rate_hz))
@@ -169,7 +173,9 @@ def test_the_torque_space_fit_runs_at_any_rate(rate_hz):
     assert fit is not None and set(fit.bodies) == set(moving) and fit.filter_window_s in (0.05, 0.1, 0.2)
     deriv, tau, ok = torque_rows(model, maps, samples, None, filter_window_s=fit.filter_window_s)
     w = ArmRegressor(model, ("viscous", "armature")).compute(deriv.q[ok], deriv.qd[ok], deriv.qdd[ok])
-    error = {label: np.sqrt(np.mean((tau[ok] - w @ ArmRegressor(m, ("viscous", "armature")).true_parameters()) ** 2,
-                                    axis=0)) for label, m in (("fit", fit.spec.copy().compile()), ("heavy", heavy))}
-    total = {label: float(np.sqrt(np.sum(e ** 2))) for label, e in error.items()}
+    error = {
+        label: np.sqrt(np.mean((tau[ok] - w @ ArmRegressor(m, ("viscous", "armature")).true_parameters()) ** 2, axis=0))
+        for label, m in (("fit", fit.spec.copy().compile()), ("heavy", heavy))
+    }
+    total = {label: float(np.sqrt(np.sum(e**2))) for label, e in error.items()}
     assert total["fit"] < 0.25 * total["heavy"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -38,19 +37,19 @@ SKIP = {
     "cd ~/ros2_ws && colcon build": "a ROS 2 workspace; test_colcon runs colcon build and colcon list the same way",
     "source install/setup.bash": "a colcon workspace's environment",
     "ros2 launch": "launch/ros2cli are not on PyPI: this test starts the same nodes as processes "
-                   "(test_launch_files checks every launch file against a stand-in)",
+    "(test_launch_files checks every launch file against a stand-in)",
     "ros2 service call": "ros2cli is not on PyPI: the tests call the same services over DDS "
-                         "(test_fleet_stack: is_active, cancel)",
+    "(test_fleet_stack: is_active, cancel)",
     "for robot in r1 r2 r3; do ssh": "ssh to robots",
     "sysid-ros fleet identify fleet/2026-12-01.yaml": "needs the fleet's bags under /data/fleet (recorded over ssh); "
-                                                      "test_fleet runs fleet identify on manifests of this shape",
+    "test_fleet runs fleet identify on manifests of this shape",
     "sysid-ros fleet identify MANIFEST.yaml": "needs a manifest of the fleet's bags and problem files (README's "
-                                              "example names /data/fleet); test_fleet runs fleet identify, and checks "
-                                              "a robot with only train: is not validated on the shared problem's data",
+    "example names /data/fleet); test_fleet runs fleet identify, and checks "
+    "a robot with only train: is not validated on the shared problem's data",
     "grep -A30 '^drift:' results/2026-12-01/fleet.yaml": "reads the skipped fleet run's output",
     "sysid-ros tune --namespace r1": "needs the namespaced stack fleet.launch.py starts; test_fleet_stack tunes /r1",
     "sysid-ros tune  ": "the same tune as `sysid-ros tune --activate` (run here against a stack not yet active): "
-                        "one tune is ~2 min of motion",
+    "one tune is ~2 min of motion",
 }
 
 
@@ -102,8 +101,12 @@ def test_the_readme_lists_what_it_skips():
 
 
 def _controllers_file(path: Path) -> Path:
-    path.write_text(yaml.safe_dump({"sim_robot": {"ros__parameters": {"gains": {"hinge": {
-        "p": 5.0, "i": 0.0, "d": 0.2, "i_clamp": 0.0}}}}}, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {"sim_robot": {"ros__parameters": {"gains": {"hinge": {"p": 5.0, "i": 0.0, "d": 0.2, "i_clamp": 0.0}}}}},
+            sort_keys=False,
+        )
+    )
     return path
 
 
@@ -113,8 +116,11 @@ def test_every_readme_command_runs(tmp_path, client):
     work = tmp_path / "work"
     work.mkdir()
     (work / "config").symlink_to(ROOT / "config")  # the README's relative paths: run from a copy of the repo's root
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     found: dict[str, str] = {}  # what earlier commands produced, for the placeholders of later ones
     stack: list = []
 
@@ -124,9 +130,20 @@ def test_every_readme_command_runs(tmp_path, client):
     def start_recording_stack() -> None:
         """sim_robot as config/tape_recorder.yaml expects it: a forward position stream at 500 Hz into a position
         servo (without gains it holds no position: the pendulum hangs still and its velocity is all zero)."""
-        stack.append(NodeProcess("sim_robot", "sim_robot", {**HIDDEN_PENDULUM, "forward_interface": "position",
-                                                            "gains.hinge.p": 40.0, "gains.hinge.d": 1.5,
-                                                            "real_time_factor": 1.0}, tmp_path / "logs"))
+        stack.append(
+            NodeProcess(
+                "sim_robot",
+                "sim_robot",
+                {
+                    **HIDDEN_PENDULUM,
+                    "forward_interface": "position",
+                    "gains.hinge.p": 40.0,
+                    "gains.hinge.d": 1.5,
+                    "real_time_factor": 1.0,
+                },
+                tmp_path / "logs",
+            )
+        )
         up("sim_robot")
 
     def start_tuning_stack() -> None:
@@ -136,23 +153,31 @@ def test_every_readme_command_runs(tmp_path, client):
         stack.clear()
         logs = tmp_path / "rig_logs"
         stack.append(NodeProcess("sim_robot", "sim_robot", {**TUNED_PENDULUM, "real_time_factor": 3.0}, logs))
-        stack.append(NodeProcess("tape_recorder", "tape_recorder",
-                                 {**TUNE_RECORDER, "output_dir": str(tmp_path / "rig_bags")}, logs))
+        stack.append(
+            NodeProcess(
+                "tape_recorder", "tape_recorder", {**TUNE_RECORDER, "output_dir": str(tmp_path / "rig_bags")}, logs
+            )
+        )
         stack.append(NodeProcess("servo_tuner", "servo_tuner", {**TUNER, "output_dir": str(tmp_path / "tuner")}, logs))
         for node in ("sim_robot", "tape_recorder", "servo_tuner"):
             up(node)
 
     def substitute(command: str) -> str:
         table = [
-            (r"\[--joints \.\.\.\]", ""), (r"\[--out events\.yaml\]", "--out events.yaml"),
-            (r"\[--style auto\|jtc\|pid_controller\|\.\.\.\]", ""), (r"\[--out FILE\]", "--out exported.yaml"),
+            (r"\[--joints \.\.\.\]", ""),
+            (r"\[--out events\.yaml\]", "--out events.yaml"),
+            (r"\[--style auto\|jtc\|pid_controller\|\.\.\.\]", ""),
+            (r"\[--out FILE\]", "--out exported.yaml"),
             # the demo's proposal has a gravity feed-forward no controller parameter holds: without the flag
             # persist and export refuse it (exit 2, tested in test_export_feedforward)
             (r"\[--gains-only\]", "--gains-only"),
-            (r"\[PROPOSAL\.yaml\]", found.get("proposal", "")), (r"PROPOSAL\.yaml", found.get("proposal", "")),
+            (r"\[PROPOSAL\.yaml\]", found.get("proposal", "")),
+            (r"PROPOSAL\.yaml", found.get("proposal", "")),
             (r"--model arm\.xml", "--model pendulum"),  # the README's record bag is the pendulum's
-            (r"--controller NAME", "--controller sim_robot"), (r"\bj1 j2\b", "hinge"),
-            (r"--out SAFE", "--out safe_copy"), (r"\bBAG\b", found.get("bag", "")),
+            (r"--controller NAME", "--controller sim_robot"),
+            (r"\bj1 j2\b", "hinge"),
+            (r"--out SAFE", "--out safe_copy"),
+            (r"\bBAG\b", found.get("bag", "")),
         ]
         for pattern, value in table:
             command = re.sub(pattern, value, command)
@@ -171,10 +196,13 @@ def test_every_readme_command_runs(tmp_path, client):
             if "persist controllers.yaml" in command:
                 _controllers_file(work / "controllers.yaml")
             concrete = substitute(command)
-            done = subprocess.run(["bash", "-c", concrete], cwd=work, env=env, capture_output=True, text=True,
-                                  timeout=TIMEOUT_S)
-            assert done.returncode == 0, (f"README command failed (exit {done.returncode}):\n  {command}\n"
-                                          f"  ran as: {concrete}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            done = subprocess.run(
+                ["bash", "-c", concrete], cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+            )
+            assert done.returncode == 0, (
+                f"README command failed (exit {done.returncode}):\n  {command}\n"
+                f"  ran as: {concrete}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            )
             ran.append(command)
             if command.startswith("sysid-ros record"):
                 found["bag"] = re.search(r"-> (\S+)", done.stdout).group(1)

@@ -15,15 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags import load_npz
-from sysid_ros.core.bags import regularize
-from sysid_ros.core.bags import inspect_bag
-from sysid_ros.core.identify import problem_from_dict
-from sysid_ros.core.identify.rollout import sequences as sd
-from sysid_ros.core.identify import load_source
-from sysid_ros.core.identify import compiled_model
 from support.synthetic import write_effort_bag
-from sysid_ros.core.identify import torque_validation
+from sysid_ros.core.bags import inspect_bag, load_npz, regularize
+from sysid_ros.core.identify import compiled_model, load_source, problem_from_dict, torque_validation
+from sysid_ros.core.identify.rollout import sequences as sd
 from sysid_ros.core.signals import JointCommands
 
 DATA = Path(__file__).parent / "data" / "real" / "kinova_gen3"
@@ -31,10 +26,14 @@ JOINTS = [f"joint_{k}" for k in range(1, 8)]
 
 
 def _problem(data: Path):
-    return problem_from_dict({"model": str(DATA / "gen3.urdf"), "joints": JOINTS,
-                              "training": [{"npz": str(data), "control": "effort"}],
-                              "parameters": [{"name": "j1_damping", "kind": "joint_damping", "joint": "joint_1",
-                                              "min": 0.0, "max": 1.0}]})
+    return problem_from_dict(
+        {
+            "model": str(DATA / "gen3.urdf"),
+            "joints": JOINTS,
+            "training": [{"npz": str(data), "control": "effort"}],
+            "parameters": [{"name": "j1_damping", "kind": "joint_damping", "joint": "joint_1", "min": 0.0, "max": 1.0}],
+        }
+    )
 
 
 def test_the_log_reads_as_a_steady_1_khz_record():
@@ -51,8 +50,9 @@ def test_the_log_reads_as_a_steady_1_khz_record():
 
 def test_inspect_calls_a_bag_of_it_usable(tmp_path):
     samples, _, _ = load_npz(DATA / "opti_traj_testing2.npz")
-    bag = write_effort_bag(tmp_path / "kinova", samples,
-                           JointCommands(samples.joint_names, samples.time_ns, samples.effort, "effort"))
+    bag = write_effort_bag(
+        tmp_path / "kinova", samples, JointCommands(samples.joint_names, samples.time_ns, samples.effort, "effort")
+    )
     summary = inspect_bag(bag)
     assert summary.usable, summary.reasons
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import resource
 import subprocess
 import sys
 import textwrap
@@ -21,8 +20,15 @@ from test_identify_problem import pendulum_npz
 
 from sysid_ros.cli import main
 from sysid_ros.core.errors import ConfigError, DataError
-from sysid_ros.core.files import load_yaml, npz_headers, read_bytes
-from sysid_ros.core.files import folder_lock, refuse_inputs_inside, remove_stale, replace_file
+from sysid_ros.core.files import (
+    folder_lock,
+    load_yaml,
+    npz_headers,
+    read_bytes,
+    refuse_inputs_inside,
+    remove_stale,
+    replace_file,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -63,10 +69,15 @@ def data(tmp_path_factory):
 
 
 def problem(d: Path, **changes) -> dict:
-    doc = {"name": "pend", "model": "pendulum", "joints": ["hinge"], "training": [str(d / "ok.npz")],
-           "noise": {"position_rad": 5e-4},
-           "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0}],
-           "optimizer": {"max_iters": 2}}
+    doc = {
+        "name": "pend",
+        "model": "pendulum",
+        "joints": ["hinge"],
+        "training": [str(d / "ok.npz")],
+        "noise": {"position_rad": 5e-4},
+        "parameters": [{"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0}],
+        "optimizer": {"max_iters": 2},
+    }
     doc.update(changes)
     return doc
 
@@ -91,8 +102,12 @@ def proposal_file(folder: Path, **changes) -> Path:
 
     gains = {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
     found = {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}
-    doc = {**GainProposal(("elbow",), True, gains, found, {"elbow": None}, (), {}, {}, 0.8, "elbow").to_dict(),
-           "controller": "arm_controller", "controller_style": "pid_controller", **changes}
+    doc = {
+        **GainProposal(("elbow",), True, gains, found, {"elbow": None}, (), {}, {}, 0.8, "elbow").to_dict(),
+        "controller": "arm_controller",
+        "controller_style": "pid_controller",
+        **changes,
+    }
     path = folder / "proposal.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -100,14 +115,19 @@ def proposal_file(folder: Path, **changes) -> Path:
 
 # ---- reading: /dev/zero, alias bombs, endless and huge files, forged npz headers ----------------------------
 
-@pytest.mark.parametrize("argv", [
-    ["identify", "/dev/zero", "--out", "{tmp}/out"],
-    ["fleet", "identify", "/dev/zero", "--out", "{tmp}/out"],
-    ["export", "/dev/zero", "--controller", "arm_controller"],
-    ["tapes", "plot", "--params-file", "/dev/zero", "--out", "{tmp}/t.html"],
-    ["tapes", "plot", "--file", "/dev/zero", "--out", "{tmp}/t.html"],
-    ["identify", "{tmp}", "--out", "{tmp}/out"],
-], ids=["identify", "fleet", "export", "tapes-params", "tapes-file", "a-folder"])
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["identify", "/dev/zero", "--out", "{tmp}/out"],
+        ["fleet", "identify", "/dev/zero", "--out", "{tmp}/out"],
+        ["export", "/dev/zero", "--controller", "arm_controller"],
+        ["tapes", "plot", "--params-file", "/dev/zero", "--out", "{tmp}/t.html"],
+        ["tapes", "plot", "--file", "/dev/zero", "--out", "{tmp}/t.html"],
+        ["identify", "{tmp}", "--out", "{tmp}/out"],
+    ],
+    ids=["identify", "fleet", "export", "tapes-params", "tapes-file", "a-folder"],
+)
 def test_a_device_or_folder_where_a_file_belongs_is_refused(capsys, tmp_path, argv):
     refused(capsys, *[a.format(tmp=tmp_path) for a in argv], match="not a regular file|is a folder")
     assert not (tmp_path / "out").exists() and not (tmp_path / "t.html").exists()
@@ -131,14 +151,16 @@ def bounded_cli(*argv) -> tuple[int, float, float, str]:
     first: (exit, seconds in main, peak RSS growth in main MiB, stderr). The caps only catch the unbounded
     case (2.6 GB, minutes); they are not a benchmark."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", BOUNDED, *map(str, argv)], capture_output=True, text=True,
-                          timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", BOUNDED, *map(str, argv)], capture_output=True, text=True, timeout=120, env=env
+    )
     code, seconds, grown_kib = done.stdout.split()[-3:]
     return int(code), float(seconds), int(grown_kib) / 1024, done.stderr
 
 
-@pytest.mark.parametrize("where", ["manifest-name", "manifest-tags", "proposal-summary", "controllers",
-                                   "problem", "params-file"])
+@pytest.mark.parametrize(
+    "where", ["manifest-name", "manifest-tags", "proposal-summary", "controllers", "problem", "params-file"]
+)
 def test_an_alias_bomb_is_refused_fast_and_small(tmp_path, data, where):
     bomb = alias_bomb()
     if where == "manifest-name":
@@ -167,10 +189,15 @@ def test_an_alias_bomb_is_refused_fast_and_small(tmp_path, data, where):
     assert digest(tmp_path) == before and not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("argv", [
-    ["identify", "/dev/zero", "--out", "{tmp}/out"],
-    ["fleet", "identify", "/dev/zero", "--out", "{tmp}/out"],
-    ["tapes", "plot", "--file", "/dev/zero", "--out", "{tmp}/t.html"]], ids=["identify", "fleet", "tapes"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["identify", "/dev/zero", "--out", "{tmp}/out"],
+        ["fleet", "identify", "/dev/zero", "--out", "{tmp}/out"],
+        ["tapes", "plot", "--file", "/dev/zero", "--out", "{tmp}/t.html"],
+    ],
+    ids=["identify", "fleet", "tapes"],
+)
 def test_dev_zero_is_refused_fast_and_small(tmp_path, argv):
     code, seconds, rss_mib, err = bounded_cli(*[a.format(tmp=tmp_path) for a in argv])
     assert code == 2 and "not a regular file" in err and seconds < 2.0 and rss_mib < 200, (err, seconds, rss_mib)
@@ -229,6 +256,7 @@ def test_a_forged_npz_header_is_refused_before_allocation(tmp_path):
 
 # ---- writing: planted links, modes, inputs inside --out, locks, stale staging --------------------------------
 
+
 def test_replace_file_never_follows_a_planted_temporary(tmp_path):
     target, victim = tmp_path / "c.yaml", tmp_path / "victim"
     target.write_text("a: 1\n")
@@ -271,8 +299,9 @@ def test_a_folder_lock_refuses_the_second_run(tmp_path):
 
 
 def test_stale_staging_of_dead_processes_is_removed(tmp_path):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     for name in (f".staging-{dead}-abc", f".r1.partial-{dead}", f".staging-{os.getpid()}-mine", ".staging-xyz"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "f").write_text("x")
@@ -280,8 +309,9 @@ def test_stale_staging_of_dead_processes_is_removed(tmp_path):
     outside.mkdir()
     (outside / "keep").write_text("keep")
     (tmp_path / f".staging-{dead}-link").symlink_to(outside)
-    assert sorted(remove_stale(tmp_path)) == sorted([f".staging-{dead}-abc", f".r1.partial-{dead}",
-                                                     f".staging-{dead}-link"])
+    assert sorted(remove_stale(tmp_path)) == sorted(
+        [f".staging-{dead}-abc", f".r1.partial-{dead}", f".staging-{dead}-link"]
+    )
     assert (outside / "keep").read_text() == "keep"  # a link is unlinked, never followed
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".staging-{os.getpid()}-mine", ".staging-xyz"]
 
@@ -300,6 +330,7 @@ def test_an_out_holding_the_inputs_is_refused(tmp_path):
 
 # ---- the last guard ------------------------------------------------------------------------------------------
 
+
 def test_the_last_guard_turns_any_escaping_exception_into_one_line(capsys, monkeypatch):
     import sysid_ros.cli.commands as cli
 
@@ -307,8 +338,12 @@ def test_the_last_guard_turns_any_escaping_exception_into_one_line(capsys, monke
         raise np.linalg.LinAlgError("Singular matrix\nsecond line")
 
     monkeypatch.setattr(cli, "_models", boom)
-    line = refused(capsys, "models", match=r"^sysid-ros models: unexpected numpy\.LinAlgError: Singular matrix; "
-                                           r"second line$")
+    line = refused(
+        capsys,
+        "models",
+        match=r"^sysid-ros models: unexpected numpy\.LinAlgError: Singular matrix; "
+        r"second line$",
+    )
     assert line
 
     def memory(args):
@@ -319,6 +354,7 @@ def test_the_last_guard_turns_any_escaping_exception_into_one_line(capsys, monke
 
 
 # ---- persist: links, anchors, modes --------------------------------------------------------------------------
+
 
 def persist(path: Path, controller: str = "arm_controller") -> Path:
     from sysid_ros.core.gains import get_style
@@ -352,8 +388,10 @@ def test_persist_unshares_an_anchored_block(tmp_path):
     assert gains_of(path, "right_controller") == {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
     assert gains_of(path, "left_controller") == {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}  # unchanged
     merged = tmp_path / "merged.yaml"
-    merged.write_text("base: &base\n  gains:\n    elbow: {p: 1.0, d: 0.1}\n"
-                      "arm_controller:\n  ros__parameters:\n    <<: *base\n    other: 1\n")
+    merged.write_text(
+        "base: &base\n  gains:\n    elbow: {p: 1.0, d: 0.1}\n"
+        "arm_controller:\n  ros__parameters:\n    <<: *base\n    other: 1\n"
+    )
     persist(merged)
     assert gains_of(merged, "arm_controller") == {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
     assert yaml.safe_load(merged.read_text())["base"] == {"gains": {"elbow": {"p": 1.0, "d": 0.1}}}
@@ -383,11 +421,15 @@ def test_persist_writes_through_a_link_to_the_file_it_names(tmp_path):
     assert gains_of(real, "arm_controller") == {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
 
 
-@pytest.mark.parametrize("changes, match", [
-    ({"controller": ["a", "b"]}, "controller must be a ROS node name"),
-    ({"controller": 5}, "controller must be a ROS node name"),
-    ({"controller": "arm\ncontroller"}, "controller must be a ROS node name"),
-    ({"controller_style": ["x"]}, "controller_style must be a style name")])
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        ({"controller": ["a", "b"]}, "controller must be a ROS node name"),
+        ({"controller": 5}, "controller must be a ROS node name"),
+        ({"controller": "arm\ncontroller"}, "controller must be a ROS node name"),
+        ({"controller_style": ["x"]}, "controller_style must be a style name"),
+    ],
+)
 def test_export_and_persist_refuse_a_malformed_controller(capsys, tmp_path, changes, match):
     path = proposal_file(tmp_path, **changes)
     (tmp_path / "c.yaml").write_text(CONTROLLERS)
@@ -408,6 +450,7 @@ def test_a_huge_controllers_file_is_refused_at_once(tmp_path):
 
 # ---- identify and fleet: inputs inside --out, concurrent runs, stale staging, names, baselines, workers -------
 
+
 def test_identify_refuses_an_out_holding_its_inputs_or_held_by_another_run(capsys, tmp_path, data):
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(problem(data)))
     refused(capsys, "identify", tmp_path / "p.yaml", "--out", tmp_path, match="holds this run's input")
@@ -416,14 +459,22 @@ def test_identify_refuses_an_out_holding_its_inputs_or_held_by_another_run(capsy
     out.mkdir()
     (out / "identified.yaml").write_text("first run's\n")
     with folder_lock(out):  # a first run, still writing
-        refused(capsys, "identify", tmp_path / "p.yaml", "--out", out, "--force",
-                match=r"another sysid-ros run \(pid \d+\) is writing into this folder")
+        refused(
+            capsys,
+            "identify",
+            tmp_path / "p.yaml",
+            "--out",
+            out,
+            "--force",
+            match=r"another sysid-ros run \(pid \d+\) is writing into this folder",
+        )
     assert (out / "identified.yaml").read_text() == "first run's\n"
 
 
 def test_identify_removes_the_staging_of_a_killed_run(capsys, tmp_path, data):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     out = tmp_path / "out"
     (out / f".staging-{dead}-x1y2").mkdir(parents=True)
     (out / f".staging-{dead}-x1y2" / "report.html").write_text("half")
@@ -446,21 +497,47 @@ def fleet_folder(root: Path, data: Path, names=("r1", "r2")) -> Path:
 def test_fleet_refuses_an_out_that_would_delete_its_inputs(capsys, tmp_path, data):
     manifest = fleet_folder(tmp_path, data, names=("bags", "r2"))
     before = digest(tmp_path)
-    refused(capsys, "fleet", "identify", manifest, "--out", tmp_path, "--force", "--engine", "serial",
-            match="holds this run's input")
+    refused(
+        capsys,
+        "fleet",
+        "identify",
+        manifest,
+        "--out",
+        tmp_path,
+        "--force",
+        "--engine",
+        "serial",
+        match="holds this run's input",
+    )
     assert digest(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["bags", "m.yaml", "p.yaml"]
 
 
 def test_fleet_refuses_a_second_run_into_the_same_out(capsys, tmp_path, data):
     manifest = fleet_folder(tmp_path / "in", data)
     with folder_lock(tmp_path / "out"):
-        refused(capsys, "fleet", "identify", manifest, "--out", tmp_path / "out", "--engine", "serial",
-                match="another sysid-ros run")
+        refused(
+            capsys,
+            "fleet",
+            "identify",
+            manifest,
+            "--out",
+            tmp_path / "out",
+            "--engine",
+            "serial",
+            match="another sysid-ros run",
+        )
 
 
-@pytest.mark.parametrize("name, match", [("r1\n", "needs a name"), ("fleet.yaml", "fleet's own files"),
-                                         ("FLEET.html", "fleet's own files"), (5, "needs a name"),
-                                         ("a" * 101, "needs a name")])
+@pytest.mark.parametrize(
+    "name, match",
+    [
+        ("r1\n", "needs a name"),
+        ("fleet.yaml", "fleet's own files"),
+        ("FLEET.html", "fleet's own files"),
+        (5, "needs a name"),
+        ("a" * 101, "needs a name"),
+    ],
+)
 def test_fleet_refuses_names_that_are_not_plain_folders(tmp_path, name, match):
     from sysid_ros.core.fleet import load_manifest
 
@@ -469,19 +546,38 @@ def test_fleet_refuses_names_that_are_not_plain_folders(tmp_path, name, match):
         load_manifest(tmp_path / "m.yaml")
 
 
-@pytest.mark.parametrize("robots, match", [
-    ({"r1": {"status": "ok", "parameters": {"pole_mass": {"value": float("nan"), "half_width_95": 0.1}}}},
-     "'pole_mass': value and half_width_95 must be finite"),
-    ({"r1": {"status": "ok", "parameters": {"pole_mass": {"value": "heavy", "half_width_95": 0.1}}}},
-     "must be finite numbers"),
-    ({"r1": {"status": "ok", "parameters": {"pole_mass": {"half_width_95": 0.1}}}}, "must be finite numbers"),
-    ({"r1": [1, 2]}, "robot 'r1' is not a mapping")])
+@pytest.mark.parametrize(
+    "robots, match",
+    [
+        (
+            {"r1": {"status": "ok", "parameters": {"pole_mass": {"value": float("nan"), "half_width_95": 0.1}}}},
+            "'pole_mass': value and half_width_95 must be finite",
+        ),
+        (
+            {"r1": {"status": "ok", "parameters": {"pole_mass": {"value": "heavy", "half_width_95": 0.1}}}},
+            "must be finite numbers",
+        ),
+        ({"r1": {"status": "ok", "parameters": {"pole_mass": {"half_width_95": 0.1}}}}, "must be finite numbers"),
+        ({"r1": [1, 2]}, "robot 'r1' is not a mapping"),
+    ],
+)
 def test_fleet_judges_a_malformed_baseline_before_any_robot_runs(capsys, tmp_path, data, robots, match):
     manifest = fleet_folder(tmp_path / "in", data)
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "fleet.yaml").write_text(yaml.safe_dump({"robots": robots}))
-    refused(capsys, "fleet", "identify", manifest, "--out", tmp_path / "out", "--baseline", tmp_path / "old",
-            "--engine", "serial", match=match)
+    refused(
+        capsys,
+        "fleet",
+        "identify",
+        manifest,
+        "--out",
+        tmp_path / "out",
+        "--baseline",
+        tmp_path / "old",
+        "--engine",
+        "serial",
+        match=match,
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -510,6 +606,7 @@ def test_provenance_hashes_only_the_bag_never_a_link_out_of_it(tmp_path):
 
 
 # ---- interrupted work, slow waits, trusted counts, report folders ------------------------------------------
+
 
 def test_a_killed_bag_repair_leaves_nothing_that_blocks_the_rerun(tmp_path):
     from test_bags_make import sine_states, write_bag
@@ -546,6 +643,7 @@ def test_apply_waits_no_longer_than_its_timeout(capsys, tmp_path):
     path = proposal_file(tmp_path)
     main(["models"])  # the imports apply needs, out of the measured call
     import sysid_ros.nodes.servo_tuner  # noqa: F401
+
     t0 = time.monotonic()
     refused(capsys, "apply", path, "--timeout", "2", match=r"no servo_tuner answered .* within 2 s")
     assert time.monotonic() - t0 < 25  # generous: it waited 30 s for the parameter service before the fix
@@ -565,8 +663,16 @@ def test_inspect_counts_messages_instead_of_trusting_metadata(capsys, tmp_path):
 
 def test_online_refuses_a_linked_out_before_the_replay(capsys, tmp_path):
     (tmp_path / "events.yaml").symlink_to(tmp_path / "elsewhere.yaml")
-    refused(capsys, "online", tmp_path, "--model", "arm3", "--out", tmp_path / "events.yaml",
-            match="symbolic link: not written through it")
+    refused(
+        capsys,
+        "online",
+        tmp_path,
+        "--model",
+        "arm3",
+        "--out",
+        tmp_path / "events.yaml",
+        match="symbolic link: not written through it",
+    )
     assert not (tmp_path / "elsewhere.yaml").exists()
 
 
@@ -583,15 +689,18 @@ def _npz(folder: Path, **arrays) -> None:
     np.savez(folder / "report_data.npz", **arrays)
 
 
-@pytest.mark.parametrize("case, match", [
-    ("not-zip", "not a readable .npz"),
-    ("pickled", "object arrays .* never loaded"),
-    ("forged", "declares 1e\\+08 rows"),
-    ("mismatched", "differ in length"),
-    ("no-parameters", "malformed"),
-    ("string-values", "malformed"),
-    ("constant-time", "malformed|report"),
-])
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ("not-zip", "not a readable .npz"),
+        ("pickled", "object arrays .* never loaded"),
+        ("forged", "declares 1e\\+08 rows"),
+        ("mismatched", "differ in length"),
+        ("no-parameters", "malformed"),
+        ("string-values", "malformed"),
+        ("constant-time", "malformed|report"),
+    ],
+)
 def test_report_refuses_malformed_results(capsys, tmp_path, results, case, match):
     import shutil
 
@@ -642,12 +751,15 @@ URDF_POLE = """<robot name="p"><link name="base"/><link name="pole"><inertial><o
 DAMPING = [{"name": "d", "kind": "joint_damping", "joint": "hinge", "min": 0, "max": 1}]
 
 
-@pytest.mark.parametrize("case, match", [
-    ("urdf mass 0", r"model does not compile: .*mass and inertia of moving bodies"),
-    ("urdf mass -1", r"model does not compile: .*mass and inertia of moving bodies"),
-    ("noise 1e-300", r"noise\.position_rad: must be >= 1e-09, got 1e-300"),
-    ("delay 100 s", r"signal_delay bounds beyond \+-1 s"),
-])
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ("urdf mass 0", r"model does not compile: .*mass and inertia of moving bodies"),
+        ("urdf mass -1", r"model does not compile: .*mass and inertia of moving bodies"),
+        ("noise 1e-300", r"noise\.position_rad: must be >= 1e-09, got 1e-300"),
+        ("delay 100 s", r"signal_delay bounds beyond \+-1 s"),
+    ],
+)
 def test_values_the_physics_cannot_take_are_refused_in_one_line(capsys, tmp_path, data, case, match):
     doc = problem(data)
     if case.startswith("urdf"):

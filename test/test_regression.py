@@ -13,10 +13,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from sysid_ros.core.errors import DataError, ModelError
-from sysid_ros.core.linear import PENDULUM_TERMS, JointFit, fit_pendulum
 from support.open_loop import simulate_open_loop, validate_open_loop, with_parameters
-from sysid_ros.core.linear import RowSelection, condition_number, fit_linear
+from sysid_ros.core.errors import DataError, ModelError
+from sysid_ros.core.linear import PENDULUM_TERMS, JointFit, RowSelection, condition_number, fit_linear, fit_pendulum
 from sysid_ros.core.signals import finite_differences, quartic_derivatives, savgol_derivatives
 
 TRUTH = {"mass_kg": 1.3, "damping_nm_s_rad": 0.08, "friction_nm": 0.05}
@@ -43,9 +42,14 @@ def pendulum() -> mujoco.MjModel:
 
 def pendulum_with(params: dict[str, float]) -> mujoco.MjModel:
     """The pendulum with (mass, damping, friction loss) replaced."""
-    return with_parameters(pendulum(), {"body_mass:pole": params["mass_kg"],
-                                        "dof_damping:hinge": params["damping_nm_s_rad"],
-                                        "dof_frictionloss:hinge": params["friction_nm"]})
+    return with_parameters(
+        pendulum(),
+        {
+            "body_mass:pole": params["mass_kg"],
+            "dof_damping:hinge": params["damping_nm_s_rad"],
+            "dof_frictionloss:hinge": params["friction_nm"],
+        },
+    )
 
 
 def multisine(t: np.ndarray, amplitude_nm: float, seed: int) -> np.ndarray:
@@ -56,8 +60,9 @@ def multisine(t: np.ndarray, amplitude_nm: float, seed: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=8)
-def record(amplitude_nm: float = 2.5, torque_seed: int = 1, noise_seed: int = 0) -> tuple[np.ndarray, np.ndarray,
-                                                                                         np.ndarray]:
+def record(
+    amplitude_nm: float = 2.5, torque_seed: int = 1, noise_seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(torque, true angle, measured angle) over 10 s; the state is recorded before each step."""
     model = pendulum()
     t = np.arange(round(10.0 / model.opt.timestep)) * model.opt.timestep
@@ -67,8 +72,13 @@ def record(amplitude_nm: float = 2.5, torque_seed: int = 1, noise_seed: int = 0)
 
 
 def ours(q: np.ndarray, torque: np.ndarray, **kwargs: object) -> JointFit:
-    return fit_pendulum(quartic_derivatives(q, pendulum().opt.timestep, OUR_WINDOW_S), torque, length_m=LENGTH_M,
-                        rotor_inertia_kg_m2=ROTOR_KG_M2, **kwargs)
+    return fit_pendulum(
+        quartic_derivatives(q, pendulum().opt.timestep, OUR_WINDOW_S),
+        torque,
+        length_m=LENGTH_M,
+        rotor_inertia_kg_m2=ROTOR_KG_M2,
+        **kwargs,
+    )
 
 
 def rel_errors(fit: JointFit) -> np.ndarray:
@@ -150,8 +160,9 @@ def test_held_out_validation_reaches_the_noise_floor() -> None:
     held_torque, _, held_q = record(torque_seed=7, noise_seed=2)
     estimated = validate_open_loop(pendulum_with(fit.fit.as_dict()), held_torque, held_q)
     truth = validate_open_loop(pendulum(), held_torque, held_q)
-    nominal = validate_open_loop(pendulum_with({"mass_kg": 1.0, "damping_nm_s_rad": 0.0, "friction_nm": 0.0}),
-                                 held_torque, held_q)
+    nominal = validate_open_loop(
+        pendulum_with({"mass_kg": 1.0, "damping_nm_s_rad": 0.0, "friction_nm": 0.0}), held_torque, held_q
+    )
     # the true parameters leave only the 0.5 mrad measurement noise; the lesson's estimate left 2.6 mrad
     assert truth.rms_rad == pytest.approx(NOISE_RAD, rel=0.05)
     assert estimated.rms_rad < 2 * NOISE_RAD

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from dataclasses import replace
-
 from sysid_ros.core.errors import DataError
-from sysid_ros.core.signals import JointSamples
-from sysid_ros.core.signals import (estimate_position_noise, finite_differences, hold_differences, hold_kernel, quartic_derivatives, same_filter, samples_derivatives, savgol_derivatives, smooth_like_acceleration, uniform_dt_s, window_samples)
+from sysid_ros.core.signals import (
+    JointSamples,
+    estimate_position_noise,
+    finite_differences,
+    hold_differences,
+    hold_kernel,
+    quartic_derivatives,
+    same_filter,
+    samples_derivatives,
+    savgol_derivatives,
+    smooth_like_acceleration,
+    uniform_dt_s,
+    window_samples,
+)
 
 DT = 0.002
 
@@ -61,7 +73,7 @@ def test_edges_and_missing_samples_are_invalid_not_extrapolated() -> None:
     d = savgol_derivatives(q, DT)
     half = d.window_samples // 2
     assert not d.valid[:half].any() and not d.valid[-half:].any()
-    assert not d.valid[250 - half: 250 + half + 1].any()
+    assert not d.valid[250 - half : 250 + half + 1].any()
     assert d.valid[half] and d.valid[250 - half - 1] and d.valid[250 + half + 1]
     assert np.isnan(d.qdd[~d.valid]).all() and np.isfinite(d.qdd[d.valid]).all()
 
@@ -80,8 +92,10 @@ def test_noise_gains_and_the_noise_estimate_match_monte_carlo() -> None:
     t = np.arange(20000) * DT
     clean = 0.4 * np.sin(2 * np.pi * 0.7 * t)
     noise = rng.normal(0.0, sigma, t.size)
-    for d_clean, d_noisy in ((savgol_derivatives(clean, DT), savgol_derivatives(clean + noise, DT)),
-                             (finite_differences(clean, DT), finite_differences(clean + noise, DT))):
+    for d_clean, d_noisy in (
+        (savgol_derivatives(clean, DT), savgol_derivatives(clean + noise, DT)),
+        (finite_differences(clean, DT), finite_differences(clean + noise, DT)),
+    ):
         v = d_clean.valid
         # 20000 samples: the std of a std estimate is ~1/sqrt(2 n_eff); 5 % covers the filter's correlation
         assert np.std(d_noisy.qd[v] - d_clean.qd[v]) == pytest.approx(sigma * d_clean.qd_noise_gain, rel=0.05)
@@ -124,8 +138,14 @@ def test_derivatives_from_joint_samples_per_joint() -> None:
         samples_derivatives(JointSamples(("a",), times, effort=np.zeros((1000, 1))))
 
 
-@pytest.mark.parametrize("make", [lambda q: savgol_derivatives(q, DT, 0.2, 4),
-                                  lambda q: savgol_derivatives(q, DT, 0.1, 3), lambda q: finite_differences(q, DT)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda q: savgol_derivatives(q, DT, 0.2, 4),
+        lambda q: savgol_derivatives(q, DT, 0.1, 3),
+        lambda q: finite_differences(q, DT),
+    ],
+)
 def test_the_acceleration_filter_is_a_smoother_of_second_differences(make) -> None:
     """What filtering the torque alike rests on: acceleration = g * (q[k+1] - 2 q[k] + q[k-1]) / h^2 exactly,
     with g centred and of unit sum, for any signal (here a random walk, nothing smooth about it)."""

@@ -85,8 +85,13 @@ def test_geared_joint_is_recovered() -> None:
     # Tolerances: the noise-free fit is off by +0.21 % in J (MuJoCo's Euler step damps with v + h qdd, the
     # fit sees v + h qdd / 2: b h / 2 = 2e-4 kg m^2) and < 0.1 % elsewhere; 0.1 mrad of noise adds less
     # than its 95 % half-widths (<= 0.05 % here). 1 % on J and gravity, 2 % on friction terms leave room.
-    for name, rel in (("inertia_kg_m2", 0.01), ("viscous_nm_s_rad", 0.02), ("coulomb_nm", 0.02),
-                      ("gravity_sin_nm", 0.01), ("gravity_cos_nm", 0.01)):
+    for name, rel in (
+        ("inertia_kg_m2", 0.01),
+        ("viscous_nm_s_rad", 0.02),
+        ("coulomb_nm", 0.02),
+        ("gravity_sin_nm", 0.01),
+        ("gravity_cos_nm", 0.01),
+    ):
         assert fit.fit.value(name) == pytest.approx(truth[name], rel=rel), name
         assert getattr(fit.model, name) == fit.fit.value(name)
     assert fit.fit.warnings == ()
@@ -114,8 +119,9 @@ def test_known_rotor_inertia_moves_to_the_left_hand_side() -> None:
     rotor = 0.04
     link_only = fit_joint_model(deriv, torque, torque_cap_nm=CAP_NM, known_torque_nm=rotor * np.nan_to_num(deriv.qdd))
     assert link_only.model.inertia_kg_m2 == pytest.approx(truth["inertia_kg_m2"] - rotor, rel=0.02)
-    fixed = fit_joint_model(deriv, torque, torque_cap_nm=CAP_NM, fixed={"inertia_kg_m2": truth["inertia_kg_m2"]},
-                            terms=REVOLUTE_TERMS[1:])
+    fixed = fit_joint_model(
+        deriv, torque, torque_cap_nm=CAP_NM, fixed={"inertia_kg_m2": truth["inertia_kg_m2"]}, terms=REVOLUTE_TERMS[1:]
+    )
     assert fixed.fit.names == REVOLUTE_TERMS[1:]
     assert fixed.model.inertia_kg_m2 == truth["inertia_kg_m2"]
     assert fixed.model.coulomb_nm == pytest.approx(0.3, rel=0.02)

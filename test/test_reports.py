@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 import scipy.signal
 import yaml
-
 from headless_browser import check_offline_page
-from sysid_ros.core.report import Page, figure, line, thin
-from sysid_ros.core.report import periodogram
+
+from sysid_ros.core.report import Page, figure, line, periodogram, thin
 
 
 @pytest.mark.parametrize("n", [1000, 1001])
@@ -53,16 +52,18 @@ def test_a_page_draws_its_plots_offline(tmp_path):
 @pytest.mark.parametrize("make", [lambda d: d / "missing", lambda d: d])
 def test_report_of_a_folder_without_results_is_one_line(tmp_path, make):
     folder = make(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "report", str(folder)], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "report", str(folder)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert not (tmp_path / "report.html").exists()
 
 
 def _cli(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sysid_ros.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_tape_plot_draws_position_velocity_acceleration_and_torque_against_the_envelope(tmp_path):
@@ -82,10 +83,29 @@ def test_tape_plot_draws_position_velocity_acceleration_and_torque_against_the_e
 
 def test_an_effort_tape_shows_its_torque_only(tmp_path):
     params = tmp_path / "effort.yaml"
-    params.write_text(yaml.safe_dump({"tape_recorder": {"ros__parameters": {
-        "joints": ["hinge"], "command_mode": "stream", "forward_interface": "effort", "command_rate_hz": 500.0,
-        "envelope": {"hinge": {"origin_rad": 0.0, "travel_rad": 1.5, "max_speed_rad_s": 6.0, "max_torque_nm": 2.0}},
-        "tape": {"kind": "multisine", "seed": 1}}}}))
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "tape_recorder": {
+                    "ros__parameters": {
+                        "joints": ["hinge"],
+                        "command_mode": "stream",
+                        "forward_interface": "effort",
+                        "command_rate_hz": 500.0,
+                        "envelope": {
+                            "hinge": {
+                                "origin_rad": 0.0,
+                                "travel_rad": 1.5,
+                                "max_speed_rad_s": 6.0,
+                                "max_torque_nm": 2.0,
+                            }
+                        },
+                        "tape": {"kind": "multisine", "seed": 1},
+                    }
+                }
+            }
+        )
+    )
     out = tmp_path / "multisine.html"
     done = _cli("tapes", "plot", "--params-file", str(params), "--out", str(out))
     assert done.returncode == 0, done.stderr
@@ -104,13 +124,16 @@ def test_the_foxglove_and_plotjuggler_layouts_watch_the_recorders_topics():
     import json
     import xml.etree.ElementTree as ET
 
-    from sysid_ros.core.files import config_dir
-    from sysid_ros.core.files import load_ros_parameters
+    from sysid_ros.core.files import config_dir, load_ros_parameters
 
     params = load_ros_parameters(config_dir() / "tape_recorder.yaml", "tape_recorder")
     # the recorder's names are relative (a namespace moves them); the layouts watch a robot at the root
-    topics = {"/" + params["feedback_topic"].lstrip("/"), "/diagnostics",
-              f"/{params['forward_controller']}/commands", f"/{params['trajectory_controller']}/joint_trajectory"}
+    topics = {
+        "/" + params["feedback_topic"].lstrip("/"),
+        "/diagnostics",
+        f"/{params['forward_controller']}/commands",
+        f"/{params['trajectory_controller']}/joint_trajectory",
+    }
     joint = params["joints"][0]
 
     fox = json.loads((config_dir() / "foxglove_tape_recorder.json").read_text())
@@ -145,27 +168,57 @@ def test_the_tuning_report_states_units_cost_keep_rule_and_the_feed_forward(tmp_
 
     run = tmp_path / "tune_20261202T000000Z"
     run.mkdir()
-    feedforward = {"inertia_kg_m2": 0.33, "viscous_nm_s_rad": 0.05, "coulomb_nm": 0.05, "gravity_sin_nm": 6.4,
-                   "gravity_cos_nm": 0.0, "offset_nm": 0.0, "coulomb_band_rad_s": 0.01}
-    (run / "proposal.yaml").write_text(yaml.safe_dump({
-        "joints": ["hinge"], "controller": "sim_robot", "improved": True, "predicted_cost_ratio": 0.01,
-        "summary": "poor factory gains", "as_found": {"gains.hinge.p": 5.0, "gains.hinge.d": 0.2},
-        "parameters": {"gains.hinge.p": 80.0, "gains.hinge.d": 1.57}, "host_feedforward": {"hinge": feedforward},
-        "bags": [], "seconds_of_motion": 300.0,
-        "seconds_by_stage": {"identify": 87.0, "as found": 35.0, "sweep": 35.0, "refine": 83.0, "verify": 60.0}}))
+    feedforward = {
+        "inertia_kg_m2": 0.33,
+        "viscous_nm_s_rad": 0.05,
+        "coulomb_nm": 0.05,
+        "gravity_sin_nm": 6.4,
+        "gravity_cos_nm": 0.0,
+        "offset_nm": 0.0,
+        "coulomb_band_rad_s": 0.01,
+    }
+    (run / "proposal.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "joints": ["hinge"],
+                "controller": "sim_robot",
+                "improved": True,
+                "predicted_cost_ratio": 0.01,
+                "summary": "poor factory gains",
+                "as_found": {"gains.hinge.p": 5.0, "gains.hinge.d": 0.2},
+                "parameters": {"gains.hinge.p": 80.0, "gains.hinge.d": 1.57},
+                "host_feedforward": {"hinge": feedforward},
+                "bags": [],
+                "seconds_of_motion": 300.0,
+                "seconds_by_stage": {"identify": 87.0, "as found": 35.0, "sweep": 35.0, "refine": 83.0, "verify": 60.0},
+            }
+        )
+    )
     canary = tmp_path / "canary_20261202T001000Z"
     canary.mkdir()
-    (canary / "canary.yaml").write_text(yaml.safe_dump({
-        "proposal_file": str((run / "proposal.yaml").resolve()), "kept": True, "live_cost_ratio": 0.004,
-        "predicted_cost_ratio": 0.01, "threshold": 0.505, "joints": ["hinge"], "bags": [],
-        "reason": "keep: live ratio 0.004 <= 0.505"}))
+    (canary / "canary.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "proposal_file": str((run / "proposal.yaml").resolve()),
+                "kept": True,
+                "live_cost_ratio": 0.004,
+                "predicted_cost_ratio": 0.01,
+                "threshold": 0.505,
+                "joints": ["hinge"],
+                "bags": [],
+                "reason": "keep: live ratio 0.004 <= 0.505",
+            }
+        )
+    )
     page = write_tuning_report(run).read_text()
     text = re.sub(r"<[^>]+>", " ", re.sub(r"<script.*?</script>", "", page, flags=re.S))
     assert re.search(r"gains\.hinge\.p\s+N m/rad", text) and re.search(r"gains\.hinge\.d\s+N m s/rad", text)
     assert "Cost, on the same tapes" in page and "As found scores about 2" in page
     assert "Keep rule: the change is kept only if the live cost ratio &lt;= 1 - (1 - predicted ratio) / 2" in text
     assert "Host feed-forward (part of the proposal)" in page and "gravity_sin_nm" in page and "6.4" in page
-    assert re.search(r"300 s of motion in 0 plays \(identify 87 s, as found 35 s, sweep 35 s, refine 83 s, verify 60 s\)", page), page
+    assert re.search(
+        r"300 s of motion in 0 plays \(identify 87 s, as found 35 s, sweep 35 s, refine 83 s, verify 60 s\)", page
+    ), page
     assert '"type":"log"' in page.replace(" ", "") and "keep threshold 0.505" in page
     check_offline_page(run / "report.html", 1)
 
@@ -175,9 +228,21 @@ def test_the_identification_parameter_table_gives_each_kinds_unit():
     from sysid_ros.core.report import parameter_table
 
     page = Page("parameters")
-    row = {"value": 0.1, "half_width_95": 0.01, "start": 0.2, "min": 0.0, "max": 1.0, "frozen": False,
-           "identifiable": True}
-    parameter_table(page, {"damping": {**row, "kind": "joint_damping", "target": "hinge"},
-                           "pole": {**row, "kind": "body_mass", "target": "pole"}})
+    row = {
+        "value": 0.1,
+        "half_width_95": 0.01,
+        "start": 0.2,
+        "min": 0.0,
+        "max": 1.0,
+        "frozen": False,
+        "identifiable": True,
+    }
+    parameter_table(
+        page,
+        {
+            "damping": {**row, "kind": "joint_damping", "target": "hinge"},
+            "pole": {**row, "kind": "body_mass", "target": "pole"},
+        },
+    )
     text = re.sub(r"<[^>]+>", "|", page.render().split("</head>")[1])
     assert re.search(r"joint_damping hinge\|+N m s/rad\|+0\.1\|", text) and re.search(r"body_mass pole\|+kg\|", text)

@@ -18,21 +18,60 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 JOINTS = ["shoulder", "elbow", "wrist"]
 RATE_HZ = 200.0
 AS_FOUND = {"shoulder": (100.0, 10.0), "elbow": (40.0, 4.0), "wrist": (10.0, 0.5)}  # poor (p, d); no integral
-ENVELOPE = {f"envelope.{j}.{k}": v for j, e in {
-    "shoulder": (0.3, 0.3, 1.0, 60.0), "elbow": (0.4, 0.3, 1.0, 30.0), "wrist": (0.2, 0.3, 1.5, 10.0)}.items()
-    for k, v in zip(("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm"), e)}
-HIDDEN = {"physics.link1.mass": 2.3, "physics.link2.mass": 1.05, "physics.link3.mass": 0.58,
-          "physics.shoulder.damping": 0.62, "physics.elbow.damping": 0.24, "physics.wrist.damping": 0.125}
-SIM = {"model": "arm3", "joints": JOINTS, "use_sim_time": True, "forward_interface": "position",
-       "command_rate_hz": RATE_HZ, "publish_rate_hz": RATE_HZ, "noise.position_rad": 2e-5,
-       "noise.velocity_rad_s": 0.0, "initial_positions": [0.3, 0.4, 0.2],  # parked at home, inside the envelope
-       "gain_guard.p_max": 2000.0, "gain_guard.d_max": 100.0, **HIDDEN,
-       **{f"gains.{j}.{g}": v for j, (p, d) in AS_FOUND.items()
-          for g, v in (("p", p), ("d", d), ("i", 0.0), ("i_clamp", 0.0), ("ff_velocity_scale", 0.0))}}
-RECORDER = {"joints": JOINTS, "command_mode": "trajectory", "command_rate_hz": RATE_HZ,
-            "safety.stale_after_s": 3.0, "model": "arm3", **ENVELOPE}
-TUNER = {"joints": JOINTS, "controller": "sim_robot", "model": "arm3", "command_rate_hz": RATE_HZ,
-         "guard.p_max": 2000.0, "guard.d_max": 100.0, "goal.twin_screening": True, **ENVELOPE}
+ENVELOPE = {
+    f"envelope.{j}.{k}": v
+    for j, e in {
+        "shoulder": (0.3, 0.3, 1.0, 60.0),
+        "elbow": (0.4, 0.3, 1.0, 30.0),
+        "wrist": (0.2, 0.3, 1.5, 10.0),
+    }.items()
+    for k, v in zip(("origin_rad", "travel_rad", "max_speed_rad_s", "max_torque_nm"), e)
+}
+HIDDEN = {
+    "physics.link1.mass": 2.3,
+    "physics.link2.mass": 1.05,
+    "physics.link3.mass": 0.58,
+    "physics.shoulder.damping": 0.62,
+    "physics.elbow.damping": 0.24,
+    "physics.wrist.damping": 0.125,
+}
+SIM = {
+    "model": "arm3",
+    "joints": JOINTS,
+    "use_sim_time": True,
+    "forward_interface": "position",
+    "command_rate_hz": RATE_HZ,
+    "publish_rate_hz": RATE_HZ,
+    "noise.position_rad": 2e-5,
+    "noise.velocity_rad_s": 0.0,
+    "initial_positions": [0.3, 0.4, 0.2],  # parked at home, inside the envelope
+    "gain_guard.p_max": 2000.0,
+    "gain_guard.d_max": 100.0,
+    **HIDDEN,
+    **{
+        f"gains.{j}.{g}": v
+        for j, (p, d) in AS_FOUND.items()
+        for g, v in (("p", p), ("d", d), ("i", 0.0), ("i_clamp", 0.0), ("ff_velocity_scale", 0.0))
+    },
+}
+RECORDER = {
+    "joints": JOINTS,
+    "command_mode": "trajectory",
+    "command_rate_hz": RATE_HZ,
+    "safety.stale_after_s": 3.0,
+    "model": "arm3",
+    **ENVELOPE,
+}
+TUNER = {
+    "joints": JOINTS,
+    "controller": "sim_robot",
+    "model": "arm3",
+    "command_rate_hz": RATE_HZ,
+    "guard.p_max": 2000.0,
+    "guard.d_max": 100.0,
+    "goal.twin_screening": True,
+    **ENVELOPE,
+}
 
 
 def test_the_arm_is_tuned_applied_and_kept(tmp_path):

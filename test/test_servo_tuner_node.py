@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from headless_browser import check_offline_page
+
 from sysid_ros.core.files import load_ros_parameters
 from sysid_ros.core.gains import GainsJournal
 from sysid_ros.core.tuner import load_proposal
@@ -31,8 +31,11 @@ TUNE_TIMEOUT_S = 1500.0  # about 320 s of motion at 3x real time, on a loaded 2-
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory):
-    rig = TuningRig(tmp_path_factory.mktemp("servo_tuner"), real_time_factor=3.0,
-                    sim={**TUNED_PENDULUM, "joint_states_reliability": "best_effort"})
+    rig = TuningRig(
+        tmp_path_factory.mktemp("servo_tuner"),
+        real_time_factor=3.0,
+        sim={**TUNED_PENDULUM, "joint_states_reliability": "best_effort"},
+    )
     try:
         rig.tune = rig.request("tune", "tune", TUNE_TIMEOUT_S)
         yield rig
@@ -67,8 +70,9 @@ def test_tune_improves_the_pendulum_and_leaves_the_controller_as_found(rig):
     assert journal.unfinished() == [] and any(c.state == "rolled_back" for c in journal.changes().values())
     # the proposal as read-only parameters
     names = [f"proposal.hinge.{g}" for g in ("p", "i", "d", "i_clamp")]
-    assert rig.client.get_parameters("servo_tuner", names) == [result["parameters"][f"gains.hinge.{g}"]
-                                                                 for g in ("p", "i", "d", "i_clamp")]
+    assert rig.client.get_parameters("servo_tuner", names) == [
+        result["parameters"][f"gains.hinge.{g}"] for g in ("p", "i", "d", "i_clamp")
+    ]
     [refused] = rig.client.set_parameters("servo_tuner", {"proposal.hinge.p": 1.0})
     assert not refused.successful and "read-only" in refused.reason
     # the tuning report next to the proposal: one plot of plays per stage (identify, sweep, refine, verify), the
@@ -80,14 +84,22 @@ def test_tune_improves_the_pendulum_and_leaves_the_controller_as_found(rig):
     check_offline_page(report, 4 + 2 + len(proposal.canary_tapes))
     assert len(list(report.parent.glob("play_*.npz"))) == len(document["bags"])  # every play's measured motion
     report.unlink()
-    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "report", str(report.parent)], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "report", str(report.parent)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and report.read_text() == page, done.stderr
     # a play whose measured motion was not saved is read back from its bag
     [held_out] = sorted(report.parent.glob(f"play_*_{proposal.canary_tapes[0].name}.npz"))[-1:]
     held_out.unlink()
-    done = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "report", str(report.parent)], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "report", str(report.parent)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     check_offline_page(report, 4 + 2 + len(proposal.canary_tapes))
 
@@ -100,13 +112,29 @@ def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig, tmp_path):
     seen = len(rig.results)
     # the pendulum's proposal was proven with a host feed-forward (gravity, friction) no controller parameter can
     # hold: persisting the gains alone is refused before anything is sent, and done only when asked, said
-    refused = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "apply", rig.tune["proposal_file"],
-                              "--persist", str(controllers)], capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "apply", rig.tune["proposal_file"], "--persist", str(controllers)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode == 2 and "gravity_sin_nm" in refused.stderr and "--gains-only" in refused.stderr
     assert rig.gains() == AS_FOUND and len(rig.results) == seen
-    applied = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "apply", rig.tune["proposal_file"],
-                              "--persist", str(controllers), "--gains-only"], capture_output=True, text=True,
-                             timeout=900)
+    applied = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sysid_ros.cli",
+            "apply",
+            rig.tune["proposal_file"],
+            "--persist",
+            str(controllers),
+            "--gains-only",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "note: the host feed-forward the canary also ran with is not written" in applied.stdout
     assert "canary: keep" in applied.stdout and "live_cost_ratio" in applied.stdout
@@ -122,12 +150,14 @@ def test_apply_is_kept_by_the_canary_and_rolled_back_on_request(rig, tmp_path):
     tune_report = Path(rig.tune["report"])
     assert "canary: kept" in tune_report.read_text()
     check_offline_page(tune_report, 4 + 2 + len(canary["bags"]) - 1 + 2)  # the canary's tapes, less the move
-    rolled = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "rollback"], capture_output=True, text=True,
-                            timeout=120)
+    rolled = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "rollback"], capture_output=True, text=True, timeout=120
+    )
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr
     assert rig.gains() == AS_FOUND  # bit for bit
-    again = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "rollback"], capture_output=True, text=True,
-                           timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "rollback"], capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 1 and "no applied change to roll back" in again.stdout
 
 

@@ -88,8 +88,7 @@ def test_feedback_delay_and_noise():
 
 
 def test_hidden_physics_changes_live_and_keeps_the_state():
-    robot = SimRobot("pendulum", physics={"hinge.damping": 0.0, "hinge.frictionloss": 0.0},
-                     initial_positions=[0.05])
+    robot = SimRobot("pendulum", physics={"hinge.damping": 0.0, "hinge.frictionloss": 0.0}, initial_positions=[0.05])
     robot.command("effort", [0.0])
     robot.advance(S)
     before = robot.position.copy()

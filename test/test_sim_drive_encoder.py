@@ -15,8 +15,9 @@ S = 1_000_000_000
 
 
 def _swing(encoder: DriveEncoder | None) -> list:
-    robot = SimRobot("pendulum", command_rate_hz=500.0, publish_rate_hz=500.0, initial_positions=[0.4],
-                     drive_encoder=encoder)
+    robot = SimRobot(
+        "pendulum", command_rate_hz=500.0, publish_rate_hz=500.0, initial_positions=[0.4], drive_encoder=encoder
+    )
     robot.command("effort", [0.5])
     return robot.advance(S)
 
@@ -36,8 +37,9 @@ def test_the_feedback_reports_the_drives_late_encoder_and_its_backward_differenc
 
 def test_encoder_noise_reaches_the_torque_through_kd_as_on_a_drive():
     sigma, kd, rate = 1e-4, 0.4, 500.0
-    robot = SimRobot("pendulum", command_rate_hz=rate, publish_rate_hz=rate,
-                     drive_encoder=DriveEncoder(noise_rad=sigma, seed=3))
+    robot = SimRobot(
+        "pendulum", command_rate_hz=rate, publish_rate_hz=rate, drive_encoder=DriveEncoder(noise_rad=sigma, seed=3)
+    )
     robot.set_gains("hinge", PidGains(p=0.0, d=kd))
     tau = np.array([f.effort[0] for f in robot.advance(4 * S)])[10:]
     # a backward difference of white noise has std sqrt(2) sigma rate; kd carries it to the torque

@@ -35,6 +35,7 @@ def start_sim(nodes):
 
 def states_after(received: list, count: int, t0_ns: int = 0) -> list:
     """Wait until `count` joint states stamped after `t0_ns` arrived; return them."""
+
     def enough():
         if len(received) < count:
             return None
@@ -49,8 +50,14 @@ def errors(diagnostics: list) -> list[str]:
 
 
 def test_rate_completeness_and_noise(probe, start_sim):
-    sim = start_sim(**{"noise.position_rad": 0.001, "noise.velocity_rad_s": 0.01, "publish_rate_hz": 500.0,
-                       "physics.hinge.frictionloss": 0.5})
+    sim = start_sim(
+        **{
+            "noise.position_rad": 0.001,
+            "noise.velocity_rad_s": 0.01,
+            "publish_rate_hz": 500.0,
+            "physics.hinge.frictionloss": 0.5,
+        }
+    )
     states = states_after(probe.collect(JointState, "/joint_states"), 2000)
     stamps = np.array([stamp_ns(m) for m in states])
     # Completeness: every 2 ms sample is there, in order, none duplicated.
@@ -67,8 +74,14 @@ def test_rate_completeness_and_noise(probe, start_sim):
 
 
 def test_encoder_quantization(probe, start_sim):
-    start_sim(**{"noise.encoder_resolution_rad": 0.001, "initial_positions": [0.3],
-                 "physics.hinge.damping": 0.0, "physics.hinge.frictionloss": 0.0})  # swings for ever
+    start_sim(
+        **{
+            "noise.encoder_resolution_rad": 0.001,
+            "initial_positions": [0.3],
+            "physics.hinge.damping": 0.0,
+            "physics.hinge.frictionloss": 0.0,
+        }
+    )  # swings for ever
     states = states_after(probe.collect(JointState, "/joint_states"), 300)
     q = np.array([m.position[0] for m in states])
     assert np.allclose(q / 0.001, np.round(q / 0.001), atol=1e-6)
@@ -94,21 +107,37 @@ def test_free_period_matches_small_angle_theory(probe, start_sim):
 
 
 def test_trajectory_tracked_and_gain_change_live(probe, start_sim):
-    start_sim(**{"model": "arm3", "physics.shoulder.frictionloss": 0.0, "physics.elbow.frictionloss": 0.0,
-                 "physics.wrist.frictionloss": 0.0,
-                 "gains.shoulder.p": 300.0, "gains.shoulder.d": 20.0, "gains.shoulder.ff_velocity_scale": 0.5,
-                 "gains.shoulder.i": 1500.0, "gains.shoulder.i_clamp": 40.0,
-                 "gains.elbow.p": 150.0, "gains.elbow.d": 8.0, "gains.elbow.ff_velocity_scale": 0.3,
-                 "gains.elbow.i": 600.0, "gains.elbow.i_clamp": 20.0,
-                 "gains.wrist.p": 20.0, "gains.wrist.d": 0.5})
+    start_sim(
+        **{
+            "model": "arm3",
+            "physics.shoulder.frictionloss": 0.0,
+            "physics.elbow.frictionloss": 0.0,
+            "physics.wrist.frictionloss": 0.0,
+            "gains.shoulder.p": 300.0,
+            "gains.shoulder.d": 20.0,
+            "gains.shoulder.ff_velocity_scale": 0.5,
+            "gains.shoulder.i": 1500.0,
+            "gains.shoulder.i_clamp": 40.0,
+            "gains.elbow.p": 150.0,
+            "gains.elbow.d": 8.0,
+            "gains.elbow.ff_velocity_scale": 0.3,
+            "gains.elbow.i": 600.0,
+            "gains.elbow.i_clamp": 20.0,
+            "gains.wrist.p": 20.0,
+            "gains.wrist.d": 0.5,
+        }
+    )
     received = probe.collect(JointState, "/joint_states")
     pub = probe.publisher(JointTrajectory, "/joint_trajectory_controller/joint_trajectory")
     probe.wait_for_subscribers(pub)
     first = states_after(received, 1)[0]
     target = [0.4, -0.6, 0.3]
     goal = JointTrajectory(joint_names=["wrist", "shoulder", "elbow"])  # any order, as ros2_control allows
-    goal.points = [JointTrajectoryPoint(positions=[target[2], target[0], target[1]],
-                                        velocities=[0.0, 0.0, 0.0], time_from_start=Duration(sec=2))]
+    goal.points = [
+        JointTrajectoryPoint(
+            positions=[target[2], target[0], target[1]], velocities=[0.0, 0.0, 0.0], time_from_start=Duration(sec=2)
+        )
+    ]
     pub.publish(goal)
     t_goal = stamp_ns(first)
     settled = lambda: [m for m in received if stamp_ns(m) > t_goal + 4_000_000_000]  # noqa: E731
@@ -136,8 +165,9 @@ def test_invalid_gains_rejected_with_reason(probe, start_sim):
     for bad in (-1.0, float("nan"), float("inf"), 500.0):
         [result] = probe.set_parameters("sim_robot", {"gains.hinge.p": bad})
         # refused with its reason: the descriptor's range (-1, 500 beyond the guard) or the guard's own check
-        assert not result.successful and ("gain p" in result.reason or "gains.hinge.p out of range" in result.reason), \
+        assert not result.successful and ("gain p" in result.reason or "gains.hinge.p out of range" in result.reason), (
             result.reason
+        )
     # set_parameters (not atomic) takes the good values of a batch and refuses the bad one.
     results = probe.set_parameters("sim_robot", {"gains.hinge.d": 1.0, "gains.hinge.p": float("nan")})
     assert [r.successful for r in results] == [True, False]
@@ -148,15 +178,19 @@ def test_bad_commands_are_ignored_and_reported(probe, start_sim):
     sim = start_sim(**{"initial_positions": [0.2], "gains.hinge.p": 50.0, "gains.hinge.d": 3.0})
     received = probe.collect(JointState, "/joint_states")
     first = states_after(received, 1)[0]
-    settled = wait_for(lambda: stamp_ns(received[-1]) > stamp_ns(first) + 3_000_000_000 and received[-1],
-                       what="the drive to settle")  # it holds the start position against gravity
+    settled = wait_for(
+        lambda: stamp_ns(received[-1]) > stamp_ns(first) + 3_000_000_000 and received[-1], what="the drive to settle"
+    )  # it holds the start position against gravity
     diagnostics = probe.collect(DiagnosticArray, "/diagnostics", 50)
     forward = probe.publisher(Float64MultiArray, "/forward_command_controller/commands")
     trajectory = probe.publisher(JointTrajectory, "/joint_trajectory_controller/joint_trajectory")
     probe.wait_for_subscribers(forward)
     probe.wait_for_subscribers(trajectory)
-    bad = [Float64MultiArray(data=[float("nan")]), Float64MultiArray(data=[1.0, 2.0]),
-           Float64MultiArray(data=[float("inf")])]
+    bad = [
+        Float64MultiArray(data=[float("nan")]),
+        Float64MultiArray(data=[1.0, 2.0]),
+        Float64MultiArray(data=[float("inf")]),
+    ]
     for msg in bad:
         forward.publish(msg)
     unknown = JointTrajectory(joint_names=["elbow"])
@@ -167,8 +201,9 @@ def test_bad_commands_are_ignored_and_reported(probe, start_sim):
     nan_point.points = [JointTrajectoryPoint(positions=[float("nan")], time_from_start=Duration(sec=1))]
     for msg in (unknown, short, nan_point, JointTrajectory(joint_names=["hinge"])):
         trajectory.publish(msg)
-    messages = wait_for(lambda: (lambda e: e if len(e) >= 7 else None)(errors(diagnostics)),
-                        what="seven error diagnostics")
+    messages = wait_for(
+        lambda: (lambda e: e if len(e) >= 7 else None)(errors(diagnostics)), what="seven error diagnostics"
+    )
     text = "\n".join(messages)
     assert "not finite" in text and "1 values" not in text and "2 values, expected 1" in text
     assert "unknown joints ['elbow']" in text and "2 positions for 1 joints" in text and "no points" in text

@@ -29,15 +29,20 @@ def _target(module: str, package: bool, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
     base = module.split(".") if package else module.split(".")[:-1]
-    base = base[:len(base) - node.level + 1]
+    base = base[: len(base) - node.level + 1]
     return ".".join(base + ([node.module] if node.module else []))
 
 
 def _imports(tree: ast.Module) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """(imports run when the module loads, imports inside a function or class)."""
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    top += [m for n in tree.body if isinstance(n, (ast.If, ast.Try)) for m in ast.walk(n)
-            if isinstance(m, (ast.Import, ast.ImportFrom))]
+    top += [
+        m
+        for n in tree.body
+        if isinstance(n, (ast.If, ast.Try))
+        for m in ast.walk(n)
+        if isinstance(m, (ast.Import, ast.ImportFrom))
+    ]
     inner = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and n not in top]
     return top, inner
 
@@ -48,8 +53,10 @@ def _exports(modules: dict[str, tuple[Path, bool]]) -> dict[str, dict[str, str]]
     for name, (path, package) in modules.items():
         for node in ast.parse(path.read_text()).body if package else ():
             if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "EXPORTS":
-                out[name] = {k.value: name + v.value if v.value.startswith(".") else v.value
-                             for k, v in zip(node.value.keys, node.value.values)}
+                out[name] = {
+                    k.value: name + v.value if v.value.startswith(".") else v.value
+                    for k, v in zip(node.value.keys, node.value.values)
+                }
     return out
 
 
@@ -65,8 +72,10 @@ def _graph() -> dict[str, set[str]]:
         for node in top:
             if isinstance(node, ast.ImportFrom):
                 base = _target(name, package, node)
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules
-                           else doors.get(base, {}).get(a.name, base) for a in node.names]
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else doors.get(base, {}).get(a.name, base)
+                    for a in node.names
+                ]
             else:
                 targets = [a.name for a in node.names]
             for target in targets:
@@ -136,8 +145,11 @@ def test_callers_use_the_front_doors():
 def _other_callers() -> dict[str, tuple[Path, bool]]:
     """The package's modules outside core/ (nodes, ros, cli, demo)."""
     package = CORE.parent
-    return {".".join(p.relative_to(package.parent).with_suffix("").parts): (p, False)
-            for p in package.rglob("*.py") if not p.is_relative_to(CORE) and p.name != "__init__.py"}
+    return {
+        ".".join(p.relative_to(package.parent).with_suffix("").parts): (p, False)
+        for p in package.rglob("*.py")
+        if not p.is_relative_to(CORE) and p.name != "__init__.py"
+    }
 
 
 def test_no_import_circles():
@@ -159,10 +171,16 @@ def test_imports_at_the_top_but_optional_dependencies():
 
 def test_core_never_imports_rclpy():
     """The core runs without ROS: no module imports rclpy, anywhere in it."""
-    users = [name for name, (path, _) in _modules().items()
-             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, (ast.Import, ast.ImportFrom))
-             and any(n.split(".")[0] == "rclpy" for n in ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                                                           else [a.name for a in node.names]))]
+    users = [
+        name
+        for name, (path, _) in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        and any(
+            n.split(".")[0] == "rclpy"
+            for n in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names])
+        )
+    ]
     assert users == []
 
 
@@ -192,8 +210,11 @@ def test_every_subpackage_has_a_map():
 
 def test_no_folder_holds_more_than_fifteen_modules():
     """A folder past 15 modules is split by role (issue 31: identify/ had 32)."""
-    crowded = {str(p.relative_to(PACKAGE.parent)): n for p in _packages()
-               if (n := len([m for m in p.glob("*.py") if m.stem != "__init__"])) > MAX_MODULES}
+    crowded = {
+        str(p.relative_to(PACKAGE.parent)): n
+        for p in _packages()
+        if (n := len([m for m in p.glob("*.py") if m.stem != "__init__"])) > MAX_MODULES
+    }
     assert crowded == {}
 
 
@@ -201,8 +222,11 @@ def test_no_test_only_code_in_the_runtime_package():
     """Every module of the package is reached from an entry point (a node, the CLI, the demo, a launch helper) or
     from a name a core package's front door offers (the library's API, e.g. the tuner's Stage 0 `analytic_start`,
     which no node calls): what only tests and benches use lives in `test/support/`."""
-    modules = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
-               for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    modules = {
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in PACKAGE.rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
     entry = {m for m in modules if m.startswith("sysid_ros.nodes.") or m.startswith("sysid_ros.cli")}
     entry |= {"sysid_ros.demo", "sysid_ros.launching", "sysid_ros"}
     doors = _exports({m: (p, p.name == "__init__.py") for m, p in modules.items()})
@@ -239,13 +263,21 @@ horizon, the derivative filter's width); the old name stands only in the maps th
 
 def _retired_uses(tree: ast.Module, name: str) -> list[int]:
     """Lines naming `name` (a variable, argument, attribute, keyword or string) but as a key of a `renamed=` map."""
-    allowed = {id(k) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == "renamed"
-               and isinstance(n.value, ast.Dict) for k in n.value.keys}
+    allowed = {
+        id(k)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.keyword) and n.arg == "renamed" and isinstance(n.value, ast.Dict)
+        for k in n.value.keys
+    }
     uses = []
     for n in ast.walk(tree):
-        named = ((isinstance(n, ast.Name) and n.id == name) or (isinstance(n, ast.arg) and n.arg == name)
-                 or (isinstance(n, ast.Attribute) and n.attr == name) or (isinstance(n, ast.keyword) and n.arg == name)
-                 or (isinstance(n, ast.Constant) and n.value == name and id(n) not in allowed))
+        named = (
+            (isinstance(n, ast.Name) and n.id == name)
+            or (isinstance(n, ast.arg) and n.arg == name)
+            or (isinstance(n, ast.Attribute) and n.attr == name)
+            or (isinstance(n, ast.keyword) and n.arg == name)
+            or (isinstance(n, ast.Constant) and n.value == name and id(n) not in allowed)
+        )
         if named:
             uses.append(n.lineno)
     return uses
@@ -254,13 +286,16 @@ def _retired_uses(tree: ast.Module, name: str) -> list[int]:
 def test_each_retired_name_is_gone_but_its_refusal():
     package = CORE.parent
     for name in RETIRED_NAMES:
-        found = {str(p.relative_to(package)): lines for p in package.rglob("*.py")
-                 if (lines := _retired_uses(ast.parse(p.read_text()), name))}
+        found = {
+            str(p.relative_to(package)): lines
+            for p in package.rglob("*.py")
+            if (lines := _retired_uses(ast.parse(p.read_text()), name))
+        }
         assert not found, f"{name} is retired ({' / '.join(RETIRED_NAMES[name])}), still used at {found}"
 
 
 RUN_STAGES = ("load", "warm_start", "optimize", "intervals", "validation", "summarize")
-"""The modules of `identify/stages/` that `identify/pipeline.py` runs in order, each owning one stage of an identification."""
+"""The modules of `identify/stages/` that `identify/pipeline.py` runs in order, each owning one stage of the run."""
 
 
 def test_the_identification_run_reads_as_its_stages():
@@ -269,6 +304,7 @@ def test_the_identification_run_reads_as_its_stages():
     tree = ast.parse((CORE / "identify" / "pipeline.py").read_text())
     own = {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1}
     assert own == {*(f"stages.{stage}" for stage in RUN_STAGES), "problem.file", "results"}, own
+
 
 LEVELS = {"debug", "info", "warn", "warning", "error", "fatal"}
 

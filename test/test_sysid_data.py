@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from mujoco import sysid
 
+from support.synthetic import multisine, record_effort
 from sysid_ros.core.errors import ConfigError, DataError
 from sysid_ros.core.files import load_spec
 from sysid_ros.core.identify.rollout import sequences as sd
-from support.synthetic import multisine, record_effort
 from sysid_ros.core.signals import JointCommands, JointSamples
 from sysid_ros.core.sim import SimRobot
 
@@ -79,8 +79,9 @@ def test_linear_control_resampling_would_misfit(pendulum, run):
     samples, commands = run
     maps = sd.joint_maps(model, ["hinge"])
     (seg,) = sd.segments_from_samples(model, maps, samples, commands)
-    ramped = sysid.TimeSeries.from_control_names(sd.relative_seconds(commands.time_ns, EPOCH_NS),
-                                                 commands.values, model)
+    ramped = sysid.TimeSeries.from_control_names(
+        sd.relative_seconds(commands.time_ns, EPOCH_NS), commands.values, model
+    )
     wrong = sd.Segment("ramp", seg.initial_state, ramped.resample(target_dt=0.002), seg.sensordata, seg.start_ns)
     assert _rollout_error(model, wrong, "hinge_qpos") > 1e-4
 
@@ -113,8 +114,9 @@ def test_non_finite_position_is_refused_with_joint_and_time(pendulum, run):
     samples, commands = run
     position = samples.position.copy()
     position[100, 0] = np.nan
-    bad = JointSamples(samples.joint_names, samples.time_ns, position, samples.velocity, samples.effort,
-                       source="/joint_states")
+    bad = JointSamples(
+        samples.joint_names, samples.time_ns, position, samples.velocity, samples.effort, source="/joint_states"
+    )
     with pytest.raises(DataError, match=r"non-finite position.*topic=/joint_states, joint=hinge, time_s=0\.2"):
         sd.segments_from_samples(model, sd.joint_maps(model, ["hinge"]), bad, commands)
 
@@ -122,8 +124,14 @@ def test_non_finite_position_is_refused_with_joint_and_time(pendulum, run):
 def test_all_zero_column_is_refused(pendulum, run):
     spec, model = pendulum
     samples, commands = run
-    zero = JointSamples(samples.joint_names, samples.time_ns, np.zeros_like(samples.position), samples.velocity,
-                        samples.effort, source="/joint_states")
+    zero = JointSamples(
+        samples.joint_names,
+        samples.time_ns,
+        np.zeros_like(samples.position),
+        samples.velocity,
+        samples.effort,
+        source="/joint_states",
+    )
     with pytest.raises(DataError, match=r"all zero.*joint=hinge"):
         sd.segments_from_samples(model, sd.joint_maps(model, ["hinge"]), zero, commands)
 
@@ -134,8 +142,13 @@ def test_missing_joint_and_missing_command_are_refused(pendulum, run):
     other = JointSamples(("elbow",), samples.time_ns, samples.position, source="/joint_states")
     with pytest.raises(DataError, match=r"no joints \['hinge'\]"):
         sd.segments_from_samples(model, sd.joint_maps(model, ["hinge"]), other, commands)
-    late = JointCommands(commands.joint_names, commands.time_ns[10:], commands.values[10:], "effort",
-                         source="/effort_controller/commands")
+    late = JointCommands(
+        commands.joint_names,
+        commands.time_ns[10:],
+        commands.values[10:],
+        "effort",
+        source="/effort_controller/commands",
+    )
     with pytest.raises(DataError, match=r"no finite command in force.*joint=hinge, time_s=0\.0"):
         sd.segments_from_samples(model, sd.joint_maps(model, ["hinge"]), samples, late)
     position = JointCommands(commands.joint_names, commands.time_ns, commands.values, "position")
@@ -161,9 +174,16 @@ def test_sensor_subset_or_reordering_is_refused(pendulum, run):
     full = np.column_stack([samples.position, samples.velocity, samples.effort])
     sd.check_sensor_layout(sysid.TimeSeries.from_names(t, full, model), model)  # model order: accepted
     with pytest.raises(ConfigError, match="model's sensors in order"):
-        sd.sensor_signals(samples, model, samples.time_ns[0],
-                          {"hinge_vel": ("velocity", "hinge"), "hinge_pos": ("position", "hinge"),
-                           "hinge_torque": ("effort", "hinge")})
+        sd.sensor_signals(
+            samples,
+            model,
+            samples.time_ns[0],
+            {
+                "hinge_vel": ("velocity", "hinge"),
+                "hinge_pos": ("position", "hinge"),
+                "hinge_torque": ("effort", "hinge"),
+            },
+        )
 
 
 def test_jointpos_sensor_lags_one_step_and_is_shifted(pendulum, run):
@@ -174,13 +194,16 @@ def test_jointpos_sensor_lags_one_step_and_is_shifted(pendulum, run):
     (seg,) = sd.segments_from_samples(model, maps, samples, commands)
     true_model = load_spec("pendulum").compile()
     out = sysid.sysid_rollout(true_model, mujoco.MjData(true_model), seg.control, seg.initial_state)[0]
-    sensor = out.sensordata.data[:len(samples) - 1, 0]  # hinge_pos at the rollout's times dt, 2 dt, ...
+    sensor = out.sensordata.data[: len(samples) - 1, 0]  # hinge_pos at the rollout's times dt, 2 dt, ...
     measured = samples.position[:, 0]
-    assert np.max(np.abs(sensor - measured[1:len(sensor) + 1])) > 1e-4  # compared at face value: wrong
-    assert np.max(np.abs(sensor - measured[:len(sensor)])) < 1e-9  # it is the previous step's state
-    ts = sd.sensor_signals(samples, model, samples.time_ns[0], {"hinge_pos": ("position", "hinge"),
-                                                               "hinge_vel": ("velocity", "hinge"),
-                                                               "hinge_torque": ("effort", "hinge")})
+    assert np.max(np.abs(sensor - measured[1 : len(sensor) + 1])) > 1e-4  # compared at face value: wrong
+    assert np.max(np.abs(sensor - measured[: len(sensor)])) < 1e-9  # it is the previous step's state
+    ts = sd.sensor_signals(
+        samples,
+        model,
+        samples.time_ns[0],
+        {"hinge_pos": ("position", "hinge"), "hinge_vel": ("velocity", "hinge"), "hinge_torque": ("effort", "hinge")},
+    )
     assert ts.times[0] == pytest.approx(model.opt.timestep)
 
 

@@ -24,18 +24,33 @@ ENVELOPE = {"origin_rad": 0.0, "travel_rad": 0.4, "max_speed_rad_s": 2.0, "max_t
 # keeps up with even on a loaded 2-core machine (the 1 kHz x 7 joint rate is measured in bench/).
 RATE_HZ = 250.0
 PERIOD_NS = int(1e9 / RATE_HZ)
-SIM = {"use_sim_time": True, "real_time_factor": RTF, "forward_interface": "position", "publish_rate_hz": RATE_HZ,
-       "command_rate_hz": RATE_HZ,
-       "gains.hinge.p": 40.0, "gains.hinge.d": 1.5, "gains.hinge.ff_velocity_scale": 0.0,
-       "noise.position_rad": 0.0002}
+SIM = {
+    "use_sim_time": True,
+    "real_time_factor": RTF,
+    "forward_interface": "position",
+    "publish_rate_hz": RATE_HZ,
+    "command_rate_hz": RATE_HZ,
+    "gains.hinge.p": 40.0,
+    "gains.hinge.d": 1.5,
+    "gains.hinge.ff_velocity_scale": 0.0,
+    "noise.position_rad": 0.0002,
+}
 
 
 def recorder_params(out: Path, **extra) -> dict:
-    params = {"joints": ["hinge"], "command_mode": "stream", "forward_interface": "position",
-              "command_rate_hz": RATE_HZ, "output_dir": str(out), "model": "pendulum",
-              "safety.stale_after_s": 0.5, "safety.travel_margin_rad": 0.05, "safety.speed_margin_frac": 0.5,
-              "safety.torque_margin_frac": 0.01,
-              **{f"envelope.hinge.{k}": v for k, v in ENVELOPE.items()}}
+    params = {
+        "joints": ["hinge"],
+        "command_mode": "stream",
+        "forward_interface": "position",
+        "command_rate_hz": RATE_HZ,
+        "output_dir": str(out),
+        "model": "pendulum",
+        "safety.stale_after_s": 0.5,
+        "safety.travel_margin_rad": 0.05,
+        "safety.speed_margin_frac": 0.5,
+        "safety.torque_margin_frac": 0.01,
+        **{f"envelope.hinge.{k}": v for k, v in ENVELOPE.items()},
+    }
     params.update(extra)
     return params
 
@@ -60,13 +75,20 @@ def start_pair(nodes, client, tmp_path, sim_extra=None, rec_extra=None):
     wait_for(lambda: "tape_recorder" in client.node.get_node_names(), 180.0, "the tape_recorder to start")
     assert client.change_state("tape_recorder", "configure") == (True, "inactive")
     assert client.change_state("tape_recorder", "activate") == (True, "active")
-    wait_for(lambda: client.node.count_subscribers("/forward_command_controller/commands") > 0
-             and client.node.count_publishers("/joint_states") > 0, what="sim_robot and tape_recorder")
+    wait_for(
+        lambda: (
+            client.node.count_subscribers("/forward_command_controller/commands") > 0
+            and client.node.count_publishers("/joint_states") > 0
+        ),
+        what="sim_robot and tape_recorder",
+    )
     return recorder, diagnostics
 
 
-KINDS = sorted((k for k in tapes.KINDS if k in __import__("os").environ.get("KINDS", ",".join(tapes.KINDS)).split(",")),
-               key=lambda k: k not in tapes.MODEL_KINDS)
+KINDS = sorted(
+    (k for k in tapes.KINDS if k in __import__("os").environ.get("KINDS", ",".join(tapes.KINDS)).split(",")),
+    key=lambda k: k not in tapes.MODEL_KINDS,
+)
 """Every kind; a designed (`optimal`) tape first: it starts at the envelope origin, where the pendulum rests."""
 
 
@@ -114,8 +136,10 @@ def test_bag_self_describing_and_independently_readable(nodes, client, tmp_path)
     assert info["custom_data"]["sysid_ros.command_topics"] == "/forward_command_controller/commands"
     # as `ros2 bag record` writes it: the distro, and the QoS each topic's publishers offered (for `ros2 bag play`)
     assert info["ros_distro"] == "jazzy"
-    offered = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
-               for t in info["topics_with_message_count"]}
+    offered = {
+        t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
+        for t in info["topics_with_message_count"]
+    }
     assert [q["reliability"] for q in offered["/joint_states"]] == ["reliable"]  # sim_robot's one publisher
     # (the graph does not carry a publisher's history depth: 0, as rosbag2 records a discovered publisher's)
     assert [q["reliability"] for q in offered["/forward_command_controller/commands"]] == ["reliable"]
@@ -127,7 +151,9 @@ def test_bag_self_describing_and_independently_readable(nodes, client, tmp_path)
     [mcap_file] = list(bag.glob("*.mcap"))
     with open(mcap_file, "rb") as f:
         topics = {}
-        for schema, channel, message, decoded in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+        for schema, channel, message, decoded in make_reader(
+            f, decoder_factories=[DecoderFactory()]
+        ).iter_decoded_messages():
             topics[channel.topic] = topics.get(channel.topic, 0) + 1
     assert topics["/joint_states"] > 500 and topics["/forward_command_controller/commands"] > 100
     assert topics["/sysid/metadata"] == 2 and topics["/tape_recorder/status"] >= 2
@@ -137,8 +163,9 @@ def test_best_effort_feedback_is_matched_and_recorded_in_full(nodes, client, tmp
     # A driver publishing joint states BEST_EFFORT (sensor-data QoS): a RELIABLE subscriber never connects to
     # it. feedback_reliability "auto" (the default) subscribes as the publishers need, also when the robot
     # comes up after the recorder was configured.
-    _, diagnostics = start_pair(nodes, client, tmp_path, sim_extra={"joint_states_reliability": "best_effort"},
-                                rec_extra={"tape.kind": "jog"})
+    _, diagnostics = start_pair(
+        nodes, client, tmp_path, sim_extra={"joint_states_reliability": "best_effort"}, rec_extra={"tape.kind": "jog"}
+    )
     status = play(client, diagnostics)
     assert status.message.startswith("finished"), status.message
     samples = read_joint_states(Path(values(status)["bag"]), joints=["hinge"], time_source="header").samples
@@ -147,10 +174,13 @@ def test_best_effort_feedback_is_matched_and_recorded_in_full(nodes, client, tmp
 
 def test_abort_on_envelope_breach_stops_within_two_periods(nodes, client, tmp_path):
     # A stiff drive with no damping (zeta < 0.01) rings past the tape's moves and out of the envelope.
-    _, diagnostics = start_pair(nodes, client, tmp_path,
-                                sim_extra={"gains.hinge.p": 80.0, "gains.hinge.d": 0.0},
-                                rec_extra={"tape.kind": "fast_moves", "safety.speed_margin_frac": 0.0,
-                                           "safety.travel_margin_rad": 0.0})
+    _, diagnostics = start_pair(
+        nodes,
+        client,
+        tmp_path,
+        sim_extra={"gains.hinge.p": 80.0, "gains.hinge.d": 0.0},
+        rec_extra={"tape.kind": "fast_moves", "safety.speed_margin_frac": 0.0, "safety.travel_margin_rad": 0.0},
+    )
     status = play(client, diagnostics)
     assert status.message.startswith("aborted: envelope breach: joint hinge:"), status.message
     bag = Path(values(status)["bag"])
@@ -160,8 +190,10 @@ def test_abort_on_envelope_breach_stops_within_two_periods(nodes, client, tmp_pa
     [commands] = recording.commands.values()
     samples = recording.samples
     envelope = Envelope(**ENVELOPE)
-    outside = np.flatnonzero((np.abs(samples.position[:, 0]) > envelope.travel_rad)
-                             | (np.abs(samples.velocity[:, 0]) > envelope.max_speed_rad_s))
+    outside = np.flatnonzero(
+        (np.abs(samples.position[:, 0]) > envelope.travel_rad)
+        | (np.abs(samples.velocity[:, 0]) > envelope.max_speed_rad_s)
+    )
     assert len(outside), "the test meant to force a breach"
     breach_ns = samples.time_ns[outside[0]]
     # The last command is the hold, sent within two command periods of the breaching sample.
@@ -173,11 +205,17 @@ def test_abort_on_stale_feedback(nodes, client, tmp_path):
     _, diagnostics = start_pair(nodes, client, tmp_path, rec_extra={"tape.kind": "chirp"})
     response = request_play(client)
     assert response.success, response.message
-    wait_for(lambda: any("progress" in values(s) and float(values(s)["progress"]) > 0.1
-                         for s in recorder_status(diagnostics)), what="the tape to get going")
+    wait_for(
+        lambda: any(
+            "progress" in values(s) and float(values(s)["progress"]) > 0.1 for s in recorder_status(diagnostics)
+        ),
+        what="the tape to get going",
+    )
     assert client.call(SetBool, "/sim_robot/pause", SetBool.Request(data=True)).success
-    status = wait_for(lambda: next((s for s in recorder_status(diagnostics) if s.message.startswith("aborted")), None),
-                      what="the recorder to notice")
+    status = wait_for(
+        lambda: next((s for s in recorder_status(diagnostics) if s.message.startswith("aborted")), None),
+        what="the recorder to notice",
+    )
     assert "stale feedback" in status.message
     meta = {}
     for doc in read_metadata(Path(values(status)["bag"])):
@@ -190,8 +228,10 @@ def test_sigkill_mid_tape_leaves_a_repairable_bag(nodes, client, tmp_path):
     response = request_play(client)
     assert response.success, response.message
     bag = Path(response.message.rsplit(" into ", 1)[1])
-    wait_for(lambda: any(float(values(s).get("progress", 0)) > 0.4 for s in recorder_status(diagnostics)),
-             what="the tape to pass 40 %")
+    wait_for(
+        lambda: any(float(values(s).get("progress", 0)) > 0.4 for s in recorder_status(diagnostics)),
+        what="the tape to pass 40 %",
+    )
     last_progress = max(float(values(s).get("progress", 0)) for s in recorder_status(diagnostics))
     recorder.stop(signal.SIGKILL)
     report = repair(bag)
@@ -208,8 +248,10 @@ def test_tape_outside_the_envelope_refused_before_motion(nodes, client, tmp_path
     tape_file = tmp_path / "wide.yaml"
     tape_file.write_text(yaml.safe_dump(wide.to_dict()))
     _, diagnostics = start_pair(nodes, client, tmp_path, rec_extra={"tape.file": str(tape_file)})
-    commands = client.collect(__import__("std_msgs.msg", fromlist=["Float64MultiArray"]).Float64MultiArray,
-                              "/forward_command_controller/commands")
+    commands = client.collect(
+        __import__("std_msgs.msg", fromlist=["Float64MultiArray"]).Float64MultiArray,
+        "/forward_command_controller/commands",
+    )
     response = request_play(client)
     assert not response.success
     assert "refused" in response.message and "joint=hinge" in response.message
@@ -220,8 +262,11 @@ def test_tape_outside_the_envelope_refused_before_motion(nodes, client, tmp_path
 def test_bad_configuration_and_missing_robot(nodes, client, tmp_path):
     # Unknown joint: configure succeeds (the robot may not be up yet) but play refuses, naming the joint.
     nodes("sim_robot", "sim_robot", SIM)
-    nodes("tape_recorder", "tape_recorder", recorder_params(tmp_path / "bags", joints=["elbow"],
-                                                           **{f"envelope.elbow.{k}": v for k, v in ENVELOPE.items()}))
+    nodes(
+        "tape_recorder",
+        "tape_recorder",
+        recorder_params(tmp_path / "bags", joints=["elbow"], **{f"envelope.elbow.{k}": v for k, v in ENVELOPE.items()}),
+    )
     assert client.change_state("tape_recorder", "configure") == (True, "inactive")
     assert client.change_state("tape_recorder", "activate") == (True, "active")
     wait_for(lambda: client.node.count_publishers("/joint_states") > 0, what="sim_robot")
@@ -250,8 +295,9 @@ def test_bad_configuration_and_missing_robot(nodes, client, tmp_path):
 def test_trajectory_mode_and_effort_stream(nodes, client, tmp_path):
     # A trajectory controller gets the whole tape as one JointTrajectory; the drive tracks it.
     stiff = {"gains.hinge.p": 200.0, "gains.hinge.d": 8.0, "gains.hinge.i": 200.0, "gains.hinge.i_clamp": 1.0}
-    _, diagnostics = start_pair(nodes, client, tmp_path, sim_extra=stiff,
-                                rec_extra={"tape.kind": "jog", "command_mode": "trajectory"})
+    _, diagnostics = start_pair(
+        nodes, client, tmp_path, sim_extra=stiff, rec_extra={"tape.kind": "jog", "command_mode": "trajectory"}
+    )
     status = play(client, diagnostics)
     assert status.message.startswith("finished"), status.message
     recording = read_recording(Path(values(status)["bag"]), joints=["hinge"], time_source="header")
@@ -263,19 +309,26 @@ def test_trajectory_mode_and_effort_stream(nodes, client, tmp_path):
     q = recording.samples.position[during, 0]
     reference = tapes.sample(tape, (t - start_ns) * 1e-9).position[:, 0]
     assert np.max(np.abs(setpoints.held_at(t)[:, 0] - reference)) < 2e-3  # 100 Hz waypoints, cubic between
+
     # The robot starts the goal at its stamp (trajectory_lead_s after sending), not when it arrives; the PID
     # drive (wn = sqrt(200 / 0.325) = 25 rad/s, zeta 0.5, an integral clamped at 1 N m) follows the jogs
     # of ~0.1 rad in ~0.5 s with a lag of its own: find it by the best alignment, then check the tracking.
     def error(shift_ns: int) -> float:
         shifted = tapes.sample(tape, (t - start_ns - shift_ns) * 1e-9).position[:, 0]
         return float(np.sqrt(np.mean((q - shifted) ** 2)))
+
     best = min(np.arange(0, 1_000_000_000, PERIOD_NS), key=error)
     assert error(best) < 0.2 * np.sqrt(np.mean(reference**2)), (best, error(best))
 
 
 def test_effort_tape_on_an_effort_interface(nodes, client, tmp_path):
-    _, diagnostics = start_pair(nodes, client, tmp_path, sim_extra={"forward_interface": "effort"},
-                                rec_extra={"tape.kind": "dither", "forward_interface": "effort"})
+    _, diagnostics = start_pair(
+        nodes,
+        client,
+        tmp_path,
+        sim_extra={"forward_interface": "effort"},
+        rec_extra={"tape.kind": "dither", "forward_interface": "effort"},
+    )
     status = play(client, diagnostics)
     assert status.message.startswith("finished"), status.message
     recording = read_recording(Path(values(status)["bag"]), joints=["hinge"], time_source="header")
@@ -301,9 +354,25 @@ def test_record_command_line(nodes, tmp_path):
     params = tmp_path / "recorder.yaml"
     params.write_text(yaml.safe_dump({"tape_recorder": {"ros__parameters": recorder_params(tmp_path / "unused")}}))
     # the recorder starts before the robot, as after `ros2 launch` of both: it waits for the robot's feedback
-    record = subprocess.Popen([sys.executable, "-m", "sysid_ros.cli", "record", "--params-file", str(params),
-                               "--tape", "sweep", "--seed", "2", "--out", str(tmp_path / "cli_bags")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sysid_ros.cli",
+            "record",
+            "--params-file",
+            str(params),
+            "--tape",
+            "sweep",
+            "--seed",
+            "2",
+            "--out",
+            str(tmp_path / "cli_bags"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     nodes("sim_robot", "sim_robot", SIM)
     stdout, stderr = record.communicate(timeout=120)
     done = subprocess.CompletedProcess(record.args, record.returncode, stdout, stderr)
@@ -361,9 +430,16 @@ def test_record_action_feedback_cancel_and_completion(nodes, client, tmp_path):
         assert goal.accepted
         done = goal.get_result_async()
         if cancel_after is not None:
-            wait_for(lambda: done.done() or any(f.progress >= cancel_after for _, f in feedback), 180.0,
-                     "the play to get going")
-            assert not done.done(), (done.result().result.message, [f for _, f in feedback][-3:], recorder.log()[-2000:])
+            wait_for(
+                lambda: done.done() or any(f.progress >= cancel_after for _, f in feedback),
+                180.0,
+                "the play to get going",
+            )
+            assert not done.done(), (
+                done.result().result.message,
+                [f for _, f in feedback][-3:],
+                recorder.log()[-2000:],
+            )
             goal.cancel_goal_async()
         return wait_for(lambda: done.result() if done.done() else None, 300.0, "the result"), feedback
 

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from sysid_ros.core import tapes
 from sysid_ros.core.errors import ConfigError, EnvelopeError
-from sysid_ros.core.tapes import KnotCurve, SineCurve, Tape
-from sysid_ros.core.tapes import Envelope, check_tape
+from sysid_ros.core.tapes import Envelope, KnotCurve, SineCurve, Tape, check_tape
 
 QUICKSTART = {"elbow": Envelope(origin_rad=0.0, travel_rad=0.4, max_speed_rad_s=2.0, max_torque_nm=6.0)}
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -23,10 +22,16 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 @st.composite
 def envelope_sets(draw: st.DrawFn, max_joints: int = 2) -> dict[str, Envelope]:
     count = draw(st.integers(1, max_joints))
-    return {f"j{i}": Envelope(origin_rad=draw(st.floats(-3.0, 3.0)), travel_rad=draw(st.floats(0.02, 2.5)),
-                              max_speed_rad_s=draw(st.floats(0.1, 10.0)), max_torque_nm=draw(st.floats(0.01, 500.0)),
-                              max_accel_rad_s2=draw(st.none() | st.floats(0.5, 500.0)))
-            for i in range(count)}
+    return {
+        f"j{i}": Envelope(
+            origin_rad=draw(st.floats(-3.0, 3.0)),
+            travel_rad=draw(st.floats(0.02, 2.5)),
+            max_speed_rad_s=draw(st.floats(0.1, 10.0)),
+            max_torque_nm=draw(st.floats(0.01, 500.0)),
+            max_accel_rad_s2=draw(st.none() | st.floats(0.5, 500.0)),
+        )
+        for i in range(count)
+    }
 
 
 RATES = st.floats(20.0, 500.0)
@@ -67,6 +72,7 @@ def within(values: np.ndarray, bound: float) -> bool:
 
 
 # ---- inside the envelope, at rest at both ends --------------------------------------------------------------
+
 
 @SETTINGS
 @given(envelopes=envelope_sets(), rate=RATES, seed=SEEDS)
@@ -119,6 +125,7 @@ def test_a_start_outside_the_usable_travel_is_refused():
 
 # ---- analytic derivatives agree with the sampled position ---------------------------------------------------
 
+
 def numeric_vs_analytic(tape: Tape, t: np.ndarray) -> tuple[float, float, float, float]:
     """Worst |numeric - analytic| speed and acceleration on a uniform grid `t`, and the peaks they compare to.
 
@@ -169,6 +176,7 @@ def test_sampled_derivatives_agree_with_numerical_derivatives_of_the_position(en
 
 # ---- serialisation and seeds ---------------------------------------------------------------------------------
 
+
 @settings(max_examples=10, deadline=None)
 @given(envelopes=envelope_sets(max_joints=3), rate=RATES, seed=SEEDS)
 def test_serialisation_round_trips_exactly_through_yaml(envelopes, rate, seed):
@@ -201,8 +209,14 @@ def test_evaluation_tapes_differ_between_seeds_and_repeat_for_the_same_seed(enve
 
 def test_malformed_tape_dicts_raise_config_errors():
     good = tapes.steps(QUICKSTART, 100.0).to_dict()
-    for change in ({"kind": "wobble"}, {"format": 99}, {"interface": "effort"}, {"joints": ["a", "b"]},
-                   {"seed": 1.5}, {"command_rate_hz": -1.0}):
+    for change in (
+        {"kind": "wobble"},
+        {"format": 99},
+        {"interface": "effort"},
+        {"joints": ["a", "b"]},
+        {"seed": 1.5},
+        {"command_rate_hz": -1.0},
+    ):
         with pytest.raises(ConfigError):
             Tape.from_dict({**good, **change})
     broken = {**good, "curves": [{**good["curves"][0], "time_s": list(reversed(good["curves"][0]["time_s"]))}]}
@@ -213,8 +227,13 @@ def test_malformed_tape_dicts_raise_config_errors():
 
 
 @settings(max_examples=10, deadline=None)
-@given(envelopes=envelope_sets(max_joints=2), rate=RATES, seed=SEEDS, factor=st.floats(1.0, 4.0),
-       shrink=st.floats(0.05, 1.0))
+@given(
+    envelopes=envelope_sets(max_joints=2),
+    rate=RATES,
+    seed=SEEDS,
+    factor=st.floats(1.0, 4.0),
+    shrink=st.floats(0.05, 1.0),
+)
 def test_stretched_and_shrunk_tapes_are_the_same_motion_slower_or_smaller(envelopes, rate, seed, factor, shrink):
     for tape in every_tape(envelopes, rate, seed):
         slow, small = tapes.stretched(tape, factor), tapes.shrunk(tape, shrink)
@@ -230,8 +249,9 @@ def test_stretched_and_shrunk_tapes_are_the_same_motion_slower_or_smaller(envelo
             np.testing.assert_allclose(b.velocity, a.velocity / factor, atol=1e-9 * (1 + np.abs(a.velocity).max()))
             start = a.position[0]
             np.testing.assert_allclose(c.position - start, shrink * (a.position - start), atol=scale)
-            np.testing.assert_allclose(c.acceleration, shrink * a.acceleration,
-                                       atol=1e-9 * (1 + np.abs(a.acceleration).max()))
+            np.testing.assert_allclose(
+                c.acceleration, shrink * a.acceleration, atol=1e-9 * (1 + np.abs(a.acceleration).max())
+            )
         check_tape(slow, envelopes)
         check_tape(small, envelopes)
     with pytest.raises(ConfigError):
@@ -241,6 +261,7 @@ def test_stretched_and_shrunk_tapes_are_the_same_motion_slower_or_smaller(envelo
 
 
 # ---- the seed's rules ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("rate", [20.0, 50.0, 100.0, 150.0, 1000.0])
 def test_chirp_top_frequency_is_min_of_2_hz_and_rate_over_50(rate):
@@ -316,18 +337,31 @@ def test_steps_are_six_with_two_of_15_percent_of_travel_as_sharp_as_two_interval
 
 # ---- the seed's quickstart joint: durations and plan -----------------------------------------------------------
 
-SEED_TABLE_S = {"ident-sweeps": 17.8, "ident-fast": 5.6, "ident-chirp": 21.0, "steps": 6.0, "pickplace-s0": 6.5,
-                "cycle-s0": 5.2, "jog-s0": 5.5, "sweep-s0": 3.4}
+SEED_TABLE_S = {
+    "ident-sweeps": 17.8,
+    "ident-fast": 5.6,
+    "ident-chirp": 21.0,
+    "steps": 6.0,
+    "pickplace-s0": 6.5,
+    "cycle-s0": 5.2,
+    "jog-s0": 5.5,
+    "sweep-s0": 3.4,
+}
 
 
 def test_quickstart_tape_set_has_the_seeds_tapes_and_durations_of_the_same_order():
-    tape_set = tapes.identification(QUICKSTART, 100.0) + [tapes.steps(QUICKSTART, 100.0)] \
+    tape_set = (
+        tapes.identification(QUICKSTART, 100.0)
+        + [tapes.steps(QUICKSTART, 100.0)]
         + tapes.evaluation(QUICKSTART, 100.0, seed=0)
+    )
     assert [t.name for t in tape_set] == list(SEED_TABLE_S)
     for tape in tape_set:  # the seed's planner is not ours; same order means within 15 %
         assert tapes.duration_s(tape) == pytest.approx(SEED_TABLE_S[tape.name], rel=0.15), tape.name
-    plan = tapes.plan_seconds({"identify": tape_set[:3], "sweep (worst case)": [tape_set[3]],
-                               "verify": tape_set[4:]}, repeats={"sweep (worst case)": 14})
+    plan = tapes.plan_seconds(
+        {"identify": tape_set[:3], "sweep (worst case)": [tape_set[3]], "verify": tape_set[4:]},
+        repeats={"sweep (worst case)": 14},
+    )
     assert plan["identify"] == pytest.approx(sum(tapes.duration_s(t) for t in tape_set[:3]))
     assert plan["identify"] == pytest.approx(44, abs=2)  # the seed plans 44 s
     assert plan["sweep (worst case)"] == pytest.approx(14 * tapes.duration_s(tape_set[3]))

@@ -13,13 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sysid_ros.core.bags import save_npz
-from sysid_ros.core.bags import regularize
-from sysid_ros.core.identify.rollout import sequences as sd
-from sysid_ros.core.identify import load_source
-from sysid_ros.core.identify import DataSource
 from support.synthetic import arm3_tracking_record, as_real_logger
-from sysid_ros.core.identify import torque_validation
+from sysid_ros.core.bags import regularize, save_npz
+from sysid_ros.core.identify import DataSource, load_source, torque_validation
+from sysid_ros.core.identify.rollout import sequences as sd
 from sysid_ros.core.signals import JointSamples
 from sysid_ros.core.sim import SimRobot
 
@@ -31,11 +28,17 @@ def _on_its_clock(device: JointSamples, seed: int) -> JointSamples:
     rng = np.random.default_rng(seed)
     keep = rng.random(len(device)) >= 0.05
     for g in rng.choice(np.arange(20, len(device) - 20), 4, replace=False):
-        keep[g:g + 6] = False
+        keep[g : g + 6] = False
     keep[0] = keep[-1] = True
     rows = np.flatnonzero(keep)
-    return JointSamples(device.joint_names, device.time_ns[rows], device.position[rows], device.velocity[rows],
-                        device.effort[rows], "clock")
+    return JointSamples(
+        device.joint_names,
+        device.time_ns[rows],
+        device.position[rows],
+        device.velocity[rows],
+        device.effort[rows],
+        "clock",
+    )
 
 
 def _nominal_rms(tmp_path, name: str, samples: JointSamples) -> dict[str, float]:

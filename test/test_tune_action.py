@@ -9,10 +9,10 @@ import time
 import pytest
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
+from sysid_ros_interfaces.action import Tune
 
 from sysid_ros.demo import AS_FOUND, TuningRig
 from sysid_ros.ros.client import send_goal, wait_for
-from sysid_ros_interfaces.action import Tune
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -30,9 +30,14 @@ def test_tune_action_feedback_and_cancel_restores_the_gains(tmp_path):
         # cancel in the middle of a play after the first one ended (a stage and a plan known, motion done)
         # and only once five feedbacks came (the first play can end within a second at 3x real time: two
         # feedbacks then say nothing about their period)
-        mid = wait_for(lambda: len(feedback) >= 5 and next(
-            (f for _, f in reversed(feedback) if f.plays >= 1 and f.stage == "identify"), None), 600.0,
-            "the first play to end, an identification tape to start and five feedbacks")
+        mid = wait_for(
+            lambda: (
+                len(feedback) >= 5
+                and next((f for _, f in reversed(feedback) if f.plays >= 1 and f.stage == "identify"), None)
+            ),
+            600.0,
+            "the first play to end, an identification tape to start and five feedbacks",
+        )
         planned = next(f for _, f in feedback if f.stage not in ("reading the gains", "starting")).seconds_left
         assert mid.play and 0 < mid.seconds_left <= planned  # the motion done comes off the plan
         assert math.isnan(mid.cost_so_far)  # identification plays are not scored
@@ -46,9 +51,11 @@ def test_tune_action_feedback_and_cancel_restores_the_gains(tmp_path):
         assert rig.gains() == AS_FOUND  # the trial gains are gone: as found, bit for bit
         times = [t for t, _ in feedback]
         gaps = [b - a for a, b in zip(times, times[1:])]
-        print(f"{len(feedback)} feedbacks, largest gap {max(gaps):.2f} s; result "
-              f"{time.monotonic() - cancelled_at:.1f} s "
-              f"after the cancel")
+        print(
+            f"{len(feedback)} feedbacks, largest gap {max(gaps):.2f} s; result "
+            f"{time.monotonic() - cancelled_at:.1f} s "
+            f"after the cancel"
+        )
         assert len(feedback) >= 5 and max(gaps) <= FEEDBACK_PROMISE_S
         log = rig.tuner.log()
         lines = [line for line in log.splitlines() if "cancel" in line]

@@ -6,9 +6,7 @@ from __future__ import annotations
 import math
 
 from support.tuner_joints import shoulder
-from sysid_ros.core.tuner import stage_tapes, tuning_plan_seconds
-from sysid_ros.core.tuner import Controller, DriveGains, Goal
-from sysid_ros.core.tuner import TuneProgress
+from sysid_ros.core.tuner import Controller, DriveGains, Goal, TuneProgress, stage_tapes, tuning_plan_seconds
 
 
 def test_stage_plan_and_cost_so_far_follow_the_plays():

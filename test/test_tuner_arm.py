@@ -8,23 +8,42 @@ import pytest
 
 from sysid_ros.core.linear import JointModel
 from sysid_ros.core.tapes import Envelope
-from sysid_ros.core.tuner import MAX_ROUNDS, JointOutcome, tune_arm
-from sysid_ros.core.tuner import BOX_TERMS_WITH_ARM_MODEL, ArmPlant
-from sysid_ros.core.tuner import Plant
-from sysid_ros.core.tuner import SweepLimits
-from sysid_ros.core.tuner import Controller, DriveGains, Goal, Servo, feedforward_from, gains_for, loop_of
+from sysid_ros.core.tuner import (
+    BOX_TERMS_WITH_ARM_MODEL,
+    MAX_ROUNDS,
+    ArmPlant,
+    Controller,
+    DriveGains,
+    Goal,
+    JointOutcome,
+    Plant,
+    Servo,
+    SweepLimits,
+    feedforward_from,
+    gains_for,
+    loop_of,
+    tune_arm,
+)
 
-ENVELOPES = {"shoulder": Envelope(0.3, 0.3, 1.0, 60.0), "elbow": Envelope(0.4, 0.3, 1.0, 30.0),
-             "wrist": Envelope(0.2, 0.3, 1.5, 10.0)}
-BOXES = {"shoulder": JointModel(0.9, 0.5, 0.3), "elbow": JointModel(0.3, 0.3, 0.2),
-         "wrist": JointModel(0.05, 0.1, 0.05)}
+ENVELOPES = {
+    "shoulder": Envelope(0.3, 0.3, 1.0, 60.0),
+    "elbow": Envelope(0.4, 0.3, 1.0, 30.0),
+    "wrist": Envelope(0.2, 0.3, 1.5, 10.0),
+}
+BOXES = {
+    "shoulder": JointModel(0.9, 0.5, 0.3),
+    "elbow": JointModel(0.3, 0.3, 0.2),
+    "wrist": JointModel(0.05, 0.1, 0.05),
+}
 CEILING = 20.0
 
 
 def _arm() -> tuple[ArmPlant, list[Servo]]:
     arm = ArmPlant("arm3", ("shoulder", "elbow", "wrist"), ENVELOPES, 200.0, noise_rad=2e-5, delay_s=0.005)
-    servos = [Servo(j, DriveGains(*g), arm.caps[j], ENVELOPES[j], kp_max_nm_rad=1e4, kd_max_nm_s_rad=500.0)
-              for j, g in zip(arm.joints, ((100.0, 10.0), (40.0, 4.0), (10.0, 0.5)))]
+    servos = [
+        Servo(j, DriveGains(*g), arm.caps[j], ENVELOPES[j], kp_max_nm_rad=1e4, kd_max_nm_s_rad=500.0)
+        for j, g in zip(arm.joints, ((100.0, 10.0), (40.0, 4.0), (10.0, 0.5)))
+    ]
     return arm, servos
 
 
@@ -39,14 +58,16 @@ def _stand_in(wn: dict[str, float], order: list[str], box_offset_nm: float = 0.0
             ff = ff.replace_terms({"offset_nm": box_offset_nm})
         limits = SweepLimits(0.1, 0.02 * servo.torque_limit_nm, 1.0, servo.torque_limit_nm)
         return JointOutcome(servo, model, Controller(gains, ff, "stand-in"), CEILING, limits)
+
     return tune_joint
 
 
 def test_joints_tune_tip_to_base_and_an_offender_backs_off_to_its_ceiling() -> None:
     arm, servos = _arm()
     order: list[str] = []
-    result = tune_arm(servos, arm, Goal(), tune_joint=_stand_in({"shoulder": 15.0, "elbow": 15.0, "wrist": 30.0},
-                                                                order))
+    result = tune_arm(
+        servos, arm, Goal(), tune_joint=_stand_in({"shoulder": 15.0, "elbow": 15.0, "wrist": 30.0}, order)
+    )
     assert order == ["wrist", "elbow", "shoulder"]
     assert arm.arm_feedforward is True  # an open chain with every joint driven: mj_inverse feed-forward on
     assert all(not why for why in result.as_found.offences.values())
@@ -65,8 +86,12 @@ def test_joints_tune_tip_to_base_and_an_offender_backs_off_to_its_ceiling() -> N
 def test_offenders_that_remain_leave_the_arm_as_found() -> None:
     arm, servos = _arm()
     # the wrist's box pushes a constant 2 N m: its stops are off by ~2 / kp whatever its bandwidth
-    result = tune_arm(servos, arm, Goal(), tune_joint=_stand_in({"shoulder": 15.0, "elbow": 15.0, "wrist": 18.0},
-                                                                [], box_offset_nm=2.0))
+    result = tune_arm(
+        servos,
+        arm,
+        Goal(),
+        tune_joint=_stand_in({"shoulder": 15.0, "elbow": 15.0, "wrist": 18.0}, [], box_offset_nm=2.0),
+    )
     assert len(result.rounds) == MAX_ROUNDS + 1
     assert all("wrist" in r.offenders for r in result.rounds)
     wn = [loop_of(r.controllers["wrist"].gains, BOXES["wrist"]).wn_rad_s for r in result.rounds]

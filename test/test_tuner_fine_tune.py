@@ -7,10 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from sysid_ros.core import tapes
-from sysid_ros.core.tuner import Log, fine_tune
 from support.tuner_joints import shoulder
-from sysid_ros.core.tuner import Controller, DriveGains, feedforward_from
+from sysid_ros.core import tapes
+from sysid_ros.core.tuner import Controller, DriveGains, Log, feedforward_from, fine_tune
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from support.tuner_joints import direct_drive, shoulder, with_gains
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.linear import JointModel
-from sysid_ros.core.tuner import identify_servo, sag_floor_kp
-from support.tuner_joints import direct_drive, shoulder, with_gains
-from sysid_ros.core.tuner import Controller, DriveGains
+from sysid_ros.core.tuner import Controller, DriveGains, identify_servo, sag_floor_kp
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from sysid_ros.core import tapes
-from sysid_ros.core.tuner import fit_model
 from support.tuner_joints import shoulder
-from sysid_ros.core.tuner import SimPlant
-from sysid_ros.core.tuner import Controller, DriveGains
+from sysid_ros.core import tapes
+from sysid_ros.core.tuner import Controller, DriveGains, SimPlant, fit_model
 
 pytestmark = pytest.mark.slow  # 55 s of tape at a 1 kHz drive update: about 15 s of CPU
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 
 from support.tuner_joints import shoulder, with_gains
-from sysid_ros.core.tuner import tune
-from sysid_ros.core.tuner import proposal
-from sysid_ros.core.tuner import DriveGains
+from sysid_ros.core.tuner import DriveGains, proposal, tune
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core.tapes import Envelope
-from sysid_ros.core.tuner import TuneResult, tune
-from sysid_ros.core.tuner import SimPlant
-from sysid_ros.core.tuner import DriveGains, Goal, Servo, loop_of
+from sysid_ros.core.tuner import DriveGains, Goal, Servo, SimPlant, TuneResult, loop_of, tune
 
 pytestmark = pytest.mark.slow  # a whole tune with twin screening: about three minutes of CPU
 

@@ -8,12 +8,19 @@ import math
 import pytest
 import yaml
 
-from sysid_ros.core.linear import JointModel
-from sysid_ros.core.tuner import analytic_start
 from support.tuner_joints import shoulder, with_gains
-from sysid_ros.core.tuner import TuneResult, tune, tuning_plan_seconds
-from sysid_ros.core.tuner import gains_from_proposal, proposal, to_yaml
-from sysid_ros.core.tuner import Goal, loop_of
+from sysid_ros.core.linear import JointModel
+from sysid_ros.core.tuner import (
+    Goal,
+    TuneResult,
+    analytic_start,
+    gains_from_proposal,
+    loop_of,
+    proposal,
+    to_yaml,
+    tune,
+    tuning_plan_seconds,
+)
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 
@@ -55,11 +62,14 @@ def test_poor_factory_gains_are_improved_on_held_out_tapes(tuned: TuneResult) ->
 
 
 def test_the_seed_starts_the_sweep_and_joins_the_search(tuned: TuneResult) -> None:
-    seed_wn = loop_of(tuned.servo.seed.gains if tuned.servo.seed else tuned.verify.entries[2].controller.gains,
-                      tuned.identification.model).wn_rad_s
+    seed_wn = loop_of(
+        tuned.servo.seed.gains if tuned.servo.seed else tuned.verify.entries[2].controller.gains,
+        tuned.identification.model,
+    ).wn_rad_s
     first = tuned.sweep.rungs[0]
-    assert first.wn_rad_s == pytest.approx(min(seed_wn, tuned.servo.wn_ceiling_rad_s(
-        tuned.identification.model.inertia_kg_m2)))
+    assert first.wn_rad_s == pytest.approx(
+        min(seed_wn, tuned.servo.wn_ceiling_rad_s(tuned.identification.model.inertia_kg_m2))
+    )
     labels = [c.controller.label for c in tuned.refine.candidates]
     assert "pass 1: seed" in labels and any(label.startswith("pass 1: seed gains") for label in labels)
     # the ceiling binds the seed too: any seed candidate above it failed that gate

@@ -9,14 +9,25 @@ from dataclasses import replace
 
 import pytest
 
+from support.tuner_joints import DemoJoint, shoulder, with_gains
 from sysid_ros.core import tapes
 from sysid_ros.core.linear import JointModel
 from sysid_ros.core.tapes import Envelope
-from support.tuner_joints import DemoJoint, shoulder, with_gains
-from sysid_ros.core.tuner import SimPlant
-from sysid_ros.core.tuner import Score, SweepLimits, gate_failures, score
-from sysid_ros.core.tuner import Controller, DriveGains, Goal, Servo, gains_for
-from sysid_ros.core.tuner import eased, limits_from, run_sweep
+from sysid_ros.core.tuner import (
+    Controller,
+    DriveGains,
+    Goal,
+    Score,
+    Servo,
+    SimPlant,
+    SweepLimits,
+    eased,
+    gains_for,
+    gate_failures,
+    limits_from,
+    run_sweep,
+    score,
+)
 
 
 def _setup(joint: DemoJoint, goal: Goal = Goal()) -> tuple[tapes.Tape, SweepLimits, Score]:
@@ -76,24 +87,29 @@ def _pendulum(noise_rad: float, guard_wn_rad_s: float) -> DemoJoint:
     return DemoJoint(servo, SimPlant("pendulum", "hinge", env, 250.0, 3.0, physics, noise_rad, 0.0, 0), truth)
 
 
-@pytest.mark.parametrize("make, start_wn, headroom, rule, bracket", [
-    # a fine encoder: nothing rings or chatters near the limits up to the guard
-    (lambda: _pendulum(1e-6, 60.0), 8.0, 0.25, "guard", False),
-    # the shoulder rings at half its threshold throughout: only a looser headroom skips
-    (shoulder, 6.0, 0.9, "gain margin", False),
-    # the rung above a skipped one stops (crosses the target 5 times): the skipped one is played, and is the
-    # last quiet rung (the same three plays as one rung at a time)
-    (shoulder, 14.9 * 1.2**6, 0.9, "gain margin", True),
-])
+@pytest.mark.parametrize(
+    "make, start_wn, headroom, rule, bracket",
+    [
+        # a fine encoder: nothing rings or chatters near the limits up to the guard
+        (lambda: _pendulum(1e-6, 60.0), 8.0, 0.25, "guard", False),
+        # the shoulder rings at half its threshold throughout: only a looser headroom skips
+        (shoulder, 6.0, 0.9, "gain margin", False),
+        # the rung above a skipped one stops (crosses the target 5 times): the skipped one is played, and is the
+        # last quiet rung (the same three plays as one rung at a time)
+        (shoulder, 14.9 * 1.2**6, 0.9, "gain margin", True),
+    ],
+)
 def test_a_rung_far_under_the_limits_skips_the_next_and_the_sweep_ends_where_one_rung_at_a_time_ends(
-        make, start_wn, headroom, rule, bracket) -> None:
+    make, start_wn, headroom, rule, bracket
+) -> None:
     runs = {}
     for h in (headroom, 0.0):
         joint = make()
         step_tape, limits, _ = _setup(joint)
         before = joint.plant.motion_s
-        got = run_sweep(joint.servo, joint.plant, joint.truth, limits, Goal(sweep_stride_headroom=h), start_wn,
-                        step_tape)
+        got = run_sweep(
+            joint.servo, joint.plant, joint.truth, limits, Goal(sweep_stride_headroom=h), start_wn, step_tape
+        )
         runs[h] = got, joint.plant.motion_s - before, limits
     (strided, strided_s, limits), (single, single_s, _) = runs[headroom], runs[0.0]
     assert strided.rule == single.rule == rule
@@ -163,14 +179,16 @@ def test_each_gate_rejects_a_candidate_built_to_fail_it() -> None:
         "ringing": play(ringing_gains),
     }
     # and scores edited to fail exactly one gate each
-    cases.update({
-        "chatter": replace(good, chatter_nm=2 * limits.chatter_nm),
-        "saturation": replace(good, saturation=0.05),
-        "tracking": replace(good, tracking_rms_mrad=1.2 * as_found.tracking_rms_mrad),
-        "stop p90": replace(good, stop_p90_mrad=1.2 * max(as_found.stop_p90_mrad, limits.stop_allocation_mrad)),
-        "no stop": replace(good, stops=0),
-        "not finite": replace(good, finite=False),
-    })
+    cases.update(
+        {
+            "chatter": replace(good, chatter_nm=2 * limits.chatter_nm),
+            "saturation": replace(good, saturation=0.05),
+            "tracking": replace(good, tracking_rms_mrad=1.2 * as_found.tracking_rms_mrad),
+            "stop p90": replace(good, stop_p90_mrad=1.2 * max(as_found.stop_p90_mrad, limits.stop_allocation_mrad)),
+            "no stop": replace(good, stops=0),
+            "not finite": replace(good, finite=False),
+        }
+    )
     for gate, candidate in cases.items():
         failures = gate_failures(candidate, as_found, limits, 25.0, 30.0)
         assert any(f.startswith(gate) or gate in f for f in failures), (gate, failures)

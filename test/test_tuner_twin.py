@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from support.tuner_joints import shoulder
 from sysid_ros.core import tapes
 from sysid_ros.core.linear import JointModel
-from sysid_ros.core.tuner import fit_model
-from support.tuner_joints import shoulder
-from sysid_ros.core.tuner import tune
-from sysid_ros.core.tuner import twin_plant
-from sysid_ros.core.tuner import Controller, DriveGains, Goal
+from sysid_ros.core.tuner import Controller, DriveGains, Goal, fit_model, tune, twin_plant
 
 pytestmark = pytest.mark.slow  # whole-tape MuJoCo runs: tens of seconds of CPU
 

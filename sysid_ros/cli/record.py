@@ -1,4 +1,4 @@
-"""`sysid-ros record`: one tape_recorder in this process, configured, activated and played without a lifecycle manager."""
+"""`sysid-ros record`: one tape_recorder in this process, configured, activated and played (no lifecycle manager)."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ def record(args: argparse.Namespace) -> int:
         # wait for the robot before asking: a refused play is an error in the node's log
         deadline = time.monotonic() + args.timeout
         if not node.ready_to_play():
-            print(f"waiting up to {args.timeout:g} s for the robot (its feedback, its controller manager) ...",
-                  flush=True)
+            print(
+                f"waiting up to {args.timeout:g} s for the robot (its feedback, its controller manager) ...", flush=True
+            )
         while not node.ready_to_play() and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
         ok, message = node.play()

@@ -27,8 +27,19 @@ FEEDBACK_LINE_S = 10.0  # a feedback line at least this often, and whenever the 
 
 def _print(result: dict) -> None:
     print(result.get("message", ""))
-    for key in ("proposal_file", "as_found", "parameters", "predicted_cost_ratio", "live_cost_ratio", "threshold",
-                "kept", "gains", "restored", "seconds_of_motion", "report"):
+    for key in (
+        "proposal_file",
+        "as_found",
+        "parameters",
+        "predicted_cost_ratio",
+        "live_cost_ratio",
+        "threshold",
+        "kept",
+        "gains",
+        "restored",
+        "seconds_of_motion",
+        "report",
+    ):
         if key in result:
             print(f"  {key}: {result[key]}")
 
@@ -39,8 +50,8 @@ def tuner_command(args: argparse.Namespace) -> int:
     from std_msgs.msg import String
     from std_srvs.srv import Trigger
 
-    from ..ros.client import ros_client, wait_for
     from ..nodes.servo_tuner import RESULT_QOS
+    from ..ros.client import ros_client, wait_for
 
     node = args.node
     client = ros_client("sysid_ros_tuner_cli", args)
@@ -50,8 +61,9 @@ def tuner_command(args: argparse.Namespace) -> int:
         finally:
             client.close()
     results: list[dict] = []
-    client.node.create_subscription(String, f"{node}/result", lambda m: results.append(yaml.safe_load(m.data)),
-                                    RESULT_QOS)
+    client.node.create_subscription(
+        String, f"{node}/result", lambda m: results.append(yaml.safe_load(m.data)), RESULT_QOS
+    )
     try:
         try:  # --timeout bounds the wait for the node, whichever of its services is asked first
             if getattr(args, "proposal", None) is not None:
@@ -63,15 +75,20 @@ def tuner_command(args: argparse.Namespace) -> int:
             seen = len(results)
             response = client.call(Trigger, f"{node}/{args.command}", Trigger.Request(), args.timeout)
         except TimeoutError:
-            raise SysidRosError(f"no {node} answered {client.resolve(node)}/{args.command} within {args.timeout:g} s: "
-                                f"start the servo_tuner node (and activate it), or name it with --node "
-                                f"(and --namespace)") from None
+            raise SysidRosError(
+                f"no {node} answered {client.resolve(node)}/{args.command} within {args.timeout:g} s: "
+                f"start the servo_tuner node (and activate it), or name it with --node "
+                f"(and --namespace)"
+            ) from None
         print(response.message)
         if not response.success or not WAIT_FOR[args.command]:
             return 0 if response.success else 1
         wanted = WAIT_FOR[args.command] + (args.command,)
-        result = wait_for(lambda: next((r for r in results[seen:] if r.get("action") in wanted), None),
-                          args.wait, f"{node} to finish {args.command}")
+        result = wait_for(
+            lambda: next((r for r in results[seen:] if r.get("action") in wanted), None),
+            args.wait,
+            f"{node} to finish {args.command}",
+        )
         _print(result)
         if persist_to is not None:
             _persist(args.persist, result, *persist_to)
@@ -93,8 +110,11 @@ def feedback_printer(indent: str = "  "):
         if key != shown[0] or time.monotonic() - shown[1] >= FEEDBACK_LINE_S:
             shown[:] = [key, time.monotonic()]
             cost = "-" if math.isnan(f.cost_so_far) else f"{f.cost_so_far:.3f} x as found"
-            print(f"{indent}{f.stage:<10} play {f.plays:>3} {f.play or '-':<16} {f.seconds_left:6.0f} s of motion "
-                  f"left at most, cost so far {cost}", flush=True)
+            print(
+                f"{indent}{f.stage:<10} play {f.plays:>3} {f.play or '-':<16} {f.seconds_left:6.0f} s of motion "
+                f"left at most, cost so far {cost}",
+                flush=True,
+            )
 
     return show
 
@@ -111,8 +131,10 @@ def tune_goal(client, node: str, timeout_s: float, wait_s: float, show=None) -> 
 
     action = ActionClient(client.node, Tune, f"{node}/tune")
     if not action.wait_for_server(timeout_sec=timeout_s):
-        raise SysidRosError(f"no {node} offers the action {client.resolve(node)}/tune within {timeout_s:g} s: "
-                            f"start the servo_tuner node, or name it with --node (and --namespace)")
+        raise SysidRosError(
+            f"no {node} offers the action {client.resolve(node)}/tune within {timeout_s:g} s: "
+            f"start the servo_tuner node, or name it with --node (and --namespace)"
+        )
     sent = action.send_goal_async(Tune.Goal(), feedback_callback=show)
     goal = wait_for(lambda: sent.result() if sent.done() else None, timeout_s, f"{node} to take the tune")
     if not goal.accepted:
@@ -122,8 +144,7 @@ def tune_goal(client, node: str, timeout_s: float, wait_s: float, show=None) -> 
         response = wait_for(lambda: done.result() if done.done() else None, wait_s, f"{node} to finish tune")
     except KeyboardInterrupt:
         cancel = goal.cancel_goal_async()
-        response = wait_for(lambda: done.result() if done.done() else None, 300.0,
-                            f"{node} to stop the cancelled tune")
+        response = wait_for(lambda: done.result() if done.done() else None, 300.0, f"{node} to stop the cancelled tune")
         taken = cancel.done() and bool(cancel.result().goals_canceling)
         raise KeyboardInterrupt(response.result.message if taken else "the tuner did not take the cancel") from None
     outcome = yaml.safe_load(response.result.outcome) if response.result.outcome else {}
@@ -134,8 +155,10 @@ def _tune(client, args: argparse.Namespace) -> int:
     """`sysid-ros tune`: feedback lines while the tuner works, the outcome at the end; Ctrl-C cancels."""
     if args.activate:
         _bring_up(client, args.node)
-    print(f"tuning through {client.resolve(args.node)}/tune (Ctrl-C cancels: the controller gets its gains back)",
-          flush=True)
+    print(
+        f"tuning through {client.resolve(args.node)}/tune (Ctrl-C cancels: the controller gets its gains back)",
+        flush=True,
+    )
     result, outcome = tune_goal(client, args.node, args.timeout, args.wait, feedback_printer())
     _print(outcome)
     if not result.success and result.message.startswith("not active"):
@@ -159,8 +182,8 @@ def _bring_up(client, node: str) -> None:
 
 def _persist_target(args: argparse.Namespace):
     """(parameters, controller, style) for --persist, checked before anything is sent to the robot."""
-    from ..core.gains import check_target
     from ..core.errors import ConfigError
+    from ..core.gains import check_target
     from ..core.tuner import proposal_target, proven_parameters
 
     if args.proposal is None:
@@ -184,26 +207,44 @@ def _persist(path: Path, result: dict, parameters: dict, note: str, controller: 
 
 
 def add_commands(commands: argparse._SubParsersAction, ros_options: argparse.ArgumentParser) -> None:
-    for name, text in (("tune", "tune the servo_tuner's joints over ROS and write a proposal"),
-                       ("apply", "apply a proposal (default: the latest tune's) and run the canary"),
-                       ("rollback", "restore the gains from before the last applied change")):
+    for name, text in (
+        ("tune", "tune the servo_tuner's joints over ROS and write a proposal"),
+        ("apply", "apply a proposal (default: the latest tune's) and run the canary"),
+        ("rollback", "restore the gains from before the last applied change"),
+    ):
         sub = commands.add_parser(name, help=text, parents=[ros_options])
         if name == "apply":
             from ..core.gains import ALIASES, STYLES
 
             sub.add_argument("proposal", nargs="?", type=Path, default=None, help="a proposal YAML")
-            sub.add_argument("--persist", type=Path, default=None, metavar="FILE",
-                             help="when the canary keeps the change, write the gains into this controllers YAML")
-            sub.add_argument("--style", default="auto", choices=("auto", *STYLES, *ALIASES),
-                             help="with --persist: the controller's parameter names (auto: as the proposal says)")
-            sub.add_argument("--controller", default=None, help="with --persist: the controller (default: the "
-                                                                 "proposal's)")
-            sub.add_argument("--gains-only", action="store_true",
-                             help="with --persist: write the gains even when the canary also ran with a host "
-                                  "feed-forward the controller's parameters cannot hold (said, not silent)")
+            sub.add_argument(
+                "--persist",
+                type=Path,
+                default=None,
+                metavar="FILE",
+                help="when the canary keeps the change, write the gains into this controllers YAML",
+            )
+            sub.add_argument(
+                "--style",
+                default="auto",
+                choices=("auto", *STYLES, *ALIASES),
+                help="with --persist: the controller's parameter names (auto: as the proposal says)",
+            )
+            sub.add_argument(
+                "--controller", default=None, help="with --persist: the controller (default: the proposal's)"
+            )
+            sub.add_argument(
+                "--gains-only",
+                action="store_true",
+                help="with --persist: write the gains even when the canary also ran with a host "
+                "feed-forward the controller's parameters cannot hold (said, not silent)",
+            )
         if name == "tune":
-            sub.add_argument("--activate", action="store_true",
-                             help="first configure and activate the servo_tuner and its tape_recorder if they are not")
+            sub.add_argument(
+                "--activate",
+                action="store_true",
+                help="first configure and activate the servo_tuner and its tape_recorder if they are not",
+            )
         sub.add_argument("--node", default="servo_tuner", help="the servo_tuner node's name (relative: in --namespace)")
         sub.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the service")
         sub.add_argument("--wait", type=float, default=7200.0, help="seconds to wait for the outcome")

@@ -22,8 +22,9 @@ import sys
 from collections.abc import Callable, Mapping
 
 
-def front_door(package: str, exports: Mapping[str, str], eager: tuple[str, ...] = ()
-               ) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+def front_door(
+    package: str, exports: Mapping[str, str], eager: tuple[str, ...] = ()
+) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
     """A package's front door (PEP 562): `exports` maps each public name to the module defining it (relative to
     the package), imported when the name is first asked for. Returns `__getattr__`, `__dir__` and `__all__`."""
 

@@ -24,18 +24,15 @@ from pathlib import Path
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionServer, CancelResponse
-from rclpy.parameter import Parameter
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from sysid_ros_interfaces.action import Identify
 
 from ..core.errors import Cancelled, ConfigError, SysidRosError
 from ..core.files import check_writable
-from ..core.identify import identify, load_problem, write_results
-from ..core.identify import with_data
-from ..core.identify import results_document
-from ..core.identify import result_names
+from ..core.identify import identify, load_problem, result_names, results_document, with_data, write_results
 from ..ros.common import DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics, run, ticker
 from ..ros.parameters import ParameterTable, Spec, lifecycle_configured
 
@@ -43,10 +40,18 @@ PARAMETERS = (
     Spec("problem_file", "", "identification problem YAML (see config/identify_pendulum.yaml)"),
     Spec("training_bags", Parameter.Type.STRING_ARRAY, "bags to train on (empty: the problem's own)"),
     Spec("validation_bags", Parameter.Type.STRING_ARRAY, "held-out bags (empty: the problem's own)"),
-    Spec("control", "effort", "drive the model with: effort (measured), commands, or auto",
-         choices=("effort", "commands", "auto")),
-    Spec("output_dir", "identified", "results go to <output_dir>/<problem name>_<UTC time> (relative: under "
-                                     "$ROS_HOME/sysid_ros/<namespace>/)", live=True),
+    Spec(
+        "control",
+        "effort",
+        "drive the model with: effort (measured), commands, or auto",
+        choices=("effort", "commands", "auto"),
+    ),
+    Spec(
+        "output_dir",
+        "identified",
+        "results go to <output_dir>/<problem name>_<UTC time> (relative: under $ROS_HOME/sysid_ros/<namespace>/)",
+        live=True,
+    ),
     ROBOT,
 )
 
@@ -65,8 +70,7 @@ class IdentifierNode(LifecycleNode):
         self.create_service(Trigger, "~/identify", self._on_identify)
         self.create_service(Trigger, "~/cancel", self._on_cancel)
         self._tick = ticker(self, 0.5)
-        self._action = ActionServer(self, Identify, "~/identify", self._execute,
-                                    cancel_callback=self._cancel_goal)
+        self._action = ActionServer(self, Identify, "~/identify", self._execute, cancel_callback=self._cancel_goal)
         self._finished: dict | None = None  # the last run's outcome, for the action's result
         self._cancel = threading.Event()
         self._problem = None
@@ -86,8 +90,10 @@ class IdentifierNode(LifecycleNode):
         except (SysidRosError, OSError, ValueError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
-        self.get_logger().info(f"configured: problem {self._problem.name}, {len(self._problem.training)} training "
-                               f"and {len(self._problem.validation)} held-out data sets")
+        self.get_logger().info(
+            f"configured: problem {self._problem.name}, {len(self._problem.training)} training "
+            f"and {len(self._problem.validation)} held-out data sets"
+        )
         return TransitionCallbackReturn.SUCCESS
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -137,14 +143,21 @@ class IdentifierNode(LifecycleNode):
             found = COST.search(stage)
             cost = float(found.group(1)) if found else cost
             if time.monotonic() - sent >= FEEDBACK_S:
-                goal_handle.publish_feedback(Identify.Feedback(stage=stage.split(":")[0], progress=float(fraction),
-                                                               cost_so_far=cost, message=stage))
+                goal_handle.publish_feedback(
+                    Identify.Feedback(
+                        stage=stage.split(":")[0], progress=float(fraction), cost_so_far=cost, message=stage
+                    )
+                )
                 sent = time.monotonic()
             await self._tick()
         done = self._finished or {"message": "the identification ended without an outcome"}
-        result = Identify.Result(success=bool(done.get("results_file")), message=done["message"],
-                                 results_file=done.get("results_file", ""), verdict=done.get("verdict", ""),
-                                 outcome=done.get("document", ""))
+        result = Identify.Result(
+            success=bool(done.get("results_file")),
+            message=done["message"],
+            results_file=done.get("results_file", ""),
+            verdict=done.get("verdict", ""),
+            outcome=done.get("document", ""),
+        )
         return end_goal(goal_handle, result)
 
     def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -169,8 +182,12 @@ class IdentifierNode(LifecycleNode):
             # verdict first: a suspect result is published like any other, with its warnings, at level warn
             reasons = "".join(f"; {w}" for w in result.warnings)
             message = f"identified {problem.name} ({result.verdict}) -> {paths['yaml']}{reasons}"
-            self._finished = {"message": message, "results_file": str(paths["yaml"]), "verdict": result.verdict,
-                              "document": document}
+            self._finished = {
+                "message": message,
+                "results_file": str(paths["yaml"]),
+                "verdict": result.verdict,
+                "document": document,
+            }
             self._done = ("ok" if result.verdict == "ok" else "warn", message, document)
         except Cancelled as exc:  # a user's decision: INFO
             self._finished = {"message": f"identification {exc}: nothing written"}
@@ -190,9 +207,11 @@ class IdentifierNode(LifecycleNode):
             publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok" if level == "info" else level, message))
         elif self._busy():
             fraction, message = self._progress
-            publish_diagnostics(self, self.diag_pub, diagnostic(self, "ok", "identifying",
-                                                                {"progress": f"{fraction:.3f}", "stage": message}))
-
+            publish_diagnostics(
+                self,
+                self.diag_pub,
+                diagnostic(self, "ok", "identifying", {"progress": f"{fraction:.3f}", "stage": message}),
+            )
 
     def destroy_node(self) -> None:
         self._action.destroy()

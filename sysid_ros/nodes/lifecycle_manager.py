@@ -40,17 +40,33 @@ UP = (("configure", "inactive"), ("activate", "active"))
 DOWN = (("deactivate", "inactive"), ("cleanup", "unconfigured"))
 PLAIN = "running"  # the state of a node without lifecycle services, while it is on the graph
 
-PARAMETERS = tuple(Spec(*row, read_only=True) for row in (
-    ("node_names", Parameter.Type.STRING_ARRAY, "the nodes to manage, in dependency order (relative: in our namespace)"),
-    ("plain_nodes", Parameter.Type.STRING_ARRAY, "those of node_names without lifecycle services: waited for, not "
-                                                 "transitioned"),
-    ("autostart", False, "bring the nodes up when the manager starts"),
-    ("transition_timeout_s", 60.0, "how long a node may take to appear or to answer a transition", 0.1, 3600.0),
-    ("heartbeat_period_s", 1.0, "how often each node's state is checked", 0.01, 60.0),
-    ("on_failure", "bring_down", "when a managed node leaves active or stops answering: bring_down (the others, "
-                                 "in reverse order, as nav2's manager does) or report (only say so)", None, None,
-     ("bring_down", "report")),
-)) + (ROBOT,)
+PARAMETERS = tuple(
+    Spec(*row, read_only=True)
+    for row in (
+        (
+            "node_names",
+            Parameter.Type.STRING_ARRAY,
+            "the nodes to manage, in dependency order (relative: in our namespace)",
+        ),
+        (
+            "plain_nodes",
+            Parameter.Type.STRING_ARRAY,
+            "those of node_names without lifecycle services: waited for, not transitioned",
+        ),
+        ("autostart", False, "bring the nodes up when the manager starts"),
+        ("transition_timeout_s", 60.0, "how long a node may take to appear or to answer a transition", 0.1, 3600.0),
+        ("heartbeat_period_s", 1.0, "how often each node's state is checked", 0.01, 60.0),
+        (
+            "on_failure",
+            "bring_down",
+            "when a managed node leaves active or stops answering: bring_down (the others, "
+            "in reverse order, as nav2's manager does) or report (only say so)",
+            None,
+            None,
+            ("bring_down", "report"),
+        ),
+    )
+) + (ROBOT,)
 
 
 class LifecycleManagerNode(Node):
@@ -62,8 +78,10 @@ class LifecycleManagerNode(Node):
         p = self.parameters.value
         self.node_names, self.plain = list(p("node_names")), set(p("plain_nodes"))
         if self.plain - set(self.node_names):
-            self.get_logger().error(f"plain_nodes {sorted(self.plain - set(self.node_names))} are not in node_names "
-                                    f"{self.node_names}: ignored")
+            self.get_logger().error(
+                f"plain_nodes {sorted(self.plain - set(self.node_names))} are not in node_names "
+                f"{self.node_names}: ignored"
+            )
             self.plain &= set(self.node_names)
         self.autostart, self.timeout_s, self.on_failure = p("autostart"), p("transition_timeout_s"), p("on_failure")
         period = p("heartbeat_period_s")
@@ -158,9 +176,12 @@ class LifecycleManagerNode(Node):
             return ""
         for transition, goal in steps:
             state = self._state(name)
-            if state == goal or (transition == "configure" and state == "active") or \
-                    (transition == "deactivate" and state in ("unconfigured", "finalized")) or \
-                    (transition == "cleanup" and state == "finalized"):
+            if (
+                state == goal
+                or (transition == "configure" and state == "active")
+                or (transition == "deactivate" and state in ("unconfigured", "finalized"))
+                or (transition == "cleanup" and state == "finalized")
+            ):
                 continue
             try:
                 ok, state = self._client.change_state(name, transition, self.timeout_s)
@@ -218,8 +239,11 @@ class LifecycleManagerNode(Node):
         finally:
             self._lock.release()
         lost = [n for n in self.node_names if self.states[n] not in ("active", PLAIN)]
-        level, message = (("error", f"not active: {', '.join(f'{n} ({self.states[n]})' for n in lost)}") if lost
-                          else ("ok", "all active"))
+        level, message = (
+            ("error", f"not active: {', '.join(f'{n} ({self.states[n]})' for n in lost)}")
+            if lost
+            else ("ok", "all active")
+        )
         publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message, self._values()))
         if lost and self.on_failure == "bring_down" and self.managed:
             self.managed = False  # one reaction per failure; off the executor thread, as transitions are calls

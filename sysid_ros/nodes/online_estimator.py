@@ -37,34 +37,56 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from std_srvs.srv import Trigger
 
 from ..core.errors import SysidRosError
-from ..core.online import OnlineEstimator, PayloadWindowModel, payload_config
-from ..core.online import pendulum_config
-from ..core.online import FIRST_MOMENTS, load_model, payload_inertia
-from ..core.online import last_link
-from ..core.online import ChangeDetected, ExcitationRequest, ParameterChange, event_record
+from ..core.online import (
+    FIRST_MOMENTS,
+    ChangeDetected,
+    ExcitationRequest,
+    OnlineEstimator,
+    ParameterChange,
+    PayloadWindowModel,
+    event_record,
+    last_link,
+    load_model,
+    payload_config,
+    payload_inertia,
+    pendulum_config,
+)
 from ..core.signals import JointSamples
 from ..ros.common import ROBOT, diagnostic, run
 from ..ros.feedback import FeedbackDecoder, MatchedSubscription
 from ..ros.parameters import ParameterTable, Spec, lifecycle_configured
 
-
 PAYLOAD_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 PARAMETERS = (
     Spec("joint", "hinge", "the joint to follow"),
-    Spec("model", "pendulum", "the window model: pendulum (mass, damping, friction of a mass on a rod), or an arm's "
-                              "MJCF file without its payload (a whole-arm payload estimate)"),
+    Spec(
+        "model",
+        "pendulum",
+        "the window model: pendulum (mass, damping, friction of a mass on a rod), or an arm's "
+        "MJCF file without its payload (a whole-arm payload estimate)",
+    ),
     Spec("body", "", "arm model: the body the payload is on (empty: the last link)"),
     Spec("inertia", True, "arm model: estimate the payload's inertia too (else mass and first moments)"),
-    Spec("payload_hysteresis", 0.02, "arm model: republish the payload when it moves more than this share", 0.0, 10.0,
-         live=True),
+    Spec(
+        "payload_hysteresis",
+        0.02,
+        "arm model: republish the payload when it moves more than this share",
+        0.0,
+        10.0,
+        live=True,
+    ),
     Spec("length_m", 0.5, "pendulum: distance from the axis to the mass", 1e-6, 100.0),
     Spec("rotor_inertia_kg_m2", 1e-4, "pendulum: known rotor inertia", 0.0, 1e3),
     Spec("horizon_s", 2.0, "the horizon: the sliding window each fit sees (robot time)", 0.01, 3600.0),
     Spec("hop_s", 0.25, "a fit every hop", 0.001, 3600.0),
     Spec("feedback_topic", "joint_states", "sensor_msgs/JointState with position and effort (in the namespace)"),
-    Spec("feedback_reliability", "auto", "auto: match the feedback publishers (best_effort when one offers only that)",
-         choices=("auto", "reliable", "best_effort")),
+    Spec(
+        "feedback_reliability",
+        "auto",
+        "auto: match the feedback publishers (best_effort when one offers only that)",
+        choices=("auto", "reliable", "best_effort"),
+    ),
     Spec("request_excitation", False, "ask the recorder for an excitation tape when confidence stays low", live=True),
     Spec("recorder", "tape_recorder", "the tape_recorder node to ask"),
     ROBOT,
@@ -76,8 +98,9 @@ class OnlineEstimatorNode(LifecycleNode):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("online_estimator", **kwargs)
-        self.parameters = ParameterTable(self, PARAMETERS, lifecycle_configured(self),
-                                         renamed={"window_s": "horizon_s"})
+        self.parameters = ParameterTable(
+            self, PARAMETERS, lifecycle_configured(self), renamed={"window_s": "horizon_s"}
+        )
         self._estimator: OnlineEstimator | None = None
         self._buffer: list[tuple[int, list[float], list[float]]] = []
         self._published: tuple[float, np.ndarray] | None = None
@@ -94,12 +117,14 @@ class OnlineEstimatorNode(LifecycleNode):
             self.parameters.check()
             timing = {"horizon_s": float(value("horizon_s")), "hop_s": float(value("hop_s"))}
             if value("model") == "pendulum":
-                config = pendulum_config(value("joint"), float(value("length_m")),
-                                         float(value("rotor_inertia_kg_m2")), **timing)
+                config = pendulum_config(
+                    value("joint"), float(value("length_m")), float(value("rotor_inertia_kg_m2")), **timing
+                )
             else:
                 model = load_model(value("model"))
-                config = payload_config(model, value("body") or last_link(model), inertia=bool(value("inertia")),
-                                        **timing)
+                config = payload_config(
+                    model, value("body") or last_link(model), inertia=bool(value("inertia")), **timing
+                )
             if not float(value("payload_hysteresis")) >= 0:
                 raise ValueError("payload_hysteresis must be >= 0")
             self._estimator = OnlineEstimator(config)
@@ -110,14 +135,21 @@ class OnlineEstimatorNode(LifecycleNode):
         try:
             for name in config.model.names:
                 if not self.has_parameter(f"estimate.{name}"):
-                    self.parameters.add([Spec(f"estimate.{name}", math.nan, f"current estimate of {name} (read-only)",
-                                              live=True)])
+                    self.parameters.add(
+                        [Spec(f"estimate.{name}", math.nan, f"current estimate of {name} (read-only)", live=True)]
+                    )
             if self._arm and not self.has_parameter("payload.mass_kg"):
-                self.parameters.add([Spec(*row, live=True) for row in (
-                    ("payload.mass_kg", math.nan, "the accepted payload's mass (read-only)"),
-                    ("payload.com_m", [math.nan] * 3, "its centre of mass in the body frame (read-only)"),
-                    ("payload.confidence", 0.0, "the mass's confidence when accepted (read-only)"),
-                    ("payload.last_change_s", math.nan, "robot time of the last change (read-only)"))])
+                self.parameters.add(
+                    [
+                        Spec(*row, live=True)
+                        for row in (
+                            ("payload.mass_kg", math.nan, "the accepted payload's mass (read-only)"),
+                            ("payload.com_m", [math.nan] * 3, "its centre of mass in the body frame (read-only)"),
+                            ("payload.confidence", 0.0, "the mass's confidence when accepted (read-only)"),
+                            ("payload.last_change_s", math.nan, "robot time of the last change (read-only)"),
+                        )
+                    ]
+                )
         finally:
             self._mirroring = False
         self._payload_pub = self.create_lifecycle_publisher(InertiaStamped, "~/payload", PAYLOAD_QOS)
@@ -125,8 +157,9 @@ class OnlineEstimatorNode(LifecycleNode):
         self._array_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/estimate_array", 10)
         self._event_pub = self.create_lifecycle_publisher(String, "~/events", 50)
         self._play = self.create_client(Trigger, f"{value('recorder')}/play")
-        self._sub = MatchedSubscription(self, JointState, value("feedback_topic"), self._on_feedback,
-                                        value("feedback_reliability"), raw=True)
+        self._sub = MatchedSubscription(
+            self, JointState, value("feedback_topic"), self._on_feedback, value("feedback_reliability"), raw=True
+        )
         self._heard = False
         self._rematch = self.create_timer(1.0, self._match_feedback)
         self.get_logger().info(f"configured: following {config.joint} ({', '.join(config.model.names)})")
@@ -174,8 +207,14 @@ class OnlineEstimatorNode(LifecycleNode):
     def _feed(self) -> None:
         rows, self._buffer = self._buffer, []
         t = np.array([r[0] for r in rows], dtype=np.int64)
-        samples = JointSamples(self._estimator.config.joints, t, np.array([r[1] for r in rows]), None,
-                               np.array([r[2] for r in rows]), source=self.get_parameter("feedback_topic").value)
+        samples = JointSamples(
+            self._estimator.config.joints,
+            t,
+            np.array([r[1] for r in rows]),
+            None,
+            np.array([r[2] for r in rows]),
+            source=self.get_parameter("feedback_topic").value,
+        )
         try:
             events = self._estimator.update(samples)
         except SysidRosError as exc:
@@ -196,20 +235,26 @@ class OnlineEstimatorNode(LifecycleNode):
     def _publish_estimate(self) -> None:
         estimate = self._estimator.estimate
         confident = all(c >= self._estimator.config.confidence_threshold for c in estimate.confidence)
-        status = diagnostic(self, "ok" if confident else "warn", "confident" if confident else "low confidence",
-                            dict(estimate.as_key_values()))
+        status = diagnostic(
+            self,
+            "ok" if confident else "warn",
+            "confident" if confident else "low confidence",
+            dict(estimate.as_key_values()),
+        )
         array = DiagnosticArray(status=[status])
         array.header.stamp.sec, array.header.stamp.nanosec = divmod(estimate.time_ns, 1_000_000_000)
         self._estimate_pub.publish(array)
         layout = Float64MultiArray(data=estimate.as_array().tolist())
-        layout.layout.dim = [MultiArrayDimension(label="field", size=3, stride=3 * len(estimate.names)),
-                             MultiArrayDimension(label="parameter", size=len(estimate.names),
-                                                 stride=len(estimate.names))]
+        layout.layout.dim = [
+            MultiArrayDimension(label="field", size=3, stride=3 * len(estimate.names)),
+            MultiArrayDimension(label="parameter", size=len(estimate.names), stride=len(estimate.names)),
+        ]
         self._array_pub.publish(layout)
         self._mirroring = True
         try:
-            self.set_parameters([Parameter(f"estimate.{n}", value=float(v))
-                                 for n, v in zip(estimate.names, estimate.values)])
+            self.set_parameters(
+                [Parameter(f"estimate.{n}", value=float(v)) for n, v in zip(estimate.names, estimate.values)]
+            )
         finally:
             self._mirroring = False
 
@@ -228,8 +273,9 @@ class OnlineEstimatorNode(LifecycleNode):
             h = float(self.get_parameter("payload_hysteresis").value)
             floors = dict(zip(estimate.names, estimator.config.model.floors()))
             m0, f0 = self._published
-            if abs(mass - m0) <= h * max(abs(m0), floors["mass_kg"]) and \
-                    np.linalg.norm(first - f0) <= h * max(float(np.linalg.norm(f0)), floors["mz_kg_m"]):
+            if abs(mass - m0) <= h * max(abs(m0), floors["mass_kg"]) and np.linalg.norm(first - f0) <= h * max(
+                float(np.linalg.norm(f0)), floors["mz_kg_m"]
+            ):
                 return
         self._published = (mass, first)
         com, inertia = payload_inertia(values)
@@ -238,16 +284,21 @@ class OnlineEstimatorNode(LifecycleNode):
         msg.header.frame_id = estimator.config.model.body
         msg.inertia.m = float(mass)
         msg.inertia.com.x, msg.inertia.com.y, msg.inertia.com.z = (float(c) for c in com)
-        (msg.inertia.ixx, msg.inertia.ixy, msg.inertia.ixz, msg.inertia.iyy, msg.inertia.iyz,
-         msg.inertia.izz) = (float(inertia[i, j]) for i, j in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)))
+        (msg.inertia.ixx, msg.inertia.ixy, msg.inertia.ixz, msg.inertia.iyy, msg.inertia.iyz, msg.inertia.izz) = (
+            float(inertia[i, j]) for i, j in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+        )
         self._payload_pub.publish(msg)
         confidence = estimate.confidence[estimate.names.index("mass_kg")]
         self._mirroring = True
         try:
-            self.set_parameters([Parameter("payload.mass_kg", value=float(mass)),
-                                 Parameter("payload.com_m", value=[float(c) for c in com]),
-                                 Parameter("payload.confidence", value=float(confidence)),
-                                 Parameter("payload.last_change_s", value=float(self._last_change_s))])
+            self.set_parameters(
+                [
+                    Parameter("payload.mass_kg", value=float(mass)),
+                    Parameter("payload.com_m", value=[float(c) for c in com]),
+                    Parameter("payload.confidence", value=float(confidence)),
+                    Parameter("payload.last_change_s", value=float(self._last_change_s)),
+                ]
+            )
         finally:
             self._mirroring = False
         self.get_logger().info(f"payload: {mass:.4g} kg at {np.round(com, 4).tolist()} m (confidence {confidence:.2f})")
@@ -255,8 +306,9 @@ class OnlineEstimatorNode(LifecycleNode):
     def _guard_mirror(self, params: list[Parameter]) -> SetParametersResult:
         """The `estimate.*` parameters only mirror the estimate: nobody else sets them."""
         if not self._mirroring and any(p.name.startswith(("estimate.", "payload.")) for p in params):
-            return SetParametersResult(successful=False, reason="estimate.* and payload.* mirror the estimator "
-                                       "(read-only)")
+            return SetParametersResult(
+                successful=False, reason="estimate.* and payload.* mirror the estimator (read-only)"
+            )
         return SetParametersResult(successful=True)
 
 

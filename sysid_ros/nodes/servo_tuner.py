@@ -5,7 +5,8 @@ every change a crash left unfinished (FAILURE when the controller cannot confirm
 requests. The action `~/tune` (sysid_ros_interfaces/action/Tune) tunes with feedback every
 FEEDBACK_S (stage, play, seconds of motion left, cost so far) and cancel (as `~/cancel` below; logged at INFO).
 Services (std_srvs/Trigger):
-- `~/tune` (deprecated: the action of the same name replaces it; kept for one release) tunes the joints through the tape_recorder (every play in a bag) with trial gains inside a
+- `~/tune` (deprecated: the action of the same name replaces it; kept for one release) tunes the joints through the
+tape_recorder (every play in a bag) with trial gains inside a
   journaled session, so the controller ends exactly as found; the proposal goes to disk (YAML), to the
   read-only parameters `proposal.<joint>.<gain>`, and to `~/result`;
 - `~/apply` sets the proposal (or `apply.proposal_file`) on the controller all at once, journaled first;
@@ -37,59 +38,100 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from sysid_ros_interfaces.action import Tune
 
-from ..core.gains import ALIASES, STYLES
 from ..core.errors import Cancelled, SysidRosError
 from ..core.files import write_file
-from ..core.gains import GainChange, GainsJournal
-from ..core.gains import GainGuard
-from ..core.tapes import Envelope
+from ..core.gains import ALIASES, STYLES, GainChange, GainGuard, GainsJournal
 from ..core.report import write_canary_report, write_tuning_report
-from ..core.tuner import Goal, Servo, judge_canary, score, stage_tapes, tune, tune_arm
-from ..core.tuner import arm_check_tapes
-from ..core.tuner import TuneProgress
-from ..core.tuner import GainProposal, from_arm, from_tune, load_proposal
+from ..core.tapes import Envelope
+from ..core.tuner import (
+    GainProposal,
+    Goal,
+    Servo,
+    TuneProgress,
+    arm_check_tapes,
+    from_arm,
+    from_tune,
+    judge_canary,
+    load_proposal,
+    score,
+    stage_tapes,
+    tune,
+    tune_arm,
+)
 from ..ros.client import RosClient
-from ..ros.common import (DIAGNOSTICS, ROBOT, diagnostic, end_goal, node_path, publish_diagnostics, read_envelopes,
-    run, ticker)
+from ..ros.common import (
+    DIAGNOSTICS,
+    ROBOT,
+    diagnostic,
+    end_goal,
+    node_path,
+    publish_diagnostics,
+    read_envelopes,
+    run,
+    ticker,
+)
 from ..ros.controller_gains import ControllerGains
 from ..ros.parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
 from ..ros.ros_plant import RosArm
 
 RESULT_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 FEEDBACK_S = 1.0  # the tune action's feedback period (s)
-GOAL_PARAMETERS = ("repeats", "twin_screening", "stop_allocation_mrad", "max_rungs", "sweep_stride_headroom",
-                   "refine_seed", "verify_seed")
-GOAL_LIMITS = {"repeats": (1, 100), "stop_allocation_mrad": (1e-6, 1e3), "max_rungs": (1, 1000),
-               "sweep_stride_headroom": (0.0, 0.99),
-               "refine_seed": (0, 2**31 - 1), "verify_seed": (0, 2**31 - 1)}
+GOAL_PARAMETERS = (
+    "repeats",
+    "twin_screening",
+    "stop_allocation_mrad",
+    "max_rungs",
+    "sweep_stride_headroom",
+    "refine_seed",
+    "verify_seed",
+)
+GOAL_LIMITS = {
+    "repeats": (1, 100),
+    "stop_allocation_mrad": (1e-6, 1e3),
+    "max_rungs": (1, 1000),
+    "sweep_stride_headroom": (0.0, 0.99),
+    "refine_seed": (0, 2**31 - 1),
+    "verify_seed": (0, 2**31 - 1),
+}
 
 PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_specs)
     Spec("joints", Parameter.Type.STRING_ARRAY, "joints to tune (all under one controller)", read_only=True),
     Spec("controller", "joint_trajectory_controller", "node whose parameters gains.<joint>.p|i|d|i_clamp are set"),
-    Spec("controller_style", "auto", "the controller's PID parameter names (auto: detected from its parameter list)",
-         choices=("auto", *STYLES, *ALIASES)),
+    Spec(
+        "controller_style",
+        "auto",
+        "the controller's PID parameter names (auto: detected from its parameter list)",
+        choices=("auto", *STYLES, *ALIASES),
+    ),
     Spec("recorder", "tape_recorder", "tape_recorder node that plays the tapes (command_mode trajectory)"),
     Spec("model", "", "MJCF of the robot (embedded name or path): torque caps and the arm's feed-forward"),
     Spec("command_rate_hz", 250.0, "the controller's update rate (the recorder's command_rate_hz)", 1.0, 10000.0),
     Spec("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)"),
-    Spec("torque_sample_phase", 0.5, "where in its interval the drive's reported torque is taken (0.5: held)", 0.0,
-         1.0),
-    *(Spec(f"guard.{f.name}", getattr(GainGuard(), f.name), "largest value the tuner may send", 0.0, 1e9)
-      for f in fields(GainGuard)),
-    *(Spec(f"goal.{name}", getattr(Goal(), name), f"tuner Goal.{name}", *GOAL_LIMITS.get(name, (None, None)))
-      for name in GOAL_PARAMETERS),
+    Spec(
+        "torque_sample_phase", 0.5, "where in its interval the drive's reported torque is taken (0.5: held)", 0.0, 1.0
+    ),
+    *(
+        Spec(f"guard.{f.name}", getattr(GainGuard(), f.name), "largest value the tuner may send", 0.0, 1e9)
+        for f in fields(GainGuard)
+    ),
+    *(
+        Spec(f"goal.{name}", getattr(Goal(), name), f"tuner Goal.{name}", *GOAL_LIMITS.get(name, (None, None)))
+        for name in GOAL_PARAMETERS
+    ),
     Spec("servo.encoder_noise_rad", 0.0, "encoder noise (rad) for the analytic bounds", 0.0, 1.0),
     Spec("servo.delay_s", 0.0, "known feedback delay (s) for the analytic bounds", 0.0, 1.0),
-    Spec("output_dir", "tuner", "plays, bags' index and proposals go to <output_dir>/<action>_<UTC time> (relative: "
-                                "under $ROS_HOME/sysid_ros/<namespace>/)"),
+    Spec(
+        "output_dir",
+        "tuner",
+        "plays, bags' index and proposals go to <output_dir>/<action>_<UTC time> (relative: "
+        "under $ROS_HOME/sysid_ros/<namespace>/)",
+    ),
     Spec("journal", "", "gains journal (default <output_dir>/gains_journal.jsonl; relative: as output_dir)"),
     Spec("auto_apply", False, "apply each new proposal that improves (then the canary decides)", live=True),
     Spec("apply.proposal_file", "", "a proposal YAML for ~/apply instead of the latest tune's", live=True),
-    Spec("controller_timeout_s", 10.0, "how long the controller's parameter services may take to answer", 0.1,
-         3600.0),
+    Spec("controller_timeout_s", 10.0, "how long the controller's parameter services may take to answer", 0.1, 3600.0),
     ROBOT,
 )
-
 
 
 @dataclass(frozen=True)
@@ -125,12 +167,15 @@ class ServoTunerNode(LifecycleNode):
         self.add_on_set_parameters_callback(self._guard_proposal_parameters)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         self.result_pub = self.create_publisher(String, "~/result", RESULT_QOS)
-        for name, handler in (("~/tune", self._on_tune), ("~/apply", self._on_apply), ("~/rollback", self._on_rollback),
-                              ("~/cancel", self._on_cancel)):
+        for name, handler in (
+            ("~/tune", self._on_tune),
+            ("~/apply", self._on_apply),
+            ("~/rollback", self._on_rollback),
+            ("~/cancel", self._on_cancel),
+        ):
             self.create_service(Trigger, name, handler)
         self._tick = ticker(self, 0.5)  # an awaitable every 0.5 s: the action's feedback loop, off no thread
-        self._tune_action = ActionServer(self, Tune, "~/tune", self._execute_tune,
-                                         cancel_callback=self._cancel_goal)
+        self._tune_action = ActionServer(self, Tune, "~/tune", self._execute_tune, cancel_callback=self._cancel_goal)
         self._tune_progress: TuneProgress | None = None
         self._outcomes: list[dict] = []  # every outcome posted, for the action's result
         self._config: TunerConfig | None = None
@@ -149,31 +194,45 @@ class ServoTunerNode(LifecycleNode):
             self._config = self._read_configuration()
             self._client = RosClient(f"{self.get_name()}_client", self.get_namespace())  # names resolve in ours
             c = self._config
-            self._gains = ControllerGains(self._client, c.controller, GainsJournal(c.journal), c.guard,
-                                          c.controller_timeout_s, c.controller_style)
+            self._gains = ControllerGains(
+                self._client, c.controller, GainsJournal(c.journal), c.guard, c.controller_timeout_s, c.controller_style
+            )
             recovered = self._gains.recover()
         except (SysidRosError, OSError, ValueError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
             self._teardown()
             return TransitionCallbackReturn.FAILURE
         for change in recovered:
-            message = (f"rolled back unfinished change {change.change_id} ({change.reason}): {change.previous}"
-                       if change.state == "rolled_back" else
-                       f"left change {change.change_id} as found: {change.reason}")
+            message = (
+                f"rolled back unfinished change {change.change_id} ({change.reason}): {change.previous}"
+                if change.state == "rolled_back"
+                else f"left change {change.change_id} as found: {change.reason}"
+            )
             self.get_logger().warning(message)
-            self._post("warn", message, {"action": "recover", "ok": True, "change_id": change.change_id,
-                                         "restored": change.previous if change.state == "rolled_back" else None})
+            self._post(
+                "warn",
+                message,
+                {
+                    "action": "recover",
+                    "ok": True,
+                    "change_id": change.change_id,
+                    "restored": change.previous if change.state == "rolled_back" else None,
+                },
+            )
         lost = None
         try:
             lost = self._gains.lost()
         except SysidRosError as exc:  # the controller may come up later; the tune reads it again
             self.get_logger().info(f"kept gains not checked: {exc}")
         if lost is not None:
-            message = (f"the gains kept by change {lost.change_id} are no longer on the controller: {lost.reason}; "
-                       f"make them permanent with sysid-ros apply PROPOSAL --persist FILE")
+            message = (
+                f"the gains kept by change {lost.change_id} are no longer on the controller: {lost.reason}; "
+                f"make them permanent with sysid-ros apply PROPOSAL --persist FILE"
+            )
             self.get_logger().warning(message)
-            self._post("warn", message, {"action": "recover", "ok": True, "change_id": lost.change_id,
-                                         "restored": None})
+            self._post(
+                "warn", message, {"action": "recover", "ok": True, "change_id": lost.change_id, "restored": None}
+            )
         self.get_logger().info(f"configured: joints {list(c.joints)} of {c.controller}, journal {c.journal}")
         return TransitionCallbackReturn.SUCCESS
 
@@ -217,15 +276,23 @@ class ServoTunerNode(LifecycleNode):
         output = node_path(self, value("output_dir"))
         output.mkdir(parents=True, exist_ok=True)
         return TunerConfig(
-            joints=joints, envelopes=read_envelopes(self, list(joints)), controller=value("controller"),
-            recorder=value("recorder"), model=value("model"), command_rate_hz=float(value("command_rate_hz")),
-            feedback_topic=value("feedback_topic"), torque_sample_phase=float(value("torque_sample_phase")),
+            joints=joints,
+            envelopes=read_envelopes(self, list(joints)),
+            controller=value("controller"),
+            recorder=value("recorder"),
+            model=value("model"),
+            command_rate_hz=float(value("command_rate_hz")),
+            feedback_topic=value("feedback_topic"),
+            torque_sample_phase=float(value("torque_sample_phase")),
             goal=Goal(**{name: value(f"goal.{name}") for name in GOAL_PARAMETERS}),
             guard=GainGuard(**{f.name: float(value(f"guard.{f.name}")) for f in fields(GainGuard)}),
-            encoder_noise_rad=float(value("servo.encoder_noise_rad")), delay_s=float(value("servo.delay_s")),
+            encoder_noise_rad=float(value("servo.encoder_noise_rad")),
+            delay_s=float(value("servo.delay_s")),
             output_dir=output,
             journal=node_path(self, value("journal")) if value("journal") else output / "gains_journal.jsonl",
-            controller_timeout_s=float(value("controller_timeout_s")), controller_style=value("controller_style"))
+            controller_timeout_s=float(value("controller_timeout_s")),
+            controller_style=value("controller_style"),
+        )
 
     # --- requests -----------------------------------------------------------------------------------
     def _busy(self) -> bool:
@@ -267,8 +334,11 @@ class ServoTunerNode(LifecycleNode):
 
     def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success = self._busy()
-        response.message = (f"cancelling {self._phase}: the play stops and the gains come back"
-                            if response.success else "nothing is running")
+        response.message = (
+            f"cancelling {self._phase}: the play stops and the gains come back"
+            if response.success
+            else "nothing is running"
+        )
         if response.success:
             self.cancel()
         return response
@@ -295,10 +365,16 @@ class ServoTunerNode(LifecycleNode):
                 sent = time.monotonic()
             await self._tick()
         outcome = next((r for r in self._outcomes[seen:] if r.get("action") == "tune"), None) or {
-            "action": "tune", "ok": False, "message": "the tune ended without an outcome"}
-        result = Tune.Result(success=bool(outcome.get("ok")), message=str(outcome.get("message", "")),
-                             proposal_file=str(outcome.get("proposal_file", "")),
-                             outcome=yaml.safe_dump(outcome, sort_keys=False))
+            "action": "tune",
+            "ok": False,
+            "message": "the tune ended without an outcome",
+        }
+        result = Tune.Result(
+            success=bool(outcome.get("ok")),
+            message=str(outcome.get("message", "")),
+            proposal_file=str(outcome.get("proposal_file", "")),
+            outcome=yaml.safe_dump(outcome, sort_keys=False),
+        )
         return end_goal(goal_handle, result, bool(outcome.get("cancelled")))
 
     def _tune_feedback(self) -> Tune.Feedback:
@@ -306,8 +382,9 @@ class ServoTunerNode(LifecycleNode):
         if p is None:
             return Tune.Feedback(stage="reading the gains", seconds_left=0.0, cost_so_far=math.nan)
         stage = "cancelling" if self._cancel.is_set() else p.stage
-        return Tune.Feedback(stage=stage, play=p.play, plays=p.plays, seconds_left=p.seconds_left,
-                             cost_so_far=p.cost_so_far)
+        return Tune.Feedback(
+            stage=stage, play=p.play, plays=p.plays, seconds_left=p.seconds_left, cost_so_far=p.cost_so_far
+        )
 
     def _on_tune(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         why = self._refusal()
@@ -355,18 +432,38 @@ class ServoTunerNode(LifecycleNode):
         # one joint: its identified box model is the whole feed-forward (a nominal model's gravity would only
         # be less right); an arm adds mj_inverse of its nominal model for the coupling between joints
         nominal = None if len(c.joints) > 1 else False
-        return RosArm(c.model, tuple(c.joints), c.envelopes, c.command_rate_hz, arm_feedforward=nominal,
-                      client=self._client,
-                      gains=self._gains, recorder=c.recorder, feedback_topic=c.feedback_topic, workdir=folder,
-                      torque_sample_phase=c.torque_sample_phase, cancel=self._cancel)
+        return RosArm(
+            c.model,
+            tuple(c.joints),
+            c.envelopes,
+            c.command_rate_hz,
+            arm_feedforward=nominal,
+            client=self._client,
+            gains=self._gains,
+            recorder=c.recorder,
+            feedback_topic=c.feedback_topic,
+            workdir=folder,
+            torque_sample_phase=c.torque_sample_phase,
+            cancel=self._cancel,
+        )
 
     def _tune(self, folder: Path) -> None:
         c = self._config
         arm = self._arm(folder)
         found = arm.read_gains()
-        servos = [Servo(j, found[j], arm.caps[j], c.envelopes[j], kp_max_nm_rad=c.guard.p_max,
-                        kd_max_nm_s_rad=c.guard.d_max, encoder_noise_rad=c.encoder_noise_rad, delay_s=c.delay_s)
-                  for j in c.joints]
+        servos = [
+            Servo(
+                j,
+                found[j],
+                arm.caps[j],
+                c.envelopes[j],
+                kp_max_nm_rad=c.guard.p_max,
+                kd_max_nm_s_rad=c.guard.d_max,
+                encoder_noise_rad=c.encoder_noise_rad,
+                delay_s=c.delay_s,
+            )
+            for j in c.joints
+        ]
         self._tune_progress = arm.progress = TuneProgress.plan(servos, arm.command_rate_hz, c.goal)
         with arm.trials("servo_tuner: trial gains while tuning"):
             if len(servos) == 1:
@@ -377,30 +474,47 @@ class ServoTunerNode(LifecycleNode):
                 result = tune_arm(servos, arm, c.goal)
                 proposal = from_arm(result, arm_check_tapes(arm, {j: o.model for j, o in result.outcomes.items()}))
         stages: dict[str, float] = {}  # seconds of motion per stage (over the joints), the arm check apart
-        for one in ([result] if len(servos) == 1 else [o.result for o in result.outcomes.values() if o.result]):
+        for one in [result] if len(servos) == 1 else [o.result for o in result.outcomes.values() if o.result]:
             for stage, seconds in one.seconds.items():
                 if stage != "total":
                     stages[stage] = stages.get(stage, 0.0) + seconds
         path = folder / "proposal.yaml"
-        document = {**proposal.to_dict(), "controller": c.controller,
-                    "controller_style": self._gains.style.name,
-                    "trajectory_feedforward": {None: "not measured", True: "added by the controller",
-                                               False: "ignored by the controller"}[arm.feedforward_honoured],
-                    # what `export` / `apply --persist` need to write the feed-forward the canary plays, or refuse
-                    "base_feedforward": c.model if len(c.joints) > 1 and arm.feedforward_honoured is not False
-                    else None,
-                    "ff_velocity_scale_as_found": self._ff_velocity_scales(),
-                    "notes": list(arm.notes), "bags": arm.bags,
-                    "seconds_of_motion": arm.motion_s, "seconds_by_stage": stages}
+        document = {
+            **proposal.to_dict(),
+            "controller": c.controller,
+            "controller_style": self._gains.style.name,
+            "trajectory_feedforward": {
+                None: "not measured",
+                True: "added by the controller",
+                False: "ignored by the controller",
+            }[arm.feedforward_honoured],
+            # what `export` / `apply --persist` need to write the feed-forward the canary plays, or refuse
+            "base_feedforward": c.model if len(c.joints) > 1 and arm.feedforward_honoured is not False else None,
+            "ff_velocity_scale_as_found": self._ff_velocity_scales(),
+            "notes": list(arm.notes),
+            "bags": arm.bags,
+            "seconds_of_motion": arm.motion_s,
+            "seconds_by_stage": stages,
+        }
         text = yaml.safe_dump(document, sort_keys=False, width=110)
         write_file(path, lambda tmp: tmp.write_text(text), force=True)  # `apply` never reads half a proposal
         self._proposal = (proposal, path)
         report = self._draw(write_tuning_report, folder)
-        self._post("ok", f"proposal: {proposal.summary}" + "".join(f"; note: {n}" for n in arm.notes), {
-            "action": "tune", "ok": True, "improved": proposal.improved, "proposal_file": str(path),
-            "report": report,
-            "parameters": proposal.parameters, "as_found": proposal.as_found,
-            "predicted_cost_ratio": proposal.predicted_ratio, "seconds_of_motion": arm.motion_s})
+        self._post(
+            "ok",
+            f"proposal: {proposal.summary}" + "".join(f"; note: {n}" for n in arm.notes),
+            {
+                "action": "tune",
+                "ok": True,
+                "improved": proposal.improved,
+                "proposal_file": str(path),
+                "report": report,
+                "parameters": proposal.parameters,
+                "as_found": proposal.as_found,
+                "predicted_cost_ratio": proposal.predicted_ratio,
+                "seconds_of_motion": arm.motion_s,
+            },
+        )
         if self.get_parameter("auto_apply").value and proposal.improved:
             change = self._apply(proposal, path)
             self._phase = "canary"
@@ -431,15 +545,16 @@ class ServoTunerNode(LifecycleNode):
         # an infinite integral clamp (no clamp) was tuned as the joint's torque cap (`clamp_for_tuning`)
         now = {k: proposal.as_found[k] if k.endswith(".i_clamp") and math.isinf(v) else v for k, v in now.items()}
         if now != proposal.as_found:
-            raise ValueError(f"the controller's gains changed since the tune ({now}, tuned from "
-                             f"{proposal.as_found}): tune again")
+            raise ValueError(
+                f"the controller's gains changed since the tune ({now}, tuned from {proposal.as_found}): tune again"
+            )
         return self._gains.apply(proposal.parameters, f"servo_tuner: {path}")
 
     def _draw(self, writer, folder: Path) -> str:
         """Draw a run's report.html; a report that cannot be drawn is a warning, never a failed run."""
         try:
             return str(writer(folder))
-        except Exception as exc:  # noqa: BLE001 - the run's results stand without their report
+        except Exception as exc:
             self.get_logger().warning(f"no report for {folder}: {exc}")
             return ""
 
@@ -461,12 +576,28 @@ class ServoTunerNode(LifecycleNode):
         else:
             self._gains.rollback(change, verdict.reason)
         level = "ok" if verdict.keep else "warn"
-        outcome = {"action": "canary", "ok": True, "kept": verdict.keep, "live_cost_ratio": verdict.live_ratio,
-                   "threshold": verdict.threshold, "predicted_cost_ratio": proposal.predicted_ratio,
-                   "gains": change.new if verdict.keep else change.previous, "bags": arm.bags}
-        (folder / "canary.yaml").write_text(yaml.safe_dump(
-            {**outcome, "reason": verdict.reason, "joints": list(proposal.joints),
-             "proposal_file": str(Path(proposal_file).resolve())}, sort_keys=False, width=110))
+        outcome = {
+            "action": "canary",
+            "ok": True,
+            "kept": verdict.keep,
+            "live_cost_ratio": verdict.live_ratio,
+            "threshold": verdict.threshold,
+            "predicted_cost_ratio": proposal.predicted_ratio,
+            "gains": change.new if verdict.keep else change.previous,
+            "bags": arm.bags,
+        }
+        (folder / "canary.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    **outcome,
+                    "reason": verdict.reason,
+                    "joints": list(proposal.joints),
+                    "proposal_file": str(Path(proposal_file).resolve()),
+                },
+                sort_keys=False,
+                width=110,
+            )
+        )
         outcome["report"] = self._draw(write_canary_report, folder)
         if Path(proposal_file).name == "proposal.yaml":
             self._draw(write_tuning_report, Path(proposal_file).parent)  # the tune's report shows its canary
@@ -496,9 +627,14 @@ class ServoTunerNode(LifecycleNode):
     def _publish_proposal(self) -> None:
         """The latest proposal as parameters proposal.<joint>.<gain>, proposal.file, proposal.improved, ..."""
         proposal, path = self._proposal
-        values = {f"proposal.{name[len('gains.'):]}": v for name, v in proposal.parameters.items()}
-        values.update({"proposal.file": str(path), "proposal.improved": proposal.improved,
-                       "proposal.predicted_cost_ratio": float(proposal.predicted_ratio)})
+        values = {f"proposal.{name[len('gains.') :]}": v for name, v in proposal.parameters.items()}
+        values.update(
+            {
+                "proposal.file": str(path),
+                "proposal.improved": proposal.improved,
+                "proposal.predicted_cost_ratio": float(proposal.predicted_ratio),
+            }
+        )
         self._proposal_lock = True
         try:
             for name, value in values.items():

@@ -21,12 +21,12 @@ import time
 
 from controller_manager_msgs.msg import ControllerState
 from controller_manager_msgs.srv import ListControllers
+from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock as ClockMsg
-from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
@@ -39,41 +39,69 @@ from ..core.sim import Feedback, FeedbackNoise, SimRobot
 from ..ros.common import COMMAND_QOS, DIAGNOSTICS, ROBOT, diagnostic, publish_diagnostics, run, sensor_qos
 from ..ros.parameters import ParameterTable, Spec
 
-TICK_S = 0.002          # shortest wall period of the stepping loop (it ticks once per publish period, >= this)
-MAX_CHUNK_S = 0.05      # most wall time one tick may catch up; a starved loop slows down instead
+TICK_S = 0.002  # shortest wall period of the stepping loop (it ticks once per publish period, >= this)
+MAX_CHUNK_S = 0.05  # most wall time one tick may catch up; a starved loop slows down instead
 
 PARAMETERS = (  # start-up values (read-only) but the live real_time_factor; gains.* and physics.* follow the model
-    *(Spec(*row, read_only=True) for row in (
-        ("model", "pendulum", "embedded model name (pendulum, arm3) or an MJCF/URDF path"),
-        ("joints", Parameter.Type.STRING_ARRAY, "names of the controlled joints (empty: every hinge and slide joint)"),
-        ("forward_interface", "effort", "the forward controller's interface", None, None,
-         ("effort", "position", "velocity")),
-        ("forward_controller", "forward_command_controller", "takes Float64MultiArray commands"),
-        ("trajectory_controller", "joint_trajectory_controller", "takes JointTrajectory goals"),
-        ("noise.position_rad", 0.0, "Gaussian noise on reported positions", 0.0, 10.0),
-        ("noise.velocity_rad_s", 0.0, "Gaussian noise on reported velocities", 0.0, 100.0),
-        ("noise.effort_nm", 0.0, "Gaussian noise on reported efforts", 0.0, 1e4),
-        ("noise.encoder_resolution_rad", 0.0, "encoder quantum (0: none)", 0.0, 1.0),
-        ("noise.delay_s", 0.0, "sensor lag, rounded to whole publish periods", 0.0, 1.0),
-        *((f"gain_guard.{g}_max", getattr(GainGuard(), f"{g}_max"), f"largest {g} gain accepted", 0.0, 1e9)
-          for g in GAIN_FIELDS),
-        ("start_time_s", 1.0, "simulated time of the first sample", 0.0, 1e9),
-        ("physics_dt_s", 0.0, "physics step (0: the model's timestep)", 0.0, 1.0),
-        ("command_rate_hz", 500.0, "drive update rate (sample-and-hold)", 1.0, 1e5),
-        ("publish_rate_hz", 500.0, "joint_states rate", 1.0, 1e5),
-        ("seed", 0, "noise seed", 0, 2**31 - 1),
-        ("torque_limits_nm", Parameter.Type.DOUBLE_ARRAY, "per joint (empty: the motors' ctrlrange)"),
-        ("initial_positions", Parameter.Type.DOUBLE_ARRAY, "per joint (empty: the model's qpos0)"),
-        ("trajectory_effort", True, "add trajectory points' effort to the drive's output (false: ignore it)"),
-        ("joint_states_reliability", "reliable", "reliable, or best_effort as sensor drivers often publish", None,
-         None, ("reliable", "best_effort")),
-        ("controller_manager", True, "serve controller_manager/list_controllers, as ros2_control does (false: a robot "
-                                     "without one)"),
-    )),
-    Spec("inactive_controllers", Parameter.Type.STRING_ARRAY, "controllers listed as inactive: loaded and "
-         "subscribed, but their commands are ignored (as an inactive ros2_control controller's are)", live=True),
-    Spec("real_time_factor", 1.0, "simulated seconds per wall second when use_sim_time is true", 1e-3, 1e3,
-         live=True),
+    *(
+        Spec(*row, read_only=True)
+        for row in (
+            ("model", "pendulum", "embedded model name (pendulum, arm3) or an MJCF/URDF path"),
+            (
+                "joints",
+                Parameter.Type.STRING_ARRAY,
+                "names of the controlled joints (empty: every hinge and slide joint)",
+            ),
+            (
+                "forward_interface",
+                "effort",
+                "the forward controller's interface",
+                None,
+                None,
+                ("effort", "position", "velocity"),
+            ),
+            ("forward_controller", "forward_command_controller", "takes Float64MultiArray commands"),
+            ("trajectory_controller", "joint_trajectory_controller", "takes JointTrajectory goals"),
+            ("noise.position_rad", 0.0, "Gaussian noise on reported positions", 0.0, 10.0),
+            ("noise.velocity_rad_s", 0.0, "Gaussian noise on reported velocities", 0.0, 100.0),
+            ("noise.effort_nm", 0.0, "Gaussian noise on reported efforts", 0.0, 1e4),
+            ("noise.encoder_resolution_rad", 0.0, "encoder quantum (0: none)", 0.0, 1.0),
+            ("noise.delay_s", 0.0, "sensor lag, rounded to whole publish periods", 0.0, 1.0),
+            *(
+                (f"gain_guard.{g}_max", getattr(GainGuard(), f"{g}_max"), f"largest {g} gain accepted", 0.0, 1e9)
+                for g in GAIN_FIELDS
+            ),
+            ("start_time_s", 1.0, "simulated time of the first sample", 0.0, 1e9),
+            ("physics_dt_s", 0.0, "physics step (0: the model's timestep)", 0.0, 1.0),
+            ("command_rate_hz", 500.0, "drive update rate (sample-and-hold)", 1.0, 1e5),
+            ("publish_rate_hz", 500.0, "joint_states rate", 1.0, 1e5),
+            ("seed", 0, "noise seed", 0, 2**31 - 1),
+            ("torque_limits_nm", Parameter.Type.DOUBLE_ARRAY, "per joint (empty: the motors' ctrlrange)"),
+            ("initial_positions", Parameter.Type.DOUBLE_ARRAY, "per joint (empty: the model's qpos0)"),
+            ("trajectory_effort", True, "add trajectory points' effort to the drive's output (false: ignore it)"),
+            (
+                "joint_states_reliability",
+                "reliable",
+                "reliable, or best_effort as sensor drivers often publish",
+                None,
+                None,
+                ("reliable", "best_effort"),
+            ),
+            (
+                "controller_manager",
+                True,
+                "serve controller_manager/list_controllers, as ros2_control does (false: a robot without one)",
+            ),
+        )
+    ),
+    Spec(
+        "inactive_controllers",
+        Parameter.Type.STRING_ARRAY,
+        "controllers listed as inactive: loaded and "
+        "subscribed, but their commands are ignored (as an inactive ros2_control controller's are)",
+        live=True,
+    ),
+    Spec("real_time_factor", 1.0, "simulated seconds per wall second when use_sim_time is true", 1e-3, 1e3, live=True),
     ROBOT,
 )
 
@@ -87,27 +115,59 @@ class SimRobotNode(Node):
         self._halt = threading.Event()
         self.parameters = ParameterTable(self, PARAMETERS)
         p = self.parameters.value
-        model, joints, forward, trajectory = (p("model"), p("joints"), p("forward_controller"),
-                                              p("trajectory_controller"))
+        model, joints, forward, trajectory = (
+            p("model"),
+            p("joints"),
+            p("forward_controller"),
+            p("trajectory_controller"),
+        )
         self.forward, self.trajectory = forward, trajectory
         self.forward_interface = p("forward_interface")
-        noise = FeedbackNoise(position_rad=p("noise.position_rad"), velocity_rad_s=p("noise.velocity_rad_s"),
-                              effort_nm=p("noise.effort_nm"), encoder_resolution_rad=p("noise.encoder_resolution_rad"),
-                              delay_s=p("noise.delay_s"))
+        noise = FeedbackNoise(
+            position_rad=p("noise.position_rad"),
+            velocity_rad_s=p("noise.velocity_rad_s"),
+            effort_nm=p("noise.effort_nm"),
+            encoder_resolution_rad=p("noise.encoder_resolution_rad"),
+            delay_s=p("noise.delay_s"),
+        )
         guard = GainGuard(**{f"{g}_max": p(f"gain_guard.{g}_max") for g in GAIN_FIELDS})
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         try:
             self.robot = SimRobot(
-                model, joints or None, physics_dt_s=p("physics_dt_s"), command_rate_hz=p("command_rate_hz"),
-                publish_rate_hz=p("publish_rate_hz"), noise=noise, seed=p("seed"),
-                torque_limits_nm=p("torque_limits_nm") or None, gain_guard=guard,
-                initial_positions=p("initial_positions") or None, start_time_ns=int(round(p("start_time_s") * 1e9)))
+                model,
+                joints or None,
+                physics_dt_s=p("physics_dt_s"),
+                command_rate_hz=p("command_rate_hz"),
+                publish_rate_hz=p("publish_rate_hz"),
+                noise=noise,
+                seed=p("seed"),
+                torque_limits_nm=p("torque_limits_nm") or None,
+                gain_guard=guard,
+                initial_positions=p("initial_positions") or None,
+                start_time_ns=int(round(p("start_time_s") * 1e9)),
+            )
             physics = self.robot.physical_parameters()
-            self.parameters.add([Spec(f"physics.{name}", max(value, 0.0), "hidden true physics (live)", 0.0,
-                                      max(1e6, value), live=True) for name, value in physics.items()])
-            self.parameters.add([Spec(parameter_name(j, g), 0.0, f"drive {g} gain", 0.0, getattr(guard, f"{g}_max"),
-                                      live=True) for j in self.robot.joint_names for g in GAIN_FIELDS])
+            self.parameters.add(
+                [
+                    Spec(
+                        f"physics.{name}",
+                        max(value, 0.0),
+                        "hidden true physics (live)",
+                        0.0,
+                        max(1e6, value),
+                        live=True,
+                    )
+                    for name, value in physics.items()
+                ]
+            )
+            self.parameters.add(
+                [
+                    Spec(parameter_name(j, g), 0.0, f"drive {g} gain", 0.0, getattr(guard, f"{g}_max"), live=True)
+                    for j in self.robot.joint_names
+                    for g in GAIN_FIELDS
+                ]
+            )
             self.parameters.check()  # every start-up value, those of the model's own parameters too
             for name, value in physics.items():
                 if p(f"physics.{name}") != value:
@@ -118,8 +178,11 @@ class SimRobotNode(Node):
             self.robot = None
             self._fatal = f"sim_robot cannot start: {exc}"
             self.get_logger().error(self._fatal)
-            self.create_timer(1.0, lambda: publish_diagnostics(self, self.diag_pub,
-                                                               diagnostic(self, "error", self._fatal)), clock=steady)
+            self.create_timer(
+                1.0,
+                lambda: publish_diagnostics(self, self.diag_pub, diagnostic(self, "error", self._fatal)),
+                clock=steady,
+            )
             return
         self.real_time_factor = p("real_time_factor")
         self.sim_time = bool(self.get_parameter("use_sim_time").value)
@@ -129,11 +192,12 @@ class SimRobotNode(Node):
         self.joint_pub = self.create_publisher(JointState, "joint_states", sensor_qos(p("joint_states_reliability")))
         self.clock_pub = self.create_publisher(ClockMsg, "clock", 10) if self.sim_time else None
         self.create_subscription(Float64MultiArray, f"{forward}/commands", self._on_forward, COMMAND_QOS)
-        self.create_subscription(JointTrajectory, f"{trajectory}/joint_trajectory", self._on_trajectory,
-                                 COMMAND_QOS)
+        self.create_subscription(JointTrajectory, f"{trajectory}/joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_service(SetBool, "~/pause", self._on_pause)
-        self.controllers = {forward: "forward_command_controller/ForwardCommandController",
-                            trajectory: "joint_trajectory_controller/JointTrajectoryController"}
+        self.controllers = {
+            forward: "forward_command_controller/ForwardCommandController",
+            trajectory: "joint_trajectory_controller/JointTrajectoryController",
+        }
         if p("controller_manager"):
             self.create_service(ListControllers, "controller_manager/list_controllers", self._on_list_controllers)
 
@@ -154,7 +218,8 @@ class SimRobotNode(Node):
             f"sim_robot: model {model}, joints {list(self.robot.joint_names)}, "
             f"{'sim time x' + str(self.real_time_factor) if self.sim_time else 'wall time'}, "
             f"commands on {self.resolve_topic_name(forward + '/commands')} ({self.forward_interface}) and "
-            f"{self.resolve_topic_name(trajectory + '/joint_trajectory')}")
+            f"{self.resolve_topic_name(trajectory + '/joint_trajectory')}"
+        )
 
     # --- stepping -----------------------------------------------------------------------------------
     def _step_loop(self, period_s: float) -> None:
@@ -210,8 +275,12 @@ class SimRobotNode(Node):
                 clock = ClockMsg()
                 clock.clock.sec, clock.clock.nanosec = sec, nanosec
                 self.clock_pub.publish(clock)
-            msg = JointState(name=names, position=sample.position.tolist(), velocity=sample.velocity.tolist(),
-                             effort=sample.effort.tolist())
+            msg = JointState(
+                name=names,
+                position=sample.position.tolist(),
+                velocity=sample.velocity.tolist(),
+                effort=sample.effort.tolist(),
+            )
             msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
             self.joint_pub.publish(msg)
 
@@ -224,11 +293,14 @@ class SimRobotNode(Node):
     def _active(self, controller: str) -> bool:
         return controller not in self.get_parameter("inactive_controllers").value
 
-    def _on_list_controllers(self, request: ListControllers.Request,
-                             response: ListControllers.Response) -> ListControllers.Response:
+    def _on_list_controllers(
+        self, request: ListControllers.Request, response: ListControllers.Response
+    ) -> ListControllers.Response:
         """ros2_control's `controller_manager/list_controllers`: the two controllers, active unless listed inactive."""
-        response.controller = [ControllerState(name=name, type=kind, state="active" if self._active(name) else
-                                               "inactive") for name, kind in self.controllers.items()]
+        response.controller = [
+            ControllerState(name=name, type=kind, state="active" if self._active(name) else "inactive")
+            for name, kind in self.controllers.items()
+        ]
         return response
 
     def _on_forward(self, msg: Float64MultiArray) -> None:
@@ -267,8 +339,9 @@ class SimRobotNode(Node):
                 start = now if stamp == 0 else stamp - self._epoch_offset_ns
                 self.robot.follow(Trajectory(tuple(msg.joint_names), start, times, positions, velocities, efforts))
             if start < now:  # a real controller starts it late too: say so
-                self.get_logger().warning(f"trajectory stamped to start {(now - start) * 1e-9:.3f} s ago: started "
-                                          "now, late")
+                self.get_logger().warning(
+                    f"trajectory stamped to start {(now - start) * 1e-9:.3f} s ago: started now, late"
+                )
         except (SysidRosError, ValueError) as exc:
             self._reject("trajectory", exc)
 
@@ -299,9 +372,8 @@ class SimRobotNode(Node):
                 gains[joint] = gains[joint].replace(**{gain: float(value)})
             elif param.name.startswith("physics."):
                 if not isinstance(value, float) or not math.isfinite(value) or value < 0:
-                    return SetParametersResult(successful=False,
-                                               reason=f"{param.name} must be a finite float >= 0")
-                physics[param.name[len("physics."):]] = value
+                    return SetParametersResult(successful=False, reason=f"{param.name} must be a finite float >= 0")
+                physics[param.name[len("physics.") :]] = value
             elif param.name == "real_time_factor":
                 if not isinstance(value, float) or not math.isfinite(value) or value <= 0:
                     return SetParametersResult(successful=False, reason="real_time_factor must be > 0")
@@ -323,9 +395,21 @@ class SimRobotNode(Node):
     def _report(self) -> None:
         level = "warn" if self.paused else "ok"
         message = "paused" if self.paused else f"running ({self.robot.mode})"
-        publish_diagnostics(self, self.diag_pub, diagnostic(self, level, message, {
-            "sim_time_s": f"{self.robot.time_ns * 1e-9:.3f}", "mode": self.robot.mode,
-            "last_error": self._last_error, "last_physics_change": self._physics_change}))
+        publish_diagnostics(
+            self,
+            self.diag_pub,
+            diagnostic(
+                self,
+                level,
+                message,
+                {
+                    "sim_time_s": f"{self.robot.time_ns * 1e-9:.3f}",
+                    "mode": self.robot.mode,
+                    "last_error": self._last_error,
+                    "last_physics_change": self._physics_change,
+                },
+            ),
+        )
 
 
 def main(args: list[str] | None = None) -> None:

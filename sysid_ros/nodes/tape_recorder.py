@@ -24,7 +24,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +33,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.clock import Clock, ClockType
-from rclpy.parameter import Parameter
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -42,14 +42,24 @@ from sysid_ros_interfaces.action import Record
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core import tapes
-from ..core.bags import BagWriter
-from ..core.bags import METADATA_TOPIC, offered_qos
+from ..core.bags import METADATA_TOPIC, BagWriter, offered_qos
 from ..core.errors import SysidRosError
-from ..core.files import load_yaml
-from ..core.files import flatten
+from ..core.files import flatten, load_yaml
 from ..core.tapes import Envelope, Playback, SafetyMargins
-from ..ros.common import (COMMAND_QOS, DIAGNOSTICS, ROBOT, STARTING_REFUSALS, diagnostic, end_goal, node_path,
-    offered_profiles, publish_diagnostics, read_envelopes, run, ticker)
+from ..ros.common import (
+    COMMAND_QOS,
+    DIAGNOSTICS,
+    ROBOT,
+    STARTING_REFUSALS,
+    diagnostic,
+    end_goal,
+    node_path,
+    offered_profiles,
+    publish_diagnostics,
+    read_envelopes,
+    run,
+    ticker,
+)
 from ..ros.controller_states import ControllerStates
 from ..ros.feedback import FeedbackDecoder, MatchedSubscription
 from ..ros.parameters import ParameterTable, Spec, envelope_specs, lifecycle_configured
@@ -63,37 +73,62 @@ MODEL_START_RAD = 0.01  # how close to the envelope origins a robot must be to p
 TRAJECTORY_POINTS_HZ = 100.0  # waypoint rate of a tape sent to a trajectory controller (cubic between them)
 
 PARAMETERS = (  # and envelope.<joint>.* for each joint (parameters.envelope_specs)
-    Spec("joints", Parameter.Type.STRING_ARRAY, "names of the joints to move, in the controller's command order",
-         read_only=True),
-    Spec("command_mode", "stream", "stream (Float64MultiArray at command_rate_hz) or trajectory (JointTrajectory)",
-         choices=("stream", "trajectory")),
+    Spec(
+        "joints",
+        Parameter.Type.STRING_ARRAY,
+        "names of the joints to move, in the controller's command order",
+        read_only=True,
+    ),
+    Spec(
+        "command_mode",
+        "stream",
+        "stream (Float64MultiArray at command_rate_hz) or trajectory (JointTrajectory)",
+        choices=("stream", "trajectory"),
+    ),
     Spec("forward_controller", "forward_command_controller", "takes <name>/commands in stream mode"),
     Spec("forward_interface", "position", "the forward controller's interface", choices=("position", "effort")),
     Spec("trajectory_controller", "joint_trajectory_controller", "takes <name>/joint_trajectory"),
-    Spec("controller_manager", "controller_manager", "ros2_control's controller manager, asked (list_controllers) "
-                                                     "that the command's controller is active before a play; "
-                                                     "empty: do not ask"),
+    Spec(
+        "controller_manager",
+        "controller_manager",
+        "ros2_control's controller manager, asked (list_controllers) "
+        "that the command's controller is active before a play; "
+        "empty: do not ask",
+    ),
     Spec("command_rate_hz", 500.0, "stream rate, and the rate tapes are designed for", 1.0, 10000.0),
     Spec("feedback_topic", "joint_states", "sensor_msgs/JointState feedback (relative: in the node's namespace)"),
-    Spec("feedback_reliability", "auto", "auto: match the feedback publishers (best_effort when one offers only that)",
-         choices=("auto", "reliable", "best_effort")),
+    Spec(
+        "feedback_reliability",
+        "auto",
+        "auto: match the feedback publishers (best_effort when one offers only that)",
+        choices=("auto", "reliable", "best_effort"),
+    ),
     Spec("tape.kind", "multisine", "the tape to play", choices=tuple(tapes.KINDS), live=True),
     Spec("tape.seed", 0, "seed of seeded kinds (evaluation tapes, multisine, dither)", 0, 2**31 - 1, live=True),
-    Spec("tape.file", "", "a tape as YAML (Tape.to_dict), or a play {tape, feedforward}; overrides tape.kind",
-         live=True),
-    Spec("trajectory_lead_s", 0.5, "robot seconds between sending a trajectory and its stamped start", 0.0, 10.0,
-         live=True),
+    Spec(
+        "tape.file", "", "a tape as YAML (Tape.to_dict), or a play {tape, feedforward}; overrides tape.kind", live=True
+    ),
+    Spec(
+        "trajectory_lead_s",
+        0.5,
+        "robot seconds between sending a trajectory and its stamped start",
+        0.0,
+        10.0,
+        live=True,
+    ),
     Spec("safety.travel_margin_rad", 0.05, "feedback may pass the travel by this much before motion stops", 0.0, 1.0),
     Spec("safety.speed_margin_frac", 0.25, "and the top speed by this fraction", 0.0, 10.0),
     Spec("safety.torque_margin_frac", 0.0, "and the torque limit by this fraction", 0.0, 10.0),
     Spec("safety.stale_after_s", 0.2, "wall seconds without feedback that stop the motion", 0.001, 60.0),
-    Spec("output_dir", "bags", "where bags are written (one folder per play; relative: under "
-                               "$ROS_HOME/sysid_ros/<namespace>/)"),
+    Spec(
+        "output_dir",
+        "bags",
+        "where bags are written (one folder per play; relative: under $ROS_HOME/sysid_ros/<namespace>/)",
+    ),
     Spec("storage", "mcap", "mcap (survives a crash: sysid-ros bag repair) or sqlite3", choices=("mcap", "sqlite3")),
     Spec("model", "", "robot model reference recorded with the bag (and the model tape.kind optimal is designed for)"),
     ROBOT,
 )
-
 
 
 @dataclass(frozen=True)
@@ -144,8 +179,9 @@ class TapeRecorderNode(LifecycleNode):
         self.create_service(Trigger, "~/stop", lambda rq, rs: self._on_stop(rq, rs, "stopped by request"))
         self.create_service(Trigger, "~/cancel", lambda rq, rs: self._on_stop(rq, rs, "cancelled by request"))
         self._tick = ticker(self, 0.5)
-        self._action = ActionServer(self, Record, "~/record", self._execute_record,
-                                    cancel_callback=lambda goal: CancelResponse.ACCEPT)
+        self._action = ActionServer(
+            self, Record, "~/record", self._execute_record, cancel_callback=lambda goal: CancelResponse.ACCEPT
+        )
         self.add_on_set_parameters_callback(self._check_tape_file)
         self.diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS, 10)
 
@@ -155,8 +191,11 @@ class TapeRecorderNode(LifecycleNode):
             if p.name == "tape.file" and p.value:
                 path = Path(p.value).expanduser()
                 if not path.is_file() or not os.access(path, os.R_OK):
-                    return SetParametersResult(successful=False, reason=f"tape_recorder cannot read tape.file "
-                                               f"{p.value} on its host: plays are files on a disk both share")
+                    return SetParametersResult(
+                        successful=False,
+                        reason=f"tape_recorder cannot read tape.file "
+                        f"{p.value} on its host: plays are files on a disk both share",
+                    )
         return SetParametersResult(successful=True)
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -168,8 +207,9 @@ class TapeRecorderNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._config = c = replace(self._config, feedback_topic=self.resolve_topic_name(self._config.feedback_topic))
         # the topic in the namespace: as the bag names it
-        self._feedback_sub = MatchedSubscription(self, JointState, c.feedback_topic, self._on_feedback,
-                                                 c.feedback_reliability, raw=True)
+        self._feedback_sub = MatchedSubscription(
+            self, JointState, c.feedback_topic, self._on_feedback, c.feedback_reliability, raw=True
+        )
         if c.command_mode == "stream":
             self._command_topic, self._command_type = f"{c.forward_controller}/commands", Float64MultiArray
         else:
@@ -225,14 +265,26 @@ class TapeRecorderNode(LifecycleNode):
         probe.write_text("")  # OSError (logged as the configure failure) when the folder is not writable
         probe.unlink()
         return RecorderConfig(
-            joints=joints, envelopes=read_envelopes(self, list(joints)), command_mode=value("command_mode"),
-            forward_controller=value("forward_controller"), forward_interface=value("forward_interface"),
-            trajectory_controller=value("trajectory_controller"), command_rate_hz=value("command_rate_hz"),
-            feedback_topic=value("feedback_topic"), output_dir=output, storage=value("storage"),
-            feedback_reliability=value("feedback_reliability"), model=value("model"),
+            joints=joints,
+            envelopes=read_envelopes(self, list(joints)),
+            command_mode=value("command_mode"),
+            forward_controller=value("forward_controller"),
+            forward_interface=value("forward_interface"),
+            trajectory_controller=value("trajectory_controller"),
+            command_rate_hz=value("command_rate_hz"),
+            feedback_topic=value("feedback_topic"),
+            output_dir=output,
+            storage=value("storage"),
+            feedback_reliability=value("feedback_reliability"),
+            model=value("model"),
             controller_manager=value("controller_manager"),
-            margins=SafetyMargins(value("safety.travel_margin_rad"), value("safety.speed_margin_frac"),
-                                  value("safety.torque_margin_frac"), value("safety.stale_after_s")))
+            margins=SafetyMargins(
+                value("safety.travel_margin_rad"),
+                value("safety.speed_margin_frac"),
+                value("safety.torque_margin_frac"),
+                value("safety.stale_after_s"),
+            ),
+        )
 
     # --- playing ------------------------------------------------------------------------------------
     def _now_ns(self) -> int:
@@ -260,11 +312,14 @@ class TapeRecorderNode(LifecycleNode):
                 # by `sysid-ros tapes plot`) serves every play; a robot away from there is refused, not stepped
                 far = sorted(j for j, p in start.items() if abs(p - c.envelopes[j].origin_rad) > MODEL_START_RAD)
                 if far:
-                    raise ValueError(f"a {kind} tape starts at the envelope origins: move {far} there first "
-                                     f"(within {MODEL_START_RAD} rad)")
+                    raise ValueError(
+                        f"a {kind} tape starts at the envelope origins: move {far} there first "
+                        f"(within {MODEL_START_RAD} rad)"
+                    )
                 options = {"model": c.model}
-            tape = tapes.build(kind, c.envelopes, c.command_rate_hz, int(self.get_parameter("tape.seed").value),
-                               **options)
+            tape = tapes.build(
+                kind, c.envelopes, c.command_rate_hz, int(self.get_parameter("tape.seed").value), **options
+            )
         if tape.interface == "effort" and (c.command_mode != "stream" or c.forward_interface != "effort"):
             raise ValueError(f"tape {tape.name} is an effort tape: it needs stream mode on an effort interface")
         if tape.interface == "position" and c.command_mode == "stream" and c.forward_interface != "position":
@@ -284,8 +339,12 @@ class TapeRecorderNode(LifecycleNode):
         """The record action: play the configured tape, feedback every FEEDBACK_S, cancel stops the motion."""
         waited = time.monotonic()
         active = self._state_machine.current_state[1] == "active"
-        while (active and not self.ready_to_play() and not goal_handle.is_cancel_requested
-               and time.monotonic() - waited < FEEDBACK_WAIT_S):
+        while (
+            active
+            and not self.ready_to_play()
+            and not goal_handle.is_cancel_requested
+            and time.monotonic() - waited < FEEDBACK_WAIT_S
+        ):
             goal_handle.publish_feedback(Record.Feedback(stage="waiting for fresh feedback", seconds_left=math.nan))
             await self._tick()
         ok, message = self.play() if not goal_handle.is_cancel_requested else (False, "cancelled before it started")
@@ -298,14 +357,22 @@ class TapeRecorderNode(LifecycleNode):
                 break
             if time.monotonic() - sent >= FEEDBACK_S:
                 now = self._now_ns()
-                goal_handle.publish_feedback(Record.Feedback(
-                    stage="playing", play=playback.tape.name, progress=playback.progress(now),
-                    seconds_left=max(playback.end_ns - now, 0) * 1e-9))
+                goal_handle.publish_feedback(
+                    Record.Feedback(
+                        stage="playing",
+                        play=playback.tape.name,
+                        progress=playback.progress(now),
+                        seconds_left=max(playback.end_ns - now, 0) * 1e-9,
+                    )
+                )
                 sent = time.monotonic()
             await self._tick()
         result = self.result
-        done = Record.Result(success=bool(result.get("completed")), bag=result.get("bag", ""),
-                             message="completed" if result.get("completed") else f"aborted: {result.get('abort_reason')}")
+        done = Record.Result(
+            success=bool(result.get("completed")),
+            bag=result.get("bag", ""),
+            message="completed" if result.get("completed") else f"aborted: {result.get('abort_reason')}",
+        )
         return end_goal(goal_handle, done)
 
     def destroy_node(self) -> None:
@@ -391,7 +458,7 @@ class TapeRecorderNode(LifecycleNode):
 
     def _open_bag(self, playback: Playback) -> None:
         c = self._config
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         path = c.output_dir / f"{playback.tape.name}_{stamp}"
         suffix = 1
         while path.exists():
@@ -405,14 +472,23 @@ class TapeRecorderNode(LifecycleNode):
         self._writer.set_offered_qos(METADATA_TOPIC, [offered_qos(durability="transient_local", depth=1)])
         self._writer.mark_commands([self._command_topic])  # `sysid-ros bag replay-safe` renames them
         params = {name: p.value for name, p in self._parameters.items()}
-        self._writer.write_metadata({
-            "recorder": self.get_fully_qualified_name(), "joint_names": list(c.joints),
-            "command_joint_names": list(c.joints), "model": c.model,
-            "command_topic": self._command_topic, "command_topics": [self._command_topic],
-            "command_mode": c.command_mode,
-            "command_interface": playback.tape.interface, "start_ns": playback.start_ns,
-            "envelopes": {j: e.to_dict() for j, e in c.envelopes.items()},
-            "tape": playback.tape.to_dict(), "parameters": flatten(params)}, playback.start_ns)
+        self._writer.write_metadata(
+            {
+                "recorder": self.get_fully_qualified_name(),
+                "joint_names": list(c.joints),
+                "command_joint_names": list(c.joints),
+                "model": c.model,
+                "command_topic": self._command_topic,
+                "command_topics": [self._command_topic],
+                "command_mode": c.command_mode,
+                "command_interface": playback.tape.interface,
+                "start_ns": playback.start_ns,
+                "envelopes": {j: e.to_dict() for j, e in c.envelopes.items()},
+                "tape": playback.tape.to_dict(),
+                "parameters": flatten(params),
+            },
+            playback.start_ns,
+        )
 
     def _trajectory(self, playback: Playback) -> JointTrajectory:
         times = np.arange(0.0, playback.duration_s, 1.0 / TRAJECTORY_POINTS_HZ)[1:]
@@ -429,9 +505,14 @@ class TapeRecorderNode(LifecycleNode):
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(playback.start_ns, 1_000_000_000)
         for k, (t, q, v) in enumerate(zip(times, position, velocity)):
             sec = int(t)
-            msg.points.append(JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist(),
-                                                   effort=[] if effort is None else effort[k].tolist(),
-                                                   time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9))))
+            msg.points.append(
+                JointTrajectoryPoint(
+                    positions=q.tolist(),
+                    velocities=v.tolist(),
+                    effort=[] if effort is None else effort[k].tolist(),
+                    time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9)),
+                )
+            )
         return msg
 
     def _send(self, msg, stamp_ns: int) -> None:
@@ -481,8 +562,13 @@ class TapeRecorderNode(LifecycleNode):
                 msg = Float64MultiArray(data=hold)
             else:
                 msg = JointTrajectory(joint_names=c.joints)
-                msg.points = [JointTrajectoryPoint(positions=hold, velocities=[0.0] * len(hold),
-                                                   time_from_start=Duration(nanosec=int(2e9 / c.command_rate_hz)))]
+                msg.points = [
+                    JointTrajectoryPoint(
+                        positions=hold,
+                        velocities=[0.0] * len(hold),
+                        time_from_start=Duration(nanosec=int(2e9 / c.command_rate_hz)),
+                    )
+                ]
         self._send(msg, self._now_ns())
 
     def _abort(self, reason: str, requested: bool = False) -> None:
@@ -499,8 +585,13 @@ class TapeRecorderNode(LifecycleNode):
     def _finish(self, completed: bool, reason: str) -> None:
         playback, self._playback = self._playback, None
         now = self._now_ns()
-        self._result = {"tape": playback.tape.name, "completed": completed, "abort_reason": reason,
-                        "end_ns": now, "bag": str(self._writer.path) if self._writer else ""}
+        self._result = {
+            "tape": playback.tape.name,
+            "completed": completed,
+            "abort_reason": reason,
+            "end_ns": now,
+            "bag": str(self._writer.path) if self._writer else "",
+        }
         level, message = ("ok", f"finished {playback.tape.name}") if completed else ("error", f"aborted: {reason}")
         writer, self._writer = self._writer, None
         status = self._status(level, message, progress=f"{playback.progress(now):.3f}", publish=False, writer=writer)
@@ -564,13 +655,20 @@ class TapeRecorderNode(LifecycleNode):
         if age_s > self._config.margins.stale_after_s:
             self._abort(f"stale feedback: nothing on {self._config.feedback_topic} for {age_s:.3f} s")
 
-    def _status(self, level: str, message: str, publish: bool = True, writer: BagWriter | None = None,
-                **values: str):
+    def _status(self, level: str, message: str, publish: bool = True, writer: BagWriter | None = None, **values: str):
         """Publish a status on /diagnostics and record it in the bag being written; returns it."""
         writer = writer or self._writer
-        status = diagnostic(self, level, message, {"state": self._state_machine.current_state[1],
-                                                    "bag": str(writer.path) if writer else "",
-                                                    **values, **{k: str(v) for k, v in self._result.items()}})
+        status = diagnostic(
+            self,
+            level,
+            message,
+            {
+                "state": self._state_machine.current_state[1],
+                "bag": str(writer.path) if writer else "",
+                **values,
+                **{k: str(v) for k, v in self._result.items()},
+            },
+        )
         if publish:
             publish_diagnostics(self, self.diag_pub, status)
         if writer is not None:

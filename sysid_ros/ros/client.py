@@ -15,11 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 import rclpy
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rcl_interfaces.srv import SetParameters, GetParameters
 
 from .common import STARTING_REFUSALS
 
@@ -29,8 +29,13 @@ from .common import STARTING_REFUSALS
 COLLECT_QOS = QoSProfile(depth=10_000, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 TIMEOUT_S = 30.0
 RESEND_S = 5.0  # a query with no response by then is sent again (see RosClient.call)
-TRANSITION_GOALS = {"configure": "inactive", "activate": "active", "deactivate": "inactive",
-                    "cleanup": "unconfigured", "shutdown": "finalized"}  # the state each transition ends in
+TRANSITION_GOALS = {
+    "configure": "inactive",
+    "activate": "active",
+    "deactivate": "inactive",
+    "cleanup": "unconfigured",
+    "shutdown": "finalized",
+}  # the state each transition ends in
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float = TIMEOUT_S, what: str = "condition") -> Any:
@@ -86,8 +91,9 @@ class RosClient:
     def wait_for_subscribers(self, publisher, count: int = 1) -> None:
         wait_for(lambda: publisher.get_subscription_count() >= count, what=f"a subscriber on {publisher.topic_name}")
 
-    def call(self, srv_type: type, name: str, request: Any, timeout_s: float = TIMEOUT_S,
-             resend_s: float | None = None) -> Any:
+    def call(
+        self, srv_type: type, name: str, request: Any, timeout_s: float = TIMEOUT_S, resend_s: float | None = None
+    ) -> Any:
         """Call a service and wait for its response. `resend_s`, for requests safe to repeat (queries): send the
         request again every `resend_s` while no response came, since DDS can drop the response to a request
         sent before the server has matched this client's response reader (a fresh client, a loaded machine)."""
@@ -99,8 +105,9 @@ class RosClient:
         while True:
             attempt = min(resend_s or timeout_s, deadline - time.monotonic())
             try:
-                done = wait_for(lambda: next((f for f in futures if f.done()), None), max(attempt, 0.0),
-                                f"a response from {name}")
+                done = wait_for(
+                    lambda: next((f for f in futures if f.done()), None), max(attempt, 0.0), f"a response from {name}"
+                )
                 return done.result()
             except TimeoutError:
                 if resend_s is None or time.monotonic() >= deadline:
@@ -121,7 +128,9 @@ class RosClient:
         return self.node.resolve_topic_name(name)
 
     def set_parameters(self, node_name: str, values: dict[str, Any], timeout_s: float = TIMEOUT_S) -> list:
-        request = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
+        request = SetParameters.Request(
+            parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
+        )
         return list(self.call(SetParameters, f"{node_name}/set_parameters", request, timeout_s).results)
 
     def set_parameters_atomically(self, node_name: str, values: dict[str, Any], timeout_s: float = TIMEOUT_S):
@@ -129,30 +138,49 @@ class RosClient:
         from rcl_interfaces.srv import SetParametersAtomically
 
         request = SetParametersAtomically.Request(
-            parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
-        return self.call(SetParametersAtomically, f"{node_name}/set_parameters_atomically", request,
-                         timeout_s).result
+            parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
+        )
+        return self.call(SetParametersAtomically, f"{node_name}/set_parameters_atomically", request, timeout_s).result
 
     def get_parameters(self, node_name: str, names: list[str], timeout_s: float = TIMEOUT_S) -> list[Any]:
         """Values of `names` on the node (None for a parameter it does not have)."""
-        response = self.call(GetParameters, f"{node_name}/get_parameters", GetParameters.Request(names=names),
-                             timeout_s, resend_s=RESEND_S)
+        response = self.call(
+            GetParameters,
+            f"{node_name}/get_parameters",
+            GetParameters.Request(names=names),
+            timeout_s,
+            resend_s=RESEND_S,
+        )
         return [Parameter.from_parameter_msg(_named(n, v)).value for n, v in zip(names, response.values)]
 
-    def parameter_types(self, node_name: str, prefixes: list[str],
-                        timeout_s: float = TIMEOUT_S) -> dict[str, tuple[str, bool]]:
+    def parameter_types(
+        self, node_name: str, prefixes: list[str], timeout_s: float = TIMEOUT_S
+    ) -> dict[str, tuple[str, bool]]:
         """{name: (type, read_only)} of the parameters under `prefixes` (list_parameters + describe_parameters)."""
         from rcl_interfaces.msg import ParameterType
         from rcl_interfaces.srv import DescribeParameters, ListParameters
 
-        listed = self.call(ListParameters, f"{node_name}/list_parameters",
-                           ListParameters.Request(prefixes=prefixes, depth=0), timeout_s, RESEND_S).result.names
+        listed = self.call(
+            ListParameters,
+            f"{node_name}/list_parameters",
+            ListParameters.Request(prefixes=prefixes, depth=0),
+            timeout_s,
+            RESEND_S,
+        ).result.names
         if not listed:
             return {}
-        described = self.call(DescribeParameters, f"{node_name}/describe_parameters",
-                              DescribeParameters.Request(names=list(listed)), timeout_s, RESEND_S).descriptors
-        kinds = {getattr(ParameterType, k): k[len("PARAMETER_"):].lower() for k in dir(ParameterType)
-                 if k.startswith("PARAMETER_") and isinstance(getattr(ParameterType, k), int)}
+        described = self.call(
+            DescribeParameters,
+            f"{node_name}/describe_parameters",
+            DescribeParameters.Request(names=list(listed)),
+            timeout_s,
+            RESEND_S,
+        ).descriptors
+        kinds = {
+            getattr(ParameterType, k): k[len("PARAMETER_") :].lower()
+            for k in dir(ParameterType)
+            if k.startswith("PARAMETER_") and isinstance(getattr(ParameterType, k), int)
+        }
         return {d.name: (kinds.get(d.type, str(d.type)), bool(d.read_only)) for d in described}
 
     def change_state(self, node_name: str, transition: str, timeout_s: float = TIMEOUT_S) -> tuple[bool, str]:
@@ -167,8 +195,14 @@ class RosClient:
         deadline = time.monotonic() + timeout_s
         while True:
             try:  # a transition is not a query: sent again only when the node is seen not to have made it
-                success = bool(self.call(ChangeState, f"{node_name}/change_state", request,
-                                         min(RESEND_S, max(deadline - time.monotonic(), 0.0))).success)
+                success = bool(
+                    self.call(
+                        ChangeState,
+                        f"{node_name}/change_state",
+                        request,
+                        min(RESEND_S, max(deadline - time.monotonic(), 0.0)),
+                    ).success
+                )
                 break
             except TimeoutError:
                 state = self.lifecycle_state(node_name, max(deadline - time.monotonic(), 1.0))
@@ -178,15 +212,18 @@ class RosClient:
                 if state == TRANSITION_GOALS.get(transition):
                     return True, state  # made; only its response was lost
                 if time.monotonic() >= deadline:
-                    raise TimeoutError(f"timed out after {timeout_s} s waiting for {node_name} to {transition}") from None
+                    raise TimeoutError(
+                        f"timed out after {timeout_s} s waiting for {node_name} to {transition}"
+                    ) from None
         return success, self.lifecycle_state(node_name, timeout_s)
 
     def lifecycle_state(self, node_name: str, timeout_s: float = TIMEOUT_S) -> str:
         """The node's lifecycle state label (`unconfigured`, `inactive`, `active`, `finalized`)."""
         from lifecycle_msgs.srv import GetState
 
-        return self.call(GetState, f"{node_name}/get_state", GetState.Request(), timeout_s,
-                         RESEND_S).current_state.label
+        return self.call(
+            GetState, f"{node_name}/get_state", GetState.Request(), timeout_s, RESEND_S
+        ).current_state.label
 
     def close(self) -> None:
         """Stop spinning and leave the graph; quietly when a signal (Ctrl-C) already shut the context down."""
@@ -225,19 +262,26 @@ def status_value(status: Any, key: str, default: str = "") -> str:
     return next((kv.value for kv in status.values if kv.key == key), default)
 
 
-
-
 def request_play(client: RosClient, recorder: str = "tape_recorder") -> Any:
     """Ask a tape_recorder to play (std_srvs/Trigger), again only while it has not yet heard from the robot (its
     feedback, its controller manager)."""
     from std_srvs.srv import Trigger
 
-    return wait_for(lambda: (lambda r: None if any(s in r.message for s in STARTING_REFUSALS) else r)(
-        client.call(Trigger, f"{recorder}/play", Trigger.Request())), what=f"{recorder} to hear the robot")
+    return wait_for(
+        lambda: (lambda r: None if any(s in r.message for s in STARTING_REFUSALS) else r)(
+            client.call(Trigger, f"{recorder}/play", Trigger.Request())
+        ),
+        what=f"{recorder} to hear the robot",
+    )
 
 
-def play_tape(client: RosClient, diagnostics: list, recorder: str = "tape_recorder",
-              timeout_s: float = 300.0, cancel: threading.Event | None = None) -> Any:
+def play_tape(
+    client: RosClient,
+    diagnostics: list,
+    recorder: str = "tape_recorder",
+    timeout_s: float = 300.0,
+    cancel: threading.Event | None = None,
+) -> Any:
     """Have a tape_recorder play its configured tape and wait for the end; the final DiagnosticStatus.
 
     `diagnostics` is the list `client.collect(DiagnosticArray, "/diagnostics")` fills; a refused play
@@ -263,5 +307,12 @@ def play_tape(client: RosClient, diagnostics: list, recorder: str = "tape_record
 def play_ended(client: RosClient, diagnostics: list, recorder: str = "tape_recorder") -> Any:
     """The recorder's `finished`/`aborted` status among `diagnostics` (its name resolved in the client's namespace)."""
     name = client.resolve(recorder)
-    return next((s for array in diagnostics for s in array.status
-                 if s.name == name and s.message.startswith(("finished", "aborted"))), None)
+    return next(
+        (
+            s
+            for array in diagnostics
+            for s in array.status
+            if s.name == name and s.message.startswith(("finished", "aborted"))
+        ),
+        None,
+    )

@@ -15,7 +15,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
 from ..core.bags import offered_qos
@@ -50,14 +50,21 @@ logged at INFO, since callers ask again while the robot comes up."""
 
 def offered_profiles(node: Node, topic: str) -> list:
     """The QoS profiles the publishers of `topic` offer, as a bag's `offered_qos_profiles` records them."""
-    return [offered_qos(q.reliability.name.lower(), q.durability.name.lower(), q.depth, q.history.name.lower())
-            for q in (info.qos_profile for info in node.get_publishers_info_by_topic(topic))]
+    return [
+        offered_qos(q.reliability.name.lower(), q.durability.name.lower(), q.depth, q.history.name.lower())
+        for q in (info.qos_profile for info in node.get_publishers_info_by_topic(topic))
+    ]
+
 
 # The one absolute topic: every robot's nodes report to the fleet's /diagnostics (statuses name the robot).
 DIAGNOSTICS = "/diagnostics"
 
-LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
-          "stale": DiagnosticStatus.STALE}
+LEVELS = {
+    "ok": DiagnosticStatus.OK,
+    "warn": DiagnosticStatus.WARN,
+    "error": DiagnosticStatus.ERROR,
+    "stale": DiagnosticStatus.STALE,
+}
 
 
 def run(make_node: Callable[[], Node] | Sequence[Callable[[], Node]], args: list[str] | None = None) -> None:
@@ -69,7 +76,7 @@ def run(make_node: Callable[[], Node] | Sequence[Callable[[], Node]], args: list
     nodes: list[Node] = []
     executors: list[SingleThreadedExecutor] = []
     try:
-        for make in ([make_node] if callable(make_node) else make_node):
+        for make in [make_node] if callable(make_node) else make_node:
             nodes.append(make())
             executors.append(SingleThreadedExecutor())
             executors[-1].add_node(nodes[-1])
@@ -133,8 +140,11 @@ def read_envelopes(node: Node, joints: list[str]) -> dict:
     """Each joint's Envelope from its parameters; ValueError naming any that are not set."""
     from ..core.tapes import envelopes_from_parameters
 
-    flat = {name: node.get_parameter(name).value for joint in joints for name in
-            (f"envelope.{joint}.{field}" for field in ENVELOPE_FIELDS)}
+    flat = {
+        name: node.get_parameter(name).value
+        for joint in joints
+        for name in (f"envelope.{joint}.{field}" for field in ENVELOPE_FIELDS)
+    }
     missing = sorted(n for n, v in flat.items() if isinstance(v, float) and math.isnan(v))
     if missing:
         raise ValueError(f"envelope parameters not set: {missing}")
@@ -155,8 +165,12 @@ def node_path(node: Node, value: str) -> Path:
     return ros_home() / "sysid_ros" / node.get_namespace().strip("/") / path
 
 
-ROBOT = Spec("robot", "", "robot this node serves, named in every /diagnostics status (empty: the node's namespace, "
-                         "or 'robot' at the root)", read_only=True)
+ROBOT = Spec(
+    "robot",
+    "",
+    "robot this node serves, named in every /diagnostics status (empty: the node's namespace, or 'robot' at the root)",
+    read_only=True,
+)
 
 
 def robot_name(node: Node) -> str:
@@ -171,8 +185,9 @@ def diagnostic(node: Node, level: str, message: str, values: dict[str, Any] | No
     `/diagnostics` is global (one aggregator for the fleet), so every status says which robot it is about.
     """
     robot = robot_name(node)
-    status = DiagnosticStatus(level=LEVELS[level], name=node.get_fully_qualified_name(), message=message,
-                              hardware_id=robot)
+    status = DiagnosticStatus(
+        level=LEVELS[level], name=node.get_fully_qualified_name(), message=message, hardware_id=robot
+    )
     status.values = [KeyValue(key=str(k), value=str(v)) for k, v in {"robot": robot, **(values or {})}.items()]
     return status
 

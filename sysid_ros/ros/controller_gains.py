@@ -13,13 +13,25 @@ stale values.
 from __future__ import annotations
 
 import uuid
-
 from typing import Any
 
 from ..core.errors import GainsError
-from ..core.gains import (ControllerStyle, detect_style, from_controller, get_style, integral_switches, is_switch, switch_refusal, switched_on, to_controller)
-from ..core.gains import FINAL, GainChange, GainsJournal
-from ..core.gains import GainGuard, split_parameter_name
+from ..core.gains import (
+    FINAL,
+    ControllerStyle,
+    GainChange,
+    GainGuard,
+    GainsJournal,
+    detect_style,
+    from_controller,
+    get_style,
+    integral_switches,
+    is_switch,
+    split_parameter_name,
+    switch_refusal,
+    switched_on,
+    to_controller,
+)
 from .client import RosClient
 
 
@@ -35,8 +47,15 @@ class ControllerGains:
     other's changes (an entry without a namespace, from before, is the root namespace's).
     """
 
-    def __init__(self, client: RosClient, controller: str, journal: GainsJournal, guard: GainGuard = GainGuard(),
-                 timeout_s: float = 5.0, style: str = "auto") -> None:
+    def __init__(
+        self,
+        client: RosClient,
+        controller: str,
+        journal: GainsJournal,
+        guard: GainGuard = GainGuard(),
+        timeout_s: float = 5.0,
+        style: str = "auto",
+    ) -> None:
         self.client, self.journal, self.guard = client, journal, guard
         self.controller = client.resolve(controller)
         self.timeout_s = timeout_s
@@ -76,17 +95,22 @@ class ControllerGains:
     def _check(self, values: dict[str, Any]) -> None:
         for name, value in values.items():
             split = split_parameter_name(name)
-            reason = (switch_refusal(name, value) if is_switch(name)
-                      else f"{name} is not a gain parameter (gains.<joint>.<gain>)" if split is None
-                      else self.guard.reason_to_refuse(split[1], value))
+            reason = (
+                switch_refusal(name, value)
+                if is_switch(name)
+                else f"{name} is not a gain parameter (gains.<joint>.<gain>)"
+                if split is None
+                else self.guard.reason_to_refuse(split[1], value)
+            )
             if reason:
                 raise GainsError(f"not sent: {reason}", controller=self.controller, parameter=name)
 
     def _set(self, values: dict[str, float]) -> str:
         """Set all of `values` at once; '' on success, else why not."""
         try:
-            result = self.client.set_parameters_atomically(self.controller, to_controller(values, self.style),
-                                                           self.timeout_s)
+            result = self.client.set_parameters_atomically(
+                self.controller, to_controller(values, self.style), self.timeout_s
+            )
         except TimeoutError as exc:
             return f"parameter service missing or not answering: {exc}"
         return "" if result.successful else f"refused: {result.reason}"
@@ -105,15 +129,17 @@ class ControllerGains:
         self._check(new)
         new = self.with_integral_switch(new)
         previous = self.read(list(new))
-        change = self.journal.record(GainChange(uuid.uuid4().hex, self.controller, previous, dict(new), "pending",
-                                                reason))
+        change = self.journal.record(
+            GainChange(uuid.uuid4().hex, self.controller, previous, dict(new), "pending", reason)
+        )
         why = self._set(new)
         if why:
             now = self.read(list(new))
             self.journal.advance(change, "failed", why)
             if now != previous:
-                raise GainsError(f"{why}; and the gains now differ from before: {now} (was {previous})",
-                                 controller=self.controller)
+                raise GainsError(
+                    f"{why}; and the gains now differ from before: {now} (was {previous})", controller=self.controller
+                )
             raise GainsError(f"no gain changed: {why}", controller=self.controller)
         return self.journal.advance(change, "applied")
 
@@ -122,20 +148,30 @@ class ControllerGains:
         or `recover` after a crash, restores them exactly (and the anti-windup switches trials may turn on)."""
         switches = integral_switches(self.style, {n: 1.0 for n in names if n.endswith(".i")})
         previous = self.read(list(dict.fromkeys(names + switches)))
-        return self.journal.record(GainChange(uuid.uuid4().hex, self.controller, previous, dict(previous), "pending",
-                                              reason))
+        return self.journal.record(
+            GainChange(uuid.uuid4().hex, self.controller, previous, dict(previous), "pending", reason)
+        )
 
     def try_gains(self, session: GainChange, values: dict[str, float]) -> None:
         """Send trial gains inside `session` (guarded, all or nothing); GainsError when refused."""
         unknown = sorted(set(values) - set(session.previous))
         if unknown:
-            raise GainsError(f"trial gains {unknown} are outside the session's journaled parameters",
-                             controller=self.controller)
+            raise GainsError(
+                f"trial gains {unknown} are outside the session's journaled parameters", controller=self.controller
+            )
         self._check(values)
         values = self.with_integral_switch(values)
         latest = self.journal.changes().get(session.change_id, session)
-        self.journal.record(GainChange(session.change_id, self.controller, session.previous,
-                                       {**latest.new, **values}, "applied", session.reason))
+        self.journal.record(
+            GainChange(
+                session.change_id,
+                self.controller,
+                session.previous,
+                {**latest.new, **values},
+                "applied",
+                session.reason,
+            )
+        )
         why = self._set(values)
         if why:
             self.journal.record(latest)  # the controller kept the gains it had
@@ -158,15 +194,19 @@ class ControllerGains:
         found = self.read(list(change.previous))
         if found not in (sent, change.previous):
             differ = {n: found[n] for n in found if found[n] != sent[n]}
-            why = (f"the controller's gains changed under us (reloaded?): {differ}, where the journal has "
-                   f"{ {n: sent[n] for n in differ} }; not rolled back to the stale {change.previous}")
+            why = (
+                f"the controller's gains changed under us (reloaded?): {differ}, where the journal has "
+                f"{ {n: sent[n] for n in differ} }; not rolled back to the stale {change.previous}"
+            )
             self.journal.advance(change, "overridden", why)
             raise GainsOverridden(why, controller=self.controller)
         why = self._set(change.previous)
         now = self.read(list(change.previous))
         if why or now != change.previous:
-            raise GainsError(f"roll-back not confirmed ({why or 'values differ'}): now {now}, wanted {change.previous}",
-                             controller=self.controller)
+            raise GainsError(
+                f"roll-back not confirmed ({why or 'values differ'}): now {now}, wanted {change.previous}",
+                controller=self.controller,
+            )
         return self.journal.advance(change, "rolled_back", reason)
 
     def changes(self) -> list[GainChange]:
@@ -183,8 +223,9 @@ class ControllerGains:
         if now == kept[-1].new:
             return None
         differ = {n: now[n] for n in now if now[n] != kept[-1].new[n]}
-        return self.journal.advance(kept[-1], "overridden", f"the kept gains are gone from the controller "
-                                                            f"(reloaded?): now {differ}")
+        return self.journal.advance(
+            kept[-1], "overridden", f"the kept gains are gone from the controller (reloaded?): now {differ}"
+        )
 
     def recover(self) -> list[GainChange]:
         """Roll back every change of this controller that a crash left unfinished; returns them (state

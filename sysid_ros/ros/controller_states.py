@@ -38,8 +38,10 @@ class ControllerStates:
         if not self._client.service_is_ready():
             if not self._said and self.answered_at < 0:
                 self._said = True
-                self.node.get_logger().info(f"no controller manager answers {self.service}: a controller is taken "
-                                            f"as ready when it subscribes to its command topic")
+                self.node.get_logger().info(
+                    f"no controller manager answers {self.service}: a controller is taken "
+                    f"as ready when it subscribes to its command topic"
+                )
             return
         self._pending = self._client.call_async(ListControllers.Request())
         self._pending.add_done_callback(self._listed)
@@ -66,8 +68,10 @@ class ControllerStates:
         name = controller.rstrip("/").rsplit("/", 1)[-1]
         state = self.states.get(name)
         if state is None:
-            return f"controller {name} is not loaded in {self.service.rsplit('/', 1)[0]} (it lists " \
-                   f"{sorted(self.states) or 'none'})"
+            return (
+                f"controller {name} is not loaded in {self.service.rsplit('/', 1)[0]} (it lists "
+                f"{sorted(self.states) or 'none'})"
+            )
         if state != "active":
             return f"controller {name} is {state} in {self.service.rsplit('/', 1)[0]}: activate it first"
         return ""

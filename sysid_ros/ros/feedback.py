@@ -44,13 +44,18 @@ class FeedbackDecoder:
         except (ValueError, IndexError):  # not what the fast decoder reads (big-endian): rclpy's
             msg = deserialize_message(data, JointState)
             stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            names, position, velocity, effort = (list(msg.name), np.asarray(msg.position), np.asarray(msg.velocity),
-                                                 np.asarray(msg.effort))
+            names, position, velocity, effort = (
+                list(msg.name),
+                np.asarray(msg.position),
+                np.asarray(msg.velocity),
+                np.asarray(msg.effort),
+            )
         return stamp, names, position, velocity, effort
 
     def dropped_message(self) -> str:
-        return (f"dropped {self.dropped} joint state message(s) over {MAX_MESSAGE_BYTES} bytes (not decoded, not "
-                f"recorded)")
+        return (
+            f"dropped {self.dropped} joint state message(s) over {MAX_MESSAGE_BYTES} bytes (not decoded, not recorded)"
+        )
 
 
 class MatchedSubscription:
@@ -60,8 +65,16 @@ class MatchedSubscription:
     Call `match()` again while nothing is heard: a publisher that came up later may need the other one.
     """
 
-    def __init__(self, node: Node, msg_type: type, topic: str, callback: Callable, reliability: str = "auto",
-                 raw: bool = False, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        node: Node,
+        msg_type: type,
+        topic: str,
+        callback: Callable,
+        reliability: str = "auto",
+        raw: bool = False,
+        quiet: bool = False,
+    ) -> None:
         if reliability not in ("auto", *RELIABILITY):
             raise ValueError(f"reliability must be auto, reliable or best_effort, not {reliability!r}")
         self.node, self.msg_type, self.topic, self.callback = node, msg_type, topic, callback
@@ -79,8 +92,9 @@ class MatchedSubscription:
             if wanted == self.reliability:
                 return
             self.node.destroy_subscription(self.subscription)
-        self.subscription = self.node.create_subscription(self.msg_type, self.topic, self.callback,
-                                                          sensor_qos(wanted), raw=self.raw)
+        self.subscription = self.node.create_subscription(
+            self.msg_type, self.topic, self.callback, sensor_qos(wanted), raw=self.raw
+        )
         self.reliability = wanted
         if not self.quiet:  # `quiet`: a short-lived subscription made again and again, said once by its owner
             self.node.get_logger().info(f"{self.subscription.topic_name}: {wanted}")

@@ -52,8 +52,9 @@ class Spec:
             elif isinstance(self.default, int):
                 descriptor.integer_range = [IntegerRange(from_value=int(self.low), to_value=int(self.high), step=0)]
             elif isinstance(self.default, float):
-                descriptor.floating_point_range = [FloatingPointRange(from_value=float(self.low),
-                                                                      to_value=float(self.high), step=0.0)]
+                descriptor.floating_point_range = [
+                    FloatingPointRange(from_value=float(self.low), to_value=float(self.high), step=0.0)
+                ]
         if self.choices:
             descriptor.additional_constraints = f"one of: {', '.join(self.choices)}"
         return descriptor
@@ -77,13 +78,20 @@ class ParameterTable:
     refused with the new one (rclpy would silently ignore it: it is not declared).
     """
 
-    def __init__(self, node: Node, specs: Iterable[Spec], configured: Callable[[], bool] = lambda: False,
-                 renamed: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        specs: Iterable[Spec],
+        configured: Callable[[], bool] = lambda: False,
+        renamed: Mapping[str, str] | None = None,
+    ) -> None:
         self.node, self.configured = node, configured
         self.specs: dict[str, Spec] = {}
         self.startup_refusals: dict[str, str] = {  # until a good value is set
-            old: f"start-up value refused: {old} is renamed {new}" for old, new in (renamed or {}).items()
-            if old in node._parameter_overrides}
+            old: f"start-up value refused: {old} is renamed {new}"
+            for old, new in (renamed or {}).items()
+            if old in node._parameter_overrides
+        }
         self.add(specs)
         node.add_on_set_parameters_callback(self._on_set)
 
@@ -138,8 +146,10 @@ class ParameterTable:
                 continue
             why = ""
             if not spec.live and not spec.read_only and self.configured():
-                why = (f"{param.name} is read at configure and the node is configured: deactivate and clean it up, "
-                       f"set it, configure again (refused so the value reported is the one in force)")
+                why = (
+                    f"{param.name} is read at configure and the node is configured: deactivate and clean it up, "
+                    f"set it, configure again (refused so the value reported is the one in force)"
+                )
             elif spec.unset_is_nan and isinstance(param.value, float) and math.isnan(param.value):
                 why = f"{param.name} cannot be unset (NaN) once given"
             why = why or spec.refusal(param.value)
@@ -155,12 +165,25 @@ def lifecycle_configured(node: Any) -> Callable[[], bool]:
     return lambda: node._state_machine.current_state[1] in ("inactive", "active")
 
 
-ENVELOPE_LIMITS = {"origin_rad": (-10.0, 10.0), "travel_rad": (1e-6, 2 * math.pi), "max_speed_rad_s": (1e-6, 100.0),
-                   "max_torque_nm": (1e-6, 1e4), "max_accel_rad_s2": (0.0, 1e5)}
+ENVELOPE_LIMITS = {
+    "origin_rad": (-10.0, 10.0),
+    "travel_rad": (1e-6, 2 * math.pi),
+    "max_speed_rad_s": (1e-6, 100.0),
+    "max_torque_nm": (1e-6, 1e4),
+    "max_accel_rad_s2": (0.0, 1e5),
+}
 
 
 def envelope_specs(joints: Iterable[str]) -> list[Spec]:
     """`envelope.<joint>.*` of each joint: NaN until set (configure refuses unset limits), bounded once set."""
-    return [Spec(f"envelope.{joint}.{field}", 0.0 if field == "max_accel_rad_s2" else math.nan,
-                 f"{joint}'s envelope" + (" (0: no limit)" if field == "max_accel_rad_s2" else ""), low, high)
-            for joint in joints for field, (low, high) in ENVELOPE_LIMITS.items()]
+    return [
+        Spec(
+            f"envelope.{joint}.{field}",
+            0.0 if field == "max_accel_rad_s2" else math.nan,
+            f"{joint}'s envelope" + (" (0: no limit)" if field == "max_accel_rad_s2" else ""),
+            low,
+            high,
+        )
+        for joint in joints
+        for field, (low, high) in ENVELOPE_LIMITS.items()
+    ]

@@ -73,8 +73,16 @@ class NodeProcess:
     to its parameters, and no `__node:=` rule renames them; `name` only names the process's files.
     """
 
-    def __init__(self, node: str, name: str, params: dict[str, Any], folder: Path,
-                 extra_args: list[str] | None = None, namespace: str = "", composed: bool = False) -> None:
+    def __init__(
+        self,
+        node: str,
+        name: str,
+        params: dict[str, Any],
+        folder: Path,
+        extra_args: list[str] | None = None,
+        namespace: str = "",
+        composed: bool = False,
+    ) -> None:
         self.name, self.namespace = name, namespace.strip("/")
         self.full_name = f"/{self.namespace}/{name}" if self.namespace else f"/{name}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -86,9 +94,21 @@ class NodeProcess:
         self._log = open(self.log_path, "w")
         rename = [] if composed else ["-r", f"__node:={name}"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", f"sysid_ros.nodes.{node}", "--ros-args", *rename,
-             *namespace_args(namespace), "--params-file", str(params_file), *(extra_args or [])],
-            stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy())
+            [
+                sys.executable,
+                "-m",
+                f"sysid_ros.nodes.{node}",
+                "--ros-args",
+                *rename,
+                *namespace_args(namespace),
+                "--params-file",
+                str(params_file),
+                *(extra_args or []),
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=os.environ.copy(),
+        )
 
     @property
     def pid(self) -> int:

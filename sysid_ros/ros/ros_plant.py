@@ -26,26 +26,28 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 
-from ..core.bags import read_joint_states
-from ..core.bags import read_metadata
+from ..core.bags import read_joint_states, read_metadata
 from ..core.errors import Cancelled, ConfigError, DataError, EnvelopeError
-from ..core.gains import GainChange
-from ..core.gains import clamp_for_tuning, parameter_name
+from ..core.gains import GainChange, clamp_for_tuning, parameter_name
 from ..core.linear import JointModel
 from ..core.report import save_play
-from ..core.tapes import KnotCurve, Tape, duration_s
-from ..core.tapes import KnotPath
-from ..core.tapes import room
-from ..core.tuner import Arm
-from ..core.tuner import HOLD_S, SPEED_FRAC, RestWatch
-from ..core.tuner import honours_feedforward
-from ..core.tuner import TuneProgress
-from ..core.tuner import Telemetry
-from ..core.tuner import TUNED_GAINS, gain_parameters
-from ..core.tuner import Controller, DriveGains
+from ..core.tapes import KnotCurve, KnotPath, Tape, duration_s, room
+from ..core.tuner import (
+    HOLD_S,
+    SPEED_FRAC,
+    TUNED_GAINS,
+    Arm,
+    Controller,
+    DriveGains,
+    RestWatch,
+    Telemetry,
+    TuneProgress,
+    gain_parameters,
+    honours_feedforward,
+)
 from .client import RosClient, play_tape, stamp_ns, status_value, wait_for
-from .feedback import MatchedSubscription
 from .controller_gains import ControllerGains
+from .feedback import MatchedSubscription
 
 MOVE_SPEED_FRAC = 0.5  # moves to a tape's start go at half the room's speed
 SETTLE_S = 0.5  # and rest this long at the start
@@ -92,10 +94,15 @@ class RosArm(Arm):
         """The controller's gains of every arm joint now (an infinite integral clamp taken at the torque cap)."""
         values = self.gains.read(self.gain_names())
         self._on_controller.update(values)
-        return {j: DriveGains(kp=values[parameter_name(j, "p")], kd=values[parameter_name(j, "d")],
-                              ki=values[parameter_name(j, "i")],
-                              i_clamp_nm=clamp_for_tuning(values[parameter_name(j, "i_clamp")], self.caps[j]))
-                for j in self.joints}
+        return {
+            j: DriveGains(
+                kp=values[parameter_name(j, "p")],
+                kd=values[parameter_name(j, "d")],
+                ki=values[parameter_name(j, "i")],
+                i_clamp_nm=clamp_for_tuning(values[parameter_name(j, "i_clamp")], self.caps[j]),
+            )
+            for j in self.joints
+        }
 
     def assume_gains(self, values: dict[str, float]) -> None:
         """Plays under these gains need not set them: the controller has them (e.g. a change just applied)."""
@@ -157,8 +164,9 @@ class RosArm(Arm):
             if self._session is None:
                 raise
         as_found = {k: v for k, v in self._session.previous.items() if k in self.gain_names()}
-        self.notes.append(f"the arm kept moving before {before} under trial gains: back to the as-found gains "
-                          f"until it came to rest")
+        self.notes.append(
+            f"the arm kept moving before {before} under trial gains: back to the as-found gains until it came to rest"
+        )
         self.gains.try_gains(self._session, as_found)
         self._on_controller.update(as_found)
         self._wait_until_still(before, STILL_TIMEOUT_S)
@@ -174,11 +182,17 @@ class RosArm(Arm):
             names = list(msg.name)
             return watch.update(stamp_ns(msg), np.array([msg.velocity[names.index(j)] for j in self.joints]))
 
-        self._joint_state(still, timeout_s, f" at rest (every joint under {SPEED_FRAC:.0%} of its envelope's speed "
-                                            f"for {HOLD_S} s) before {before}: the arm keeps moving", quiet=True)
+        self._joint_state(
+            still,
+            timeout_s,
+            f" at rest (every joint under {SPEED_FRAC:.0%} of its envelope's speed "
+            f"for {HOLD_S} s) before {before}: the arm keeps moving",
+            quiet=True,
+        )
 
-    def _joint_state(self, accept: Callable[[JointState], bool], timeout_s: float, what: str,
-                     quiet: bool) -> JointState:
+    def _joint_state(
+        self, accept: Callable[[JointState], bool], timeout_s: float, what: str, quiet: bool
+    ) -> JointState:
         """The first joint state of every arm joint that `accept` takes, heard within `timeout_s` (QoS matched;
         `quiet`: the subscription's reliability not logged, for the wait before every play)."""
         got: list = []
@@ -194,8 +208,9 @@ class RosArm(Arm):
             return next((m for m in new if set(self.joints) <= set(m.name) and accept(m)), None)
 
         try:
-            return wait_for(first, timeout_s,
-                            f"joint states of {list(self.joints)} on {topic} ({sub.reliability}){what}")
+            return wait_for(
+                first, timeout_s, f"joint states of {list(self.joints)} on {topic} ({sub.reliability}){what}"
+            )
         except TimeoutError as exc:
             raise DataError(str(exc)) from exc
         finally:
@@ -206,8 +221,11 @@ class RosArm(Arm):
         try:
             rooms_ = [room(self.envelopes[j], here[j], joint=j) for j in self.joints]
         except EnvelopeError as exc:
-            raise EnvelopeError(f"the arm is not where a tape may start ({exc.args[0]}): bring every joint inside "
-                                f"90 % of its envelope's travel before tuning", joint=exc.where.get("joint")) from exc
+            raise EnvelopeError(
+                f"the arm is not where a tape may start ({exc.args[0]}): bring every joint inside "
+                f"90 % of its envelope's travel before tuning",
+                joint=exc.where.get("joint"),
+            ) from exc
         path = KnotPath(rooms_)
         path.hold(0.1)
         path.move([target[j] for j in self.joints], [MOVE_SPEED_FRAC * r.speed for r in rooms_])
@@ -235,8 +253,10 @@ class RosArm(Arm):
         t, q, qd, _, ff = self.reference(tape, controllers)
         play: dict = {"tape": tape.to_dict()}
         if np.any(ff):
-            play["feedforward"] = {"rate_hz": self.command_rate_hz,
-                                   "torque_nm": {j: ff[:, k].tolist() for k, j in enumerate(self.joints)}}
+            play["feedforward"] = {
+                "rate_hz": self.command_rate_hz,
+                "torque_nm": {j: ff[:, k].tolist() for k, j in enumerate(self.joints)},
+            }
         path = self.workdir / f"play_{self.plays:04d}_{tape.name}.yaml"
         path.write_text(yaml.safe_dump(play, sort_keys=False))
         self.plays += 1
@@ -253,8 +273,10 @@ class RosArm(Arm):
         if not bag:
             raise DataError(f"{self.recorder} recorded no bag: {status.message}")
         if not Path(bag).is_dir():
-            raise ConfigError(f"{self.recorder}'s bag {bag} is not on this host: the tuner reads every play's bag, "
-                              f"so it and the recorder must share a disk (see docs/fleet_stack.md)")
+            raise ConfigError(
+                f"{self.recorder}'s bag {bag} is not on this host: the tuner reads every play's bag, "
+                f"so it and the recorder must share a disk (see docs/fleet_stack.md)"
+            )
         out = self._telemetry(bag, tape.name, t, q, qd, ff, controllers)
         if self.feedforward_honoured is None and np.any(ff):
             verdicts = {honours_feedforward(tel) for tel in out.values() if not tel.aborted} - {None}
@@ -262,8 +284,10 @@ class RosArm(Arm):
                 self._ff_verdicts.append(verdicts.pop())
             if self._ff_verdicts[-2:] == [False, False]:  # two plays agree: never on one play's word
                 self.feedforward_honoured = False
-                self.notes.append(f"the controller ignores the feed-forward in trajectory points' effort (measured "
-                                  f"torque vs commanded in {bag}): tuned with gains only, no host feed-forward")
+                self.notes.append(
+                    f"the controller ignores the feed-forward in trajectory points' effort (measured "
+                    f"torque vs commanded in {bag}): tuned with gains only, no host feed-forward"
+                )
                 out = self._telemetry(bag, tape.name, t, q, qd, np.zeros_like(ff), controllers)  # what ran
             elif self._ff_verdicts[-2:] == [True, True]:
                 self.feedforward_honoured = True
@@ -284,8 +308,16 @@ class RosArm(Arm):
     def base_feedforward(self, joint: str) -> JointModel | None:
         return None if self.feedforward_honoured is False else super().base_feedforward(joint)
 
-    def _telemetry(self, bag: str, name: str, t: np.ndarray, q: np.ndarray, qd: np.ndarray, ff: np.ndarray,
-                   controllers: dict[str, Controller]) -> dict[str, Telemetry]:
+    def _telemetry(
+        self,
+        bag: str,
+        name: str,
+        t: np.ndarray,
+        q: np.ndarray,
+        qd: np.ndarray,
+        ff: np.ndarray,
+        controllers: dict[str, Controller],
+    ) -> dict[str, Telemetry]:
         meta: dict = {}
         for doc in read_metadata(bag):
             if isinstance(doc, dict):
@@ -307,9 +339,20 @@ class RosArm(Arm):
         for k, joint in enumerate(self.joints):
             series = [np.interp(rel, at, arrays[f][:, k]) for f in ("position", "velocity", "effort")]
             mine = aborted if (culprit is None or culprit.group(1) == joint) else None
-            out[joint] = Telemetry(name, t[:m], *series, q[:m, k], qd[:m, k], ff[:m, k], self.command_rate_hz,
-                                   self.caps[joint], mine, (f"stopped early: {aborted}",) if aborted else (),
-                                   controllers[joint].gains.kp, controllers[joint].gains.kd)
+            out[joint] = Telemetry(
+                name,
+                t[:m],
+                *series,
+                q[:m, k],
+                qd[:m, k],
+                ff[:m, k],
+                self.command_rate_hz,
+                self.caps[joint],
+                mine,
+                (f"stopped early: {aborted}",) if aborted else (),
+                controllers[joint].gains.kp,
+                controllers[joint].gains.kd,
+            )
         self.motion_s += m / self.command_rate_hz
         # where the controller is told to be now: the tape's end, or the held position after a stop
         end = arrays["position"][-1] if aborted else q[-1]

@@ -12,9 +12,22 @@ from typing import Any
 
 import numpy as np
 
-_DTYPES = {"double": np.float64, "float": np.float32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
-           "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
-           "octet": np.uint8, "byte": np.uint8, "char": np.uint8, "boolean": np.bool_}
+_DTYPES = {
+    "double": np.float64,
+    "float": np.float32,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "uint16": np.uint16,
+    "int32": np.int32,
+    "uint32": np.uint32,
+    "int64": np.int64,
+    "uint64": np.uint64,
+    "octet": np.uint8,
+    "byte": np.uint8,
+    "char": np.uint8,
+    "boolean": np.bool_,
+}
 
 
 def msgtype_of(msg: Any) -> str:
@@ -23,7 +36,7 @@ def msgtype_of(msg: Any) -> str:
 
 
 def _element(type_name: str) -> str:
-    inner = type_name[type_name.index("<") + 1:type_name.rindex(">")] if "<" in type_name else type_name
+    inner = type_name[type_name.index("<") + 1 : type_name.rindex(">")] if "<" in type_name else type_name
     return inner.split(",")[0].strip()
 
 

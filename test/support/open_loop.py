@@ -31,8 +31,12 @@ def with_parameters(model: mujoco.MjModel, values: Mapping[str, float]) -> mujoc
     out = copy.deepcopy(model)
     for key, value in values.items():
         field_name, _, obj = key.partition(":")
-        kinds = {"body_": mujoco.mjtObj.mjOBJ_BODY, "dof_": mujoco.mjtObj.mjOBJ_JOINT,
-                 "jnt_": mujoco.mjtObj.mjOBJ_JOINT, "actuator_": mujoco.mjtObj.mjOBJ_ACTUATOR}
+        kinds = {
+            "body_": mujoco.mjtObj.mjOBJ_BODY,
+            "dof_": mujoco.mjtObj.mjOBJ_JOINT,
+            "jnt_": mujoco.mjtObj.mjOBJ_JOINT,
+            "actuator_": mujoco.mjtObj.mjOBJ_ACTUATOR,
+        }
         kind = next((k for p, k in kinds.items() if field_name.startswith(p)), None)
         if kind is None or not hasattr(out, field_name):
             raise ModelError("unknown model field (use body_*, dof_*, jnt_* or actuator_* with ':name')", field=key)
@@ -47,8 +51,9 @@ def with_parameters(model: mujoco.MjModel, values: Mapping[str, float]) -> mujoc
     return out
 
 
-def simulate_open_loop(model: mujoco.MjModel, ctrl: np.ndarray, qpos0: np.ndarray | None = None,
-                       qvel0: np.ndarray | None = None) -> np.ndarray:
+def simulate_open_loop(
+    model: mujoco.MjModel, ctrl: np.ndarray, qpos0: np.ndarray | None = None, qvel0: np.ndarray | None = None
+) -> np.ndarray:
     """Joint positions recorded before each step while `ctrl[k]` is held for step k (mj_step loop)."""
     controls = np.asarray(ctrl, dtype=np.float64).reshape(len(ctrl), -1)
     if controls.shape[1] != model.nu:
@@ -66,9 +71,15 @@ def simulate_open_loop(model: mujoco.MjModel, ctrl: np.ndarray, qpos0: np.ndarra
     return out
 
 
-def validate_open_loop(model: mujoco.MjModel, ctrl: np.ndarray, measured_q: np.ndarray, *,
-                       qpos0: np.ndarray | None = None, qvel0: np.ndarray | None = None,
-                       first_s: float = 1.0) -> Validation:
+def validate_open_loop(
+    model: mujoco.MjModel,
+    ctrl: np.ndarray,
+    measured_q: np.ndarray,
+    *,
+    qpos0: np.ndarray | None = None,
+    qvel0: np.ndarray | None = None,
+    first_s: float = 1.0,
+) -> Validation:
     """Simulate `model` open loop on a held-out control record and compare with the measured angle."""
     predicted = simulate_open_loop(model, ctrl, qpos0, qvel0)
     measured = np.asarray(measured_q, dtype=np.float64).reshape(predicted.shape[0], -1)

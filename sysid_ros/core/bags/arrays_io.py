@@ -21,8 +21,12 @@ from .write import metadata_yaml
 FIELDS = ("position", "velocity", "effort")
 
 
-def save_npz(path: str | Path, samples: JointSamples | None = None,
-             commands: dict[str, JointCommands] | None = None, metadata: dict | None = None) -> Path:
+def save_npz(
+    path: str | Path,
+    samples: JointSamples | None = None,
+    commands: dict[str, JointCommands] | None = None,
+    metadata: dict | None = None,
+) -> Path:
     """Write feedback, named command streams and metadata into one `.npz`."""
     arrays: dict[str, np.ndarray] = {}
     if samples is not None:
@@ -59,8 +63,11 @@ def load_npz(path: str | Path) -> tuple[JointSamples | None, dict[str, JointComm
             return _from_npz(data, path)
     except ValueError as exc:  # object arrays (pickles) are refused, never loaded
         if "allow_pickle" in str(exc):
-            raise DataError("the npz holds object arrays (pickled Python objects), which are never loaded: save "
-                            "plain numeric and string arrays", file=str(path)) from None
+            raise DataError(
+                "the npz holds object arrays (pickled Python objects), which are never loaded: save "
+                "plain numeric and string arrays",
+                file=str(path),
+            ) from None
         raise DataError(f"cannot read npz: {exc}", file=str(path)) from None
     except (OSError, EOFError, KeyError, TypeError, zipfile.BadZipFile, yaml.YAMLError) as exc:
         raise DataError(f"cannot read npz: {type(exc).__name__}: {exc}", file=str(path)) from None
@@ -72,16 +79,23 @@ def _from_npz(data, path: Path) -> tuple[JointSamples | None, dict[str, JointCom
     if "feedback_time_ns" in keys:
         if "feedback_joint_names" not in keys:
             raise DataError("feedback_time_ns without feedback_joint_names", file=str(path))
-        samples = JointSamples(tuple(str(n) for n in data["feedback_joint_names"]), data["feedback_time_ns"],
-                               *(data[f"feedback_{f}"] if f"feedback_{f}" in keys else None for f in FIELDS),
-                               source=str(path))
+        samples = JointSamples(
+            tuple(str(n) for n in data["feedback_joint_names"]),
+            data["feedback_time_ns"],
+            *(data[f"feedback_{f}"] if f"feedback_{f}" in keys else None for f in FIELDS),
+            source=str(path),
+        )
     commands: dict[str, JointCommands] = {}
     k = 0
     while f"command{k}_time_ns" in keys:
         name = str(data[f"command{k}_name"])
-        commands[name] = JointCommands(tuple(str(n) for n in data[f"command{k}_joint_names"]),
-                                       data[f"command{k}_time_ns"], data[f"command{k}_values"],
-                                       str(data[f"command{k}_interface"]), source=f"{path}:{name}")
+        commands[name] = JointCommands(
+            tuple(str(n) for n in data[f"command{k}_joint_names"]),
+            data[f"command{k}_time_ns"],
+            data[f"command{k}_values"],
+            str(data[f"command{k}_interface"]),
+            source=f"{path}:{name}",
+        )
         k += 1
     metadata = yaml.safe_load(str(data["metadata_yaml"])) if "metadata_yaml" in keys else None
     return samples, commands, metadata
@@ -127,5 +141,6 @@ def load_csv_samples(path: str | Path) -> JointSamples:
         for joint, col in cols.items():
             arr[:, joints.index(joint)] = values[:, col]
         arrays[field] = arr
-    return JointSamples(tuple(joints), times, arrays.get("position"), arrays.get("velocity"), arrays.get("effort"),
-                        source=str(path))
+    return JointSamples(
+        tuple(joints), times, arrays.get("position"), arrays.get("velocity"), arrays.get("effort"), source=str(path)
+    )

@@ -42,10 +42,17 @@ def guess_interface(topic: str) -> str | None:
     return None
 
 
-def read_commands(bag: str | Path, topic: str, *, joint_names: list[str] | tuple[str, ...] | None = None,
-                  interface: str | None = None, time_base: TimeBase | None = None,
-                  setpoint_period_s: float = 0.001, initial_positions: JointSamples | None = None,
-                  distro: str | None = None) -> JointCommands:
+def read_commands(
+    bag: str | Path,
+    topic: str,
+    *,
+    joint_names: list[str] | tuple[str, ...] | None = None,
+    interface: str | None = None,
+    time_base: TimeBase | None = None,
+    setpoint_period_s: float = 0.001,
+    initial_positions: JointSamples | None = None,
+    distro: str | None = None,
+) -> JointCommands:
     """Read one command topic. Float64MultiArray needs `joint_names` (the controller's joint order);
     a JointTrajectory is expanded into position setpoints (see `read_trajectory`).
 
@@ -56,27 +63,43 @@ def read_commands(bag: str | Path, topic: str, *, joint_names: list[str] | tuple
         (conn,) = src.connections_for([topic])[:1]
         msgtype = conn.msgtype
     if msgtype == JOINT_TRAJECTORY:
-        return read_trajectory(bag, topic, joint_names=joint_names, time_base=time_base,
-                               setpoint_period_s=setpoint_period_s, initial_positions=initial_positions,
-                               distro=distro).position
+        return read_trajectory(
+            bag,
+            topic,
+            joint_names=joint_names,
+            time_base=time_base,
+            setpoint_period_s=setpoint_period_s,
+            initial_positions=initial_positions,
+            distro=distro,
+        ).position
     if msgtype != FLOAT64_ARRAY:
-        raise BagError(f"unsupported command type {msgtype} (supported: {', '.join(COMMAND_TYPES)})",
-                       bag=str(bag), topic=topic)
-    return read_array_commands(bag, topic, joint_names=joint_names, interface=interface, time_base=time_base,
-                               distro=distro)
+        raise BagError(
+            f"unsupported command type {msgtype} (supported: {', '.join(COMMAND_TYPES)})", bag=str(bag), topic=topic
+        )
+    return read_array_commands(
+        bag, topic, joint_names=joint_names, interface=interface, time_base=time_base, distro=distro
+    )
 
 
-def read_array_commands(bag: str | Path, topic: str, *, joint_names: list[str] | tuple[str, ...] | None,
-                        interface: str | None = None, time_base: TimeBase | None = None,
-                        distro: str | None = None) -> JointCommands:
+def read_array_commands(
+    bag: str | Path,
+    topic: str,
+    *,
+    joint_names: list[str] | tuple[str, ...] | None,
+    interface: str | None = None,
+    time_base: TimeBase | None = None,
+    distro: str | None = None,
+) -> JointCommands:
     """Forward commands (`Float64MultiArray`, one value per joint in `joint_names` order), held until the next."""
     interface = interface or guess_interface(topic)
     if interface is None:
-        raise ConfigError("cannot tell the command interface from the topic name; pass interface=",
-                          topic=topic)
+        raise ConfigError("cannot tell the command interface from the topic name; pass interface=", topic=topic)
     if not joint_names:
-        raise ConfigError("Float64MultiArray commands carry no joint names: configure joint_names "
-                          "(the controller's joint order)", topic=topic, bag=str(bag))
+        raise ConfigError(
+            "Float64MultiArray commands carry no joint names: configure joint_names (the controller's joint order)",
+            topic=topic,
+            bag=str(bag),
+        )
     base = time_base or TimeBase("record")
     n_joints = len(joint_names)
     with BagSource(bag, distro=distro) as src:
@@ -95,11 +118,16 @@ def read_array_commands(bag: str | Path, topic: str, *, joint_names: list[str] |
             try:
                 data = decode(raw)
             except Exception as exc:
-                raise BagError(f"cannot decode {FLOAT64_ARRAY}: {exc}", bag=str(bag), topic=topic,
-                               record_ns=record_ns) from None
+                raise BagError(
+                    f"cannot decode {FLOAT64_ARRAY}: {exc}", bag=str(bag), topic=topic, record_ns=record_ns
+                ) from None
             if len(data) != n_joints:
-                raise DataError(f"command has {len(data)} values for {n_joints} configured joints",
-                                bag=str(bag), topic=topic, record_ns=record_ns)
+                raise DataError(
+                    f"command has {len(data)} values for {n_joints} configured joints",
+                    bag=str(bag),
+                    topic=topic,
+                    record_ns=record_ns,
+                )
             if n == len(record):
                 record = np.concatenate([record, np.zeros_like(record)])
                 values = np.concatenate([values, np.full_like(values, np.nan)])
@@ -112,17 +140,24 @@ def read_array_commands(bag: str | Path, topic: str, *, joint_names: list[str] |
     bad = np.argwhere(np.isinf(values))
     if len(bad):  # NaN may mean "no command"; an infinite command is an error
         row, col = bad[0]
-        raise DataError("infinite command", bag=str(bag), topic=topic, joint=joint_names[col],
-                        record_ns=int(record[row]))
+        raise DataError(
+            "infinite command", bag=str(bag), topic=topic, joint=joint_names[col], record_ns=int(record[row])
+        )
     times = base.from_record(record[:n])
     order = np.argsort(times, kind="stable")
     return JointCommands(tuple(joint_names), times[order], values[order], interface, source=f"{bag}:{topic}")
 
 
-def read_trajectory(bag: str | Path, topic: str, *, joint_names: list[str] | tuple[str, ...] | None = None,
-                    time_base: TimeBase | None = None, setpoint_period_s: float = 0.001,
-                    initial_positions: JointSamples | None = None,
-                    distro: str | None = None) -> TrajectorySetpoints:
+def read_trajectory(
+    bag: str | Path,
+    topic: str,
+    *,
+    joint_names: list[str] | tuple[str, ...] | None = None,
+    time_base: TimeBase | None = None,
+    setpoint_period_s: float = 0.001,
+    initial_positions: JointSamples | None = None,
+    distro: str | None = None,
+) -> TrajectorySetpoints:
     """Expand a JointTrajectory topic into position and velocity setpoints every `setpoint_period_s`.
 
     Interpolation as the joint trajectory controller: linear (positions only), cubic Hermite (with
@@ -151,17 +186,24 @@ def read_trajectory(bag: str | Path, topic: str, *, joint_names: list[str] | tup
     if initial_positions is not None and initial_positions.position is not None:
         idx = np.searchsorted(initial_positions.time_ns, msgs[0].receipt_ns, side="right") - 1
         if idx >= 0:
-            initial = np.array([initial_positions.column("position", j)[idx]
-                                if j in initial_positions.joint_names else np.nan for j in names])
+            initial = np.array(
+                [
+                    initial_positions.column("position", j)[idx] if j in initial_positions.joint_names else np.nan
+                    for j in names
+                ]
+            )
     period_ns = int(round(setpoint_period_s * NS))
     times, q, v = expand(msgs, tuple(names), period_ns, initial)
     source = f"{bag}:{topic}"
-    return TrajectorySetpoints(JointCommands(tuple(names), times, q, "position", source=source),
-                               JointCommands(tuple(names), times, v, "velocity", source=source))
+    return TrajectorySetpoints(
+        JointCommands(tuple(names), times, q, "position", source=source),
+        JointCommands(tuple(names), times, v, "velocity", source=source),
+    )
 
 
-def _parse(msg: Any, base: TimeBase, record_ns: int, names: list[str], fixed: bool, bag: str,
-           topic: str) -> TrajectoryMsg | None:
+def _parse(
+    msg: Any, base: TimeBase, record_ns: int, names: list[str], fixed: bool, bag: str, topic: str
+) -> TrajectoryMsg | None:
     """One JointTrajectory message as a `TrajectoryMsg` on the time base (None if it has no points)."""
     where = {"bag": bag, "topic": topic, "record_ns": record_ns}
     joints = list(msg.joint_names)
@@ -181,8 +223,9 @@ def _parse(msg: Any, base: TimeBase, record_ns: int, names: list[str], fixed: bo
     has_acc = has_vel and all(len(p.accelerations) == len(joints) for p in msg.points)
     for k, point in enumerate(msg.points):
         if len(point.positions) != len(joints):
-            raise DataError(f"trajectory point {k} has {len(point.positions)} positions for {len(joints)} joints",
-                            **where)
+            raise DataError(
+                f"trajectory point {k} has {len(point.positions)} positions for {len(joints)} joints", **where
+            )
         if not np.all(np.isfinite(point.positions)):
             raise DataError(f"trajectory point {k} has a non-finite position", **where)
         point_ns.append(point.time_from_start.sec * NS + point.time_from_start.nanosec)
@@ -191,6 +234,12 @@ def _parse(msg: Any, base: TimeBase, record_ns: int, names: list[str], fixed: bo
             velocities.append(np.asarray(point.velocities, dtype=np.float64))
         if has_acc:
             accelerations.append(np.asarray(point.accelerations, dtype=np.float64))
-    return TrajectoryMsg(tuple(joints), receipt, start, np.asarray(point_ns, dtype=np.int64), np.vstack(positions),
-                         np.vstack(velocities) if has_vel else None,
-                         np.vstack(accelerations) if has_acc else None)
+    return TrajectoryMsg(
+        tuple(joints),
+        receipt,
+        start,
+        np.asarray(point_ns, dtype=np.int64),
+        np.vstack(positions),
+        np.vstack(velocities) if has_vel else None,
+        np.vstack(accelerations) if has_acc else None,
+    )

@@ -78,11 +78,14 @@ def decode_f64_array_cdr(raw: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(raw, dtype=_F64[le], count=size, offset=pos)
 
 
-def f64_array_decoder(deserialize: Callable, msgtype: str, raw: bytes, allow_fast: bool
-                      ) -> Callable[[bytes], np.ndarray]:
+def f64_array_decoder(
+    deserialize: Callable, msgtype: str, raw: bytes, allow_fast: bool
+) -> Callable[[bytes], np.ndarray]:
     """The fast Float64MultiArray decoder if it agrees with rosbags on `raw`, else rosbags' own."""
+
     def generic(data: bytes) -> np.ndarray:
         return np.asarray(deserialize(data, msgtype).data, dtype=np.float64)
+
     if allow_fast:
         try:
             if np.array_equal(decode_f64_array_cdr(raw), generic(raw), equal_nan=True):
@@ -101,7 +104,7 @@ def names_from_key(key: object) -> list[str]:
         for _ in range(count):
             pos = (pos + 3) & -4
             length = u32(data, pos)[0]
-            names.append(data[pos + 4: pos + 4 + length - 1].decode())
+            names.append(data[pos + 4 : pos + 4 + length - 1].decode())
             pos += 4 + length
         return names
     return list(key)  # type: ignore[call-overload]
@@ -109,11 +112,18 @@ def names_from_key(key: object) -> list[str]:
 
 def generic_decoder(deserialize: Callable, msgtype: str) -> Callable[[bytes], Decoded]:
     """Wrap a rosbags deserializer into the `Decoded` shape (names key = tuple of names)."""
+
     def decode(raw: bytes) -> Decoded:
         msg = deserialize(raw, msgtype)
         stamp = msg.header.stamp
-        return (stamp.sec * NS + stamp.nanosec, tuple(msg.name), np.asarray(msg.position, dtype=np.float64),
-                np.asarray(msg.velocity, dtype=np.float64), np.asarray(msg.effort, dtype=np.float64))
+        return (
+            stamp.sec * NS + stamp.nanosec,
+            tuple(msg.name),
+            np.asarray(msg.position, dtype=np.float64),
+            np.asarray(msg.velocity, dtype=np.float64),
+            np.asarray(msg.effort, dtype=np.float64),
+        )
+
     return decode
 
 
@@ -132,8 +142,11 @@ class JointStateDecoder:
         if self.allow_fast:
             try:
                 fast, slow = decode_cdr(raw), self.generic(raw)
-                same = (fast[0] == slow[0] and names_from_key(fast[1]) == list(slow[1])
-                        and all(np.array_equal(a, b, equal_nan=True) for a, b in zip(fast[2:], slow[2:])))
+                same = (
+                    fast[0] == slow[0]
+                    and names_from_key(fast[1]) == list(slow[1])
+                    and all(np.array_equal(a, b, equal_nan=True) for a, b in zip(fast[2:], slow[2:]))
+                )
             except Exception:
                 same = False
             if same:
@@ -144,5 +157,4 @@ class JointStateDecoder:
 
 def decode_error(exc: Exception, bag: str, topic: str, record_ns: int) -> BagError:
     """A `BagError` for a message that cannot be decoded."""
-    return BagError(f"cannot decode JointState: {type(exc).__name__}: {exc}", bag=bag, topic=topic,
-                    record_ns=record_ns)
+    return BagError(f"cannot decode JointState: {type(exc).__name__}: {exc}", bag=bag, topic=topic, record_ns=record_ns)

@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BagError, DataError
-from ..signals import JointSamples
-from ..signals import MAX_ABS_POSITION, MAX_ABS_RATE
+from ..signals import MAX_ABS_POSITION, MAX_ABS_RATE, JointSamples
 from . import timing
 from .fastcdr import JointStateDecoder, decode_error, names_from_key
 from .read import BagSource
@@ -42,8 +41,10 @@ class JointStateRead:
         if len(self.segments) == 1:
             return self.segments[0]
         where = "; ".join(f"{g.topic} {g.length_s:.3f} s from {g.start_ns} ns" for g in self.timing.gaps)
-        raise DataError(f"joint states split into {len(self.segments)} segments at gaps ({where}); "
-                        "use .segments or .longest", bag=self.bag)
+        raise DataError(
+            f"joint states split into {len(self.segments)} segments at gaps ({where}); use .segments or .longest",
+            bag=self.bag,
+        )
 
     @property
     def longest(self) -> JointSamples:
@@ -95,8 +96,9 @@ class _Buffers:
             self.values[f] = np.concatenate([old, np.full((len(old), 1), np.nan)], axis=1)
 
 
-def _mapping(names: list[str], columns: dict[str, int], fixed: bool, buffers: _Buffers, where: dict
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _mapping(
+    names: list[str], columns: dict[str, int], fixed: bool, buffers: _Buffers, where: dict
+) -> tuple[np.ndarray, np.ndarray]:
     """Source and destination column indices for one message's name list."""
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -113,11 +115,19 @@ def _mapping(names: list[str], columns: dict[str, int], fixed: bool, buffers: _B
     return np.asarray(src, dtype=np.intp), np.asarray(dst, dtype=np.intp)
 
 
-def read_joint_states(bag: str | Path, *, topics: list[str] | tuple[str, ...] | None = None,
-                      joints: list[str] | tuple[str, ...] | None = None,
-                      joint_order: list[str] | tuple[str, ...] | None = None, time_source: str = "auto",
-                      max_gap_s: float | None = None, on_gap: str = "split", trim_to_common: bool = True,
-                      min_motion_rad: float | None = None, distro: str | None = None) -> JointStateRead:
+def read_joint_states(
+    bag: str | Path,
+    *,
+    topics: list[str] | tuple[str, ...] | None = None,
+    joints: list[str] | tuple[str, ...] | None = None,
+    joint_order: list[str] | tuple[str, ...] | None = None,
+    time_source: str = "auto",
+    max_gap_s: float | None = None,
+    on_gap: str = "split",
+    trim_to_common: bool = True,
+    min_motion_rad: float | None = None,
+    distro: str | None = None,
+) -> JointStateRead:
     """Read JointState topics of `bag` into joint-by-name arrays.
 
     topics: JointState topics to read (default: every JointState topic); several merge by joint.
@@ -138,16 +148,26 @@ def read_joint_states(bag: str | Path, *, topics: list[str] | tuple[str, ...] | 
         conns = src.connections_for(chosen)
         for conn in conns:
             if conn.msgtype != JOINT_STATE:
-                raise BagError(f"topic has type {conn.msgtype}, not {JOINT_STATE}", bag=str(src.path),
-                               topic=conn.topic)
+                raise BagError(f"topic has type {conn.msgtype}, not {JOINT_STATE}", bag=str(src.path), topic=conn.topic)
         if len(chosen) > 62:
             raise BagError(f"{len(chosen)} JointState topics: at most 62 can be merged", bag=str(src.path))
         deserialize = src.decoder(JOINT_STATE, topic=chosen[0])
         topic_names = tuple(chosen)
         buffers, columns, warnings = _fill(src, conns, topic_names, joints, joint_order, deserialize)
         notes = list(src.notes)
-    return _assemble(str(bag), topic_names, buffers, columns, joints, warnings + notes, time_source,
-                     max_gap_s, on_gap, trim_to_common, min_motion_rad)
+    return _assemble(
+        str(bag),
+        topic_names,
+        buffers,
+        columns,
+        joints,
+        warnings + notes,
+        time_source,
+        max_gap_s,
+        on_gap,
+        trim_to_common,
+        min_motion_rad,
+    )
 
 
 def _choose_topics(src: BagSource, topics: list[str] | tuple[str, ...] | None) -> list[str]:
@@ -162,9 +182,14 @@ def _choose_topics(src: BagSource, topics: list[str] | tuple[str, ...] | None) -
 Names = list[str] | tuple[str, ...]
 
 
-def _fill(src: BagSource, conns: list, topic_names: tuple[str, ...], joints: Names | None,
-          joint_order: Names | None, deserialize: Callable[[bytes, str], object]
-          ) -> tuple[_Buffers, dict[str, int], list[str]]:
+def _fill(
+    src: BagSource,
+    conns: list,
+    topic_names: tuple[str, ...],
+    joints: Names | None,
+    joint_order: Names | None,
+    deserialize: Callable[[bytes, str], object],
+) -> tuple[_Buffers, dict[str, int], list[str]]:
     """The hot loop: decode each message and write its values straight into the buffers."""
     fixed = joints is not None
     columns: dict[str, int] = {name: k for k, name in enumerate(joints)} if fixed else {}
@@ -193,16 +218,26 @@ def _fill(src: BagSource, conns: list, topic_names: tuple[str, ...], joints: Nam
             mapping = cache.get((topic, key))
             if mapping is None:
                 mapping = cache[(topic, key)] = _mapping_for(
-                    key, joint_order, columns, fixed, buffers, warnings,
-                    {"bag": bag, "topic": topic, "record_ns": record_ns})
+                    key,
+                    joint_order,
+                    columns,
+                    fixed,
+                    buffers,
+                    warnings,
+                    {"bag": bag, "topic": topic, "record_ns": record_ns},
+                )
                 _claim(owner, mapping, topic, columns, bag)
                 values = [buffers.values[f] for f in FIELDS]
             prev_key, prev_topic = key, topic
         n_names, src_idx, dst_idx, dst_slice = mapping
         if n_names == 0:
             if any(len(a) for a in arrays):
-                raise DataError("JointState has an empty name array; configure joint_order", bag=bag,
-                                topic=topic, record_ns=record_ns)
+                raise DataError(
+                    "JointState has an empty name array; configure joint_order",
+                    bag=bag,
+                    topic=topic,
+                    record_ns=record_ns,
+                )
             continue
         if len(dst_idx) == 0:  # none of the requested joints: not a sample
             continue
@@ -218,8 +253,12 @@ def _fill(src: BagSource, conns: list, topic_names: tuple[str, ...], joints: Nam
             if size == n_names:
                 picked.append(arr if src_idx is None else arr[src_idx])
             elif size:
-                raise DataError(f"JointState {FIELDS[k]} has {size} values for {n_names} names", bag=bag,
-                                topic=topic, record_ns=record_ns)
+                raise DataError(
+                    f"JointState {FIELDS[k]} has {size} values for {n_names} names",
+                    bag=bag,
+                    topic=topic,
+                    record_ns=record_ns,
+                )
             else:
                 picked.append(None)
         if not any(p is not None for p in picked):  # a message with names but no values is not a sample
@@ -246,17 +285,27 @@ def _fill(src: BagSource, conns: list, topic_names: tuple[str, ...], joints: Nam
 def _claim(owner: dict[int, str], mapping: tuple, topic: str, columns: dict[str, int], bag: str) -> None:
     """Record which topic measures each column; a joint measured on two topics is an error."""
     dst = mapping[2]
-    for col in (() if dst is None else dst.tolist()):
+    for col in () if dst is None else dst.tolist():
         other = owner.setdefault(col, topic)
         if other != topic:
             joint = next(name for name, c in columns.items() if c == col)
-            raise DataError(f"joint is published on both {other} and {topic}: choose one (feedback_topic in a "
-                            "problem file, --feedback-topic, topics= in Python)", bag=bag,
-                            joint=joint)
+            raise DataError(
+                f"joint is published on both {other} and {topic}: choose one (feedback_topic in a "
+                "problem file, --feedback-topic, topics= in Python)",
+                bag=bag,
+                joint=joint,
+            )
 
 
-def _mapping_for(key: object, joint_order: Names | None, columns: dict[str, int], fixed: bool, buffers: _Buffers,
-                 warnings: list[str], where: dict) -> tuple:
+def _mapping_for(
+    key: object,
+    joint_order: Names | None,
+    columns: dict[str, int],
+    fixed: bool,
+    buffers: _Buffers,
+    warnings: list[str],
+    where: dict,
+) -> tuple:
     """(number of names, source indices or None, destination indices, destination slice or None)."""
     names = names_from_key(key)
     if not names and joint_order:
@@ -274,31 +323,50 @@ def _mapping_for(key: object, joint_order: Names | None, columns: dict[str, int]
     return len(names), None if identity else src, dst, dst_slice
 
 
-def _assemble(bag: str, topic_names: tuple[str, ...], buffers: _Buffers, columns: dict[str, int],
-              joints: Names | None,
-              warnings: list[str], time_source: str, max_gap_s: float | None, on_gap: str,
-              trim_to_common: bool, min_motion_rad: float | None) -> JointStateRead:
+def _assemble(
+    bag: str,
+    topic_names: tuple[str, ...],
+    buffers: _Buffers,
+    columns: dict[str, int],
+    joints: Names | None,
+    warnings: list[str],
+    time_source: str,
+    max_gap_s: float | None,
+    on_gap: str,
+    trim_to_common: bool,
+    min_motion_rad: float | None,
+) -> JointStateRead:
     n = buffers.n
     if buffers.garbage > MOSTLY_GARBAGE * (n + buffers.garbage):
-        raise DataError(f"mostly garbage: {buffers.garbage} of {n + buffers.garbage} joint states hold non-finite or "
-                        f"impossible values (|position| > {MAX_ABS_POSITION:g} rad, |velocity| or |effort| > "
-                        f"{MAX_ABS_RATE:g})", bag=bag, topic=",".join(topic_names))
+        raise DataError(
+            f"mostly garbage: {buffers.garbage} of {n + buffers.garbage} joint states hold non-finite or "
+            f"impossible values (|position| > {MAX_ABS_POSITION:g} rad, |velocity| or |effort| > "
+            f"{MAX_ABS_RATE:g})",
+            bag=bag,
+            topic=",".join(topic_names),
+        )
     if n == 0:
-        raise DataError("no JointState message with data for the requested joints", bag=bag,
-                        topic=",".join(topic_names))
+        raise DataError(
+            "no JointState message with data for the requested joints", bag=bag, topic=",".join(topic_names)
+        )
     if buffers.garbage:
-        text = (f"{buffers.garbage} of {n + buffers.garbage} joint states dropped as garbage (non-finite or "
-                f"|position| > {MAX_ABS_POSITION:g} rad, |velocity| or |effort| > {MAX_ABS_RATE:g}; the first at "
-                f"record time {buffers.first_garbage_ns} ns)")
+        text = (
+            f"{buffers.garbage} of {n + buffers.garbage} joint states dropped as garbage (non-finite or "
+            f"|position| > {MAX_ABS_POSITION:g} rad, |velocity| or |effort| > {MAX_ABS_RATE:g}; the first at "
+            f"record time {buffers.first_garbage_ns} ns)"
+        )
         log.warning("%s: %s", bag, text)
         warnings = warnings + [text]
     names = sorted(columns, key=columns.get)
     if joints is not None:
-        missing = [j for j in joints
-                   if not any(np.isfinite(buffers.values[f][:n, columns[j]]).any() for f in FIELDS)]
+        missing = [j for j in joints if not any(np.isfinite(buffers.values[f][:n, columns[j]]).any() for f in FIELDS)]
         if missing:
-            raise DataError(f"requested joints never appear in the JointState topics: {missing}", bag=bag,
-                            topic=",".join(topic_names), joint=missing[0])
+            raise DataError(
+                f"requested joints never appear in the JointState topics: {missing}",
+                bag=bag,
+                topic=",".join(topic_names),
+                joint=missing[0],
+            )
     header, record, topic_idx = buffers.header[:n], buffers.record[:n], buffers.topic[:n]
     base, offset_s, spread_s, tw = timing.choose_time_base(header, record, topic_idx, topic_names, time_source)
     warnings = warnings + tw
@@ -306,28 +374,45 @@ def _assemble(bag: str, topic_names: tuple[str, ...], buffers: _Buffers, columns
     fields = {f: buffers.values[f][:n] for f in FIELDS if buffers.seen[f]}
     t, mask, merged, counts = timing.sort_and_merge(times, topic_idx, fields)
     if counts["conflicting_duplicates"]:
-        warnings.append(f"{counts['conflicting_duplicates']} values stamped twice with different data: "
-                        "kept the first received")
+        warnings.append(
+            f"{counts['conflicting_duplicates']} values stamped twice with different data: kept the first received"
+        )
     if trim_to_common and len(topic_names) > 1:
         lo, hi = timing.common_span(t, mask, len(topic_names))
         if hi <= lo:
-            raise DataError("the JointState topics never all have data at the same time; read them separately",
-                            bag=bag, topic=",".join(topic_names))
+            raise DataError(
+                "the JointState topics never all have data at the same time; read them separately",
+                bag=bag,
+                topic=",".join(topic_names),
+            )
         t, mask = t[lo:hi], mask[lo:hi]
         merged = {f: v[lo:hi] for f, v in merged.items()}
     max_gap_ns = None if max_gap_s is None else int(round(max_gap_s * 1e9))
     gaps = timing.find_gaps(t, mask, topic_names, max_gap_ns)
     if gaps and on_gap == "raise":
         g = gaps[0]
-        raise DataError(f"gap of {g.length_s:.3f} s with no JointState ({len(gaps)} gap(s) in all)", bag=bag,
-                        topic=g.topic, time_s=round((g.start_ns - int(t[0])) * 1e-9, 6), start_ns=g.start_ns)
+        raise DataError(
+            f"gap of {g.length_s:.3f} s with no JointState ({len(gaps)} gap(s) in all)",
+            bag=bag,
+            topic=g.topic,
+            time_s=round((g.start_ns - int(t[0])) * 1e-9, 6),
+            start_ns=g.start_ns,
+        )
     ranges = timing.split_at_gaps(t, gaps)
     segments = tuple(
-        JointSamples(tuple(names), t[a:b], *(merged[f][a:b] if f in merged else None for f in FIELDS),
-                     source=bag)
-        for a, b in ranges)
-    report = timing.TimingReport(base, offset_s, spread_s, counts["duplicates_dropped"], counts["reordered"],
-                                 counts["conflicting_duplicates"], tuple(gaps), tuple(warnings))
+        JointSamples(tuple(names), t[a:b], *(merged[f][a:b] if f in merged else None for f in FIELDS), source=bag)
+        for a, b in ranges
+    )
+    report = timing.TimingReport(
+        base,
+        offset_s,
+        spread_s,
+        counts["duplicates_dropped"],
+        counts["reordered"],
+        counts["conflicting_duplicates"],
+        tuple(gaps),
+        tuple(warnings),
+    )
     for text in tw:
         log.warning("%s: %s", bag, text)
     used = tuple(topic_names[k] for k in np.unique(topic_idx))
@@ -337,8 +422,9 @@ def _assemble(bag: str, topic_names: tuple[str, ...], buffers: _Buffers, columns
     return result
 
 
-def check_motion(segments: tuple[JointSamples, ...] | list[JointSamples], min_range_rad: float,
-                 bag: str | None = None) -> None:
+def check_motion(
+    segments: tuple[JointSamples, ...] | list[JointSamples], min_range_rad: float, bag: str | None = None
+) -> None:
     """Raise `DataError` unless some joint's position range exceeds `min_range_rad` in some segment."""
     best, best_joint = 0.0, None
     for seg in segments:
@@ -349,5 +435,8 @@ def check_motion(segments: tuple[JointSamples, ...] | list[JointSamples], min_ra
         if np.isfinite(span[k]) and span[k] > best:
             best, best_joint = float(span[k]), seg.joint_names[k]
     if best <= min_range_rad:
-        raise DataError(f"no motion: the largest joint position range is {best:.3g} rad "
-                        f"(needs > {min_range_rad:g} rad)", bag=bag, joint=best_joint)
+        raise DataError(
+            f"no motion: the largest joint position range is {best:.3g} rad (needs > {min_range_rad:g} rad)",
+            bag=bag,
+            joint=best_joint,
+        )

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from ..signals import JointSamples
-from ..signals import grid_points
+from ..signals import JointSamples, grid_points
 
 UNIFORM_TOLERANCE = 0.01
 """Steps within this fraction of the median step count as already uniform (nothing is done)."""
@@ -42,18 +41,23 @@ class TimeBaseFix:
     def describe(self, where: str) -> str:
         """One line for `inspect` and the identification result."""
         lo, hi = (s * 1e-6 for s in self.step_range_ns)
-        head = f"{where}: " + (f"{self.repeated_rows} rows repeated the previous state exactly (dropped); "
-                              if self.repeated_rows else "")
+        head = f"{where}: " + (
+            f"{self.repeated_rows} rows repeated the previous state exactly (dropped); " if self.repeated_rows else ""
+        )
         if self.kind == "device_clock":
-            return (head + f"stamp steps {lo:.2f}-{hi:.2f} ms; device clock recovered: every new state advances "
-                    f"a whole number of {self.period_ns * 1e-6:.4g} ms ticks (stamps within "
-                    f"{self.jitter_ns * 1e-6:.3f} ms of their tick); samples placed on it, {self.filled} missed "
-                    "ticks filled (positions cubic, velocities linear; effort held)")
+            return (
+                head + f"stamp steps {lo:.2f}-{hi:.2f} ms; device clock recovered: every new state advances "
+                f"a whole number of {self.period_ns * 1e-6:.4g} ms ticks (stamps within "
+                f"{self.jitter_ns * 1e-6:.3f} ms of their tick); samples placed on it, {self.filled} missed "
+                "ticks filled (positions cubic, velocities linear; effort held)"
+            )
         if self.kind == "resampled":
-            return (head + f"stamp steps {lo:.2f}-{hi:.2f} ms and no device clock in the data: resampled onto a "
-                    f"uniform {self.period_ns * 1e-6:.4g} ms grid (positions by a cubic spline, velocities linearly, "
-                    "effort held); "
-                    f"interpolation error (leave-one-out RMS, includes noise) {self.interpolation_error:.2g} rad")
+            return (
+                head + f"stamp steps {lo:.2f}-{hi:.2f} ms and no device clock in the data: resampled onto a "
+                f"uniform {self.period_ns * 1e-6:.4g} ms grid (positions by a cubic spline, velocities linearly, "
+                "effort held); "
+                f"interpolation error (leave-one-out RMS, includes noise) {self.interpolation_error:.2g} rad"
+            )
         return head + f"steps of whole {self.period_ns * 1e-6:.4g} ms periods"
 
 
@@ -153,9 +157,19 @@ def regularize(samples: JointSamples, period_ns: int | None = None) -> tuple[Joi
         return _on_grid(samples, t, grid), TimeBaseFix("device_clock", 0, median, len(grid) - len(t), off, step_range)
     repeated = repeated_rows(samples)  # only in an irregular log: a still robot repeats rows on a steady clock
     keep = np.flatnonzero(~repeated)
-    s = samples if not repeated.any() else JointSamples(
-        samples.joint_names, samples.time_ns[keep], *(None if getattr(samples, f) is None else getattr(samples, f)[keep]
-                                                      for f in ("position", "velocity", "effort")), samples.source)
+    s = (
+        samples
+        if not repeated.any()
+        else JointSamples(
+            samples.joint_names,
+            samples.time_ns[keep],
+            *(
+                None if getattr(samples, f) is None else getattr(samples, f)[keep]
+                for f in ("position", "velocity", "effort")
+            ),
+            samples.source,
+        )
+    )
     n_rep = int(repeated.sum())
     if len(s) < 3:
         return s, TimeBaseFix("uniform", n_rep, median, step_range_ns=step_range)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 MAGIC = b"\x89MCAP0\r\n"
 _CHUNK_OPCODE = 0x06
@@ -47,12 +47,15 @@ def _cut_chunk(tail: bytes) -> tuple[list, int, str]:
     start = header + 4 + name_len + 8
     if len(tail) < start:
         return [], 0, "the file ends inside a chunk header"
-    compression = tail[header + 4: header + 4 + name_len].decode(errors="replace")
+    compression = tail[header + 4 : header + 4 + name_len].decode(errors="replace")
     body = tail[start:]
     if compression == "":
         records, used, _ = _records(body)
-        return records, start + used if records else 0, f"the last chunk is cut: {len(records)} complete " \
-                                                         "records recovered from it"
+        return (
+            records,
+            start + used if records else 0,
+            f"the last chunk is cut: {len(records)} complete records recovered from it",
+        )
     if compression == "zstd":
         import zstandard
 
@@ -61,8 +64,11 @@ def _cut_chunk(tail: bytes) -> tuple[list, int, str]:
         except zstandard.ZstdError as exc:
             return [], 0, f"the cut zstd chunk does not decompress: {exc}"
         records, _, _ = _records(raw)
-        return records, len(tail) if records else 0, (f"the last (zstd) chunk is cut: {len(records)} complete "
-                                                      "records recovered from it")
+        return (
+            records,
+            len(tail) if records else 0,
+            (f"the last (zstd) chunk is cut: {len(records)} complete records recovered from it"),
+        )
     return [], 0, f"a cut {compression} chunk cannot be read record by record"
 
 
@@ -88,8 +94,11 @@ def mcap_records(src_file: Path) -> tuple[Iterator, dict]:
             if stream.read(8) != MAGIC:
                 status["note"] = "the file does not start with the mcap magic"
                 return
-            reader = iter(StreamReader(stream, skip_magic=True, emit_chunks=True,
-                                       record_size_limit=max(src_file.stat().st_size, 1)).records)
+            reader = iter(
+                StreamReader(
+                    stream, skip_magic=True, emit_chunks=True, record_size_limit=max(src_file.stat().st_size, 1)
+                ).records
+            )
             status["good_offset"] = stream.tell()
             while True:
                 try:
@@ -114,4 +123,5 @@ def mcap_records(src_file: Path) -> tuple[Iterator, dict]:
                         yield from records
                 else:
                     yield record
+
     return walk(), status

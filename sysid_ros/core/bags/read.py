@@ -14,7 +14,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-
 from ..errors import BagError
 from ..files import load_yaml
 
@@ -59,8 +58,12 @@ def _preflight_rosbag2(path: Path) -> dict:
     meta_path = path / "metadata.yaml"
     if not meta_path.is_file():
         data = sorted(p.name for p in path.iterdir() if p.suffix in (".mcap", ".db3"))
-        hint = (f"; data files {data} are present: a recording that was killed can be rebuilt with "
-                "sysid_ros.core.bags.repair(bag)" if data else "; no .mcap or .db3 file either")
+        hint = (
+            f"; data files {data} are present: a recording that was killed can be rebuilt with "
+            "sysid_ros.core.bags.repair(bag)"
+            if data
+            else "; no .mcap or .db3 file either"
+        )
         raise BagError(f"no metadata.yaml in the bag directory{hint}", bag=str(path))
     try:
         meta = load_yaml(meta_path, "metadata.yaml")["rosbag2_bagfile_information"]
@@ -97,12 +100,13 @@ class BagSource:
         self.typestore: Typestore | None = None
 
     # -- opening ---------------------------------------------------------------------------------
-    def __enter__(self) -> "BagSource":
+    def __enter__(self) -> BagSource:
         self.open()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def open(self) -> None:
@@ -114,8 +118,9 @@ class BagSource:
         if self.path.is_dir():
             self.metadata = _preflight_rosbag2(self.path)
         elif self.path.suffix not in (".bag", ".mcap", ".db3"):
-            raise BagError("not a bag: expected a rosbag2 directory, .mcap, .db3 or ROS 1 .bag file",
-                           bag=str(self.path))
+            raise BagError(
+                "not a bag: expected a rosbag2 directory, .mcap, .db3 or ROS 1 .bag file", bag=str(self.path)
+            )
         distro = self.distro or self._bag_distro()
         default = typestore_for("noetic" if _is_ros1(self.path) else distro)
         reader = AnyReader([self.path], default_typestore=default)
@@ -127,16 +132,23 @@ class BagSource:
                 return
             hint = ""
             if "end magic" in str(exc) and self.path.is_dir():
-                hint = ("; the mcap file is cut short (a killed recording?): sysid_ros.core.bags.repair(bag) "
-                        "recovers its complete chunks")
+                hint = (
+                    "; the mcap file is cut short (a killed recording?): sysid_ros.core.bags.repair(bag) "
+                    "recovers its complete chunks"
+                )
             raise BagError(f"cannot open bag: {_describe(exc)}{hint}", bag=str(self.path)) from None
         self._reader = reader
         self.typestore = reader.typestore
         embedded = [c for c in reader.connections if c.msgdef.data]
         if reader.connections and not embedded:
             self.notes.append(f"bag has no embedded message definitions; decoded with the {distro} typestore")
-        lacking = sorted({c.msgtype for c in reader.connections if c.msgtype not in reader.typestore.fielddefs
-                          and c.msgtype in default.fielddefs})
+        lacking = sorted(
+            {
+                c.msgtype
+                for c in reader.connections
+                if c.msgtype not in reader.typestore.fielddefs and c.msgtype in default.fielddefs
+            }
+        )
         if lacking:  # some definitions embedded, others not: take the missing ones from the distro
             store = reader.typestore
             store.register({k: v for k, v in default.fielddefs.items() if k not in store.fielddefs})
@@ -221,25 +233,35 @@ class BagSource:
                 count += 1
                 yield conn, record_ns, raw
         except Exception as exc:  # ReaderError, SerdeError, apsw errors, struct errors on damage
-            raise BagError(f"bag is damaged after {count} messages: {_describe(exc)}", bag=str(self.path),
-                           topic=last_topic, record_ns=last_ns) from None
+            raise BagError(
+                f"bag is damaged after {count} messages: {_describe(exc)}",
+                bag=str(self.path),
+                topic=last_topic,
+                record_ns=last_ns,
+            ) from None
 
-    def deserialize(self, raw: bytes, msgtype: str, *, topic: str | None = None,
-                    record_ns: int | None = None) -> object:
+    def deserialize(
+        self, raw: bytes, msgtype: str, *, topic: str | None = None, record_ns: int | None = None
+    ) -> object:
         """Decode one raw message (CDR for rosbag2, ROS 1 serialization for .bag)."""
         try:
             if self.is_ros1:
                 return self.typestore.deserialize_ros1(raw, msgtype)
             return self.typestore.deserialize_cdr(raw, msgtype)
         except Exception as exc:
-            raise BagError(f"cannot decode {msgtype}: {_describe(exc)}", bag=str(self.path), topic=topic,
-                           record_ns=record_ns) from None
+            raise BagError(
+                f"cannot decode {msgtype}: {_describe(exc)}", bag=str(self.path), topic=topic, record_ns=record_ns
+            ) from None
 
     def decoder(self, msgtype: str, *, topic: str) -> Callable[[bytes, str], object]:
         """The typestore's `(raw, msgtype) -> message` function, after checking it knows `msgtype`."""
         if not self.has_type(msgtype):
-            raise BagError(f"message type {msgtype} is unknown to the typestore (no definition in the bag "
-                           "and not in the distro's typestore)", bag=str(self.path), topic=topic)
+            raise BagError(
+                f"message type {msgtype} is unknown to the typestore (no definition in the bag "
+                "and not in the distro's typestore)",
+                bag=str(self.path),
+                topic=topic,
+            )
         store = self.typestore
         return store.deserialize_ros1 if self.is_ros1 else store.deserialize_cdr
 

@@ -29,11 +29,20 @@ class Recording:
         return self.feedback.samples
 
 
-def read_recording(bag: str | Path, *, joints: list[str] | tuple[str, ...] | None = None,
-                   joint_state_topics: list[str] | None = None, command_topics: list[str] | None = None,
-                   command_joint_names: list[str] | tuple[str, ...] | None = None, time_source: str = "auto",
-                   max_gap_s: float | None = None, on_gap: str = "split", setpoint_period_s: float = 0.001,
-                   distro: str | None = None, command_interfaces: tuple[str, ...] | None = None) -> Recording:
+def read_recording(
+    bag: str | Path,
+    *,
+    joints: list[str] | tuple[str, ...] | None = None,
+    joint_state_topics: list[str] | None = None,
+    command_topics: list[str] | None = None,
+    command_joint_names: list[str] | tuple[str, ...] | None = None,
+    time_source: str = "auto",
+    max_gap_s: float | None = None,
+    on_gap: str = "split",
+    setpoint_period_s: float = 0.001,
+    distro: str | None = None,
+    command_interfaces: tuple[str, ...] | None = None,
+) -> Recording:
     """Read feedback and every command topic (default: all Float64MultiArray / JointTrajectory topics;
     with `command_interfaces`, only those whose interface is one of them, e.g. `("effort",)`).
 
@@ -45,29 +54,59 @@ def read_recording(bag: str | Path, *, joints: list[str] | tuple[str, ...] | Non
     for doc in docs:
         if isinstance(doc, dict):
             metadata.update(doc)
-    feedback = read_joint_states(bag, topics=joint_state_topics, joints=joints, time_source=time_source,
-                                 max_gap_s=max_gap_s, on_gap=on_gap, distro=distro)
+    feedback = read_joint_states(
+        bag,
+        topics=joint_state_topics,
+        joints=joints,
+        time_source=time_source,
+        max_gap_s=max_gap_s,
+        on_gap=on_gap,
+        distro=distro,
+    )
     base = feedback.timing.time_base
     with BagSource(bag, distro=distro) as src:
         types = {name: info.msgtype for name, info in src.topics.items()}
-    topics = command_topics if command_topics is not None else sorted(
-        name for name, msgtype in types.items() if msgtype in COMMAND_TYPES and (
-            command_interfaces is None or _interface(name, msgtype, metadata) in command_interfaces))
+    topics = (
+        command_topics
+        if command_topics is not None
+        else sorted(
+            name
+            for name, msgtype in types.items()
+            if msgtype in COMMAND_TYPES
+            and (command_interfaces is None or _interface(name, msgtype, metadata) in command_interfaces)
+        )
+    )
     order = command_joint_names or metadata.get("command_joint_names") or metadata.get("joint_names")
     commands: dict[str, JointCommands] = {}
     for topic in topics:
         if types.get(topic) == JOINT_TRAJECTORY:
             start = _joined(feedback)
-            commands[topic] = read_trajectory(bag, topic, joint_names=order, time_base=base,
-                                              setpoint_period_s=setpoint_period_s, initial_positions=start,
-                                              distro=distro).position
+            commands[topic] = read_trajectory(
+                bag,
+                topic,
+                joint_names=order,
+                time_base=base,
+                setpoint_period_s=setpoint_period_s,
+                initial_positions=start,
+                distro=distro,
+            ).position
         else:
             if not order:
-                raise ConfigError("Float64MultiArray commands need the controller's joint order: give it as "
-                                  "command_joints (problem file) or --command-joints, or replay the measured "
-                                  "effort (control: effort)", bag=str(bag), topic=topic)
-            commands[topic] = read_array_commands(bag, topic, joint_names=list(order), time_base=base,
-                                                  interface=metadata.get("command_interface"), distro=distro)
+                raise ConfigError(
+                    "Float64MultiArray commands need the controller's joint order: give it as "
+                    "command_joints (problem file) or --command-joints, or replay the measured "
+                    "effort (control: effort)",
+                    bag=str(bag),
+                    topic=topic,
+                )
+            commands[topic] = read_array_commands(
+                bag,
+                topic,
+                joint_names=list(order),
+                time_base=base,
+                interface=metadata.get("command_interface"),
+                distro=distro,
+            )
     return Recording(str(bag), feedback, commands, metadata)
 
 
@@ -83,5 +122,11 @@ def _joined(feedback: JointStateRead) -> JointSamples:
     if len(segs) == 1:
         return segs[0]
     join = lambda f: None if getattr(segs[0], f) is None else np.vstack([getattr(s, f) for s in segs])  # noqa: E731
-    return JointSamples(segs[0].joint_names, np.concatenate([s.time_ns for s in segs]), join("position"),
-                        join("velocity"), join("effort"), source=feedback.bag)
+    return JointSamples(
+        segs[0].joint_names,
+        np.concatenate([s.time_ns for s in segs]),
+        join("position"),
+        join("velocity"),
+        join("effort"),
+        source=feedback.bag,
+    )

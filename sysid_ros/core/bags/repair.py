@@ -20,10 +20,10 @@ import shutil
 import socket
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 
@@ -32,6 +32,7 @@ from ..files import STALE, process_alive
 from .mcap_salvage import MAGIC, mcap_records
 from .read import BagSource
 from .write import LOCK_NAME
+
 BUSY_S = 5.0
 
 
@@ -52,13 +53,18 @@ class RepairReport:
     def __str__(self) -> str:
         if self.repaired is None:
             return f"{self.bag}: {self.note}"
-        span = (f", {self.start_ns} .. {self.end_ns} ns ({(self.end_ns - self.start_ns) * 1e-9:.3f} s)"
-                if self.start_ns is not None and self.end_ns is not None else "")
+        span = (
+            f", {self.start_ns} .. {self.end_ns} ns ({(self.end_ns - self.start_ns) * 1e-9:.3f} s)"
+            if self.start_ns is not None and self.end_ns is not None
+            else ""
+        )
         topics = ", ".join(f"{t} {n}" for t, n in self.topics.items())
-        return (f"repaired {self.storage} bag written to {self.repaired} (the original {self.bag} is untouched)\n"
-                f"recovered {self.messages} messages{span}: {topics or 'none'}\n"
-                f"lost: {self.dropped_bytes} bytes at the end of the data file (an incomplete record)"
-                f"{'; ' + self.note if self.note else ''}")
+        return (
+            f"repaired {self.storage} bag written to {self.repaired} (the original {self.bag} is untouched)\n"
+            f"recovered {self.messages} messages{span}: {topics or 'none'}\n"
+            f"lost: {self.dropped_bytes} bytes at the end of the data file (an incomplete record)"
+            f"{'; ' + self.note if self.note else ''}"
+        )
 
 
 def repair(bag_dir: str | Path, out: str | Path | None = None, *, busy_s: float = BUSY_S) -> RepairReport:
@@ -83,16 +89,21 @@ def repair(bag_dir: str | Path, out: str | Path | None = None, *, busy_s: float 
             return RepairReport(str(path), "", count, note=f"bag already opens ({count} messages); nothing repaired")
         except BagError as exc:
             if len(data) == 1 and _complete(data[0]):
-                raise BagError(f"the data file is complete and metadata.yaml present, so repair leaves the bag "
-                               f"as it is; it does not open because: {exc}", bag=str(path)) from None
+                raise BagError(
+                    f"the data file is complete and metadata.yaml present, so repair leaves the bag "
+                    f"as it is; it does not open because: {exc}",
+                    bag=str(path),
+                ) from None
     if len(data) != 1:
-        raise BagError(f"repair needs exactly one .mcap or .db3 file in the bag, found {[p.name for p in data]}",
-                       bag=str(path))
+        raise BagError(
+            f"repair needs exactly one .mcap or .db3 file in the bag, found {[p.name for p in data]}", bag=str(path)
+        )
     target = Path(out) if out is not None else path.with_name(f"{path.name}_repaired")
     with _repair_lock(path):
         if target.exists() or target.is_symlink():
-            raise BagError(f"{target} exists already (an earlier repair?): remove it or pass another output",
-                           bag=str(path))
+            raise BagError(
+                f"{target} exists already (an earlier repair?): remove it or pass another output", bag=str(path)
+            )
         for stale in target.parent.glob(f".{target.name}.partial-*"):  # a repair killed mid-write (under the lock)
             if STALE.match(stale.name) and not process_alive(int(STALE.match(stale.name).group(1))):
                 shutil.rmtree(stale, ignore_errors=True)
@@ -117,19 +128,26 @@ def _refuse_if_recording(path: Path, names: list[str], busy_s: float) -> None:
         except (OSError, ValueError):
             pid, host = -1, ""
         if host == socket.gethostname() and process_alive(pid):
-            raise BagError(f"the bag is being recorded by process {pid} ({LOCK_NAME}): stop the recorder first",
-                           bag=str(path))
+            raise BagError(
+                f"the bag is being recorded by process {pid} ({LOCK_NAME}): stop the recorder first", bag=str(path)
+            )
         if host and host != socket.gethostname():
-            raise BagError(f"the bag was opened for writing on host {host} ({LOCK_NAME}); repair it there, or "
-                           f"remove {LOCK_NAME} once that recorder has stopped", bag=str(path))
+            raise BagError(
+                f"the bag was opened for writing on host {host} ({LOCK_NAME}); repair it there, or "
+                f"remove {LOCK_NAME} once that recorder has stopped",
+                bag=str(path),
+            )
         return  # our recorder died: the lock is stale
     if "metadata.yaml" in names:
         return  # written on close
     newest = max(((path / n).lstat().st_mtime for n in names), default=0.0)
     age = time.time() - newest
     if age < busy_s:
-        raise BagError(f"the bag changed {age:.1f} s ago and has no metadata.yaml: it may still be recording; "
-                       f"stop the recorder (or wait {busy_s:g} s) and try again", bag=str(path))
+        raise BagError(
+            f"the bag changed {age:.1f} s ago and has no metadata.yaml: it may still be recording; "
+            f"stop the recorder (or wait {busy_s:g} s) and try again",
+            bag=str(path),
+        )
 
 
 @contextmanager
@@ -215,12 +233,18 @@ def _repair_mcap(path: Path, src_file: Path, target: Path) -> RepairReport:
             elif isinstance(record, Channel) and record.id not in conns:
                 schema = schemas.get(record.schema_id)
                 msgtype = schema.name if schema else ""
-                msgdef, digest = _rihs01(msgtype, schema.encoding if schema else "",
-                                         schema.data.decode() if schema else "")
+                msgdef, digest = _rihs01(
+                    msgtype, schema.encoding if schema else "", schema.data.decode() if schema else ""
+                )
                 qos = parse_qos(record.metadata.get("offered_qos_profiles", ""))
-                conns[record.id] = writer.add_connection(record.topic, msgtype, msgdef=msgdef, rihs01=digest,
-                                                         serialization_format=record.message_encoding,
-                                                         offered_qos_profiles=qos)
+                conns[record.id] = writer.add_connection(
+                    record.topic,
+                    msgtype,
+                    msgdef=msgdef,
+                    rihs01=digest,
+                    serialization_format=record.message_encoding,
+                    offered_qos_profiles=qos,
+                )
             elif isinstance(record, Message) and record.channel_id in conns:
                 conn = conns[record.channel_id]
                 writer.write(conn, record.log_time, record.data)
@@ -229,8 +253,10 @@ def _repair_mcap(path: Path, src_file: Path, target: Path) -> RepairReport:
                 start = record.log_time if start is None else min(start, record.log_time)
                 end = record.log_time if end is None else max(end, record.log_time)
     if count == 0:
-        raise BagError(f"nothing could be recovered ({status['note'] or 'no complete message'}); the original is "
-                       "untouched", bag=str(path))
+        raise BagError(
+            f"nothing could be recovered ({status['note'] or 'no complete message'}); the original is untouched",
+            bag=str(path),
+        )
     dropped = max(src_file.stat().st_size - status["good_offset"], 0)
     return RepairReport(str(path), "mcap", count, topics, start, end, dropped, status["note"], str(target))
 
@@ -256,15 +282,18 @@ def _repair_sqlite3(path: Path, db_file: Path, target: Path) -> RepairReport:
             topics = con.execute(
                 f"SELECT topics.id, name, type, serialization_format, {qos}, {digest}, count(messages.id) "
                 "FROM topics LEFT JOIN messages ON topics.id = messages.topic_id "
-                "GROUP BY topics.id ORDER BY topics.id").fetchall()
+                "GROUP BY topics.id ORDER BY topics.id"
+            ).fetchall()
             first, last, count = con.execute("SELECT MIN(timestamp), MAX(timestamp), COUNT(*) FROM messages").fetchone()
         finally:
             con.close()
     except sqlite3.DatabaseError as exc:
         raise BagError(f"sqlite3 file cannot be repaired: {exc}", bag=str(path)) from None
     if not count:
-        raise BagError("nothing could be recovered: the sqlite3 file holds no committed message; the original is "
-                       "untouched", bag=str(path))
+        raise BagError(
+            "nothing could be recovered: the sqlite3 file holds no committed message; the original is untouched",
+            bag=str(path),
+        )
     start, duration = int(first), int(last) - int(first)
     info = {
         "version": 9,
@@ -274,17 +303,40 @@ def _repair_sqlite3(path: Path, db_file: Path, target: Path) -> RepairReport:
         "starting_time": {"nanoseconds_since_epoch": start},
         "message_count": int(count),
         "topics_with_message_count": [
-            {"topic_metadata": {"name": name, "type": msgtype, "serialization_format": fmt,
-                                "offered_qos_profiles": qos or "", "type_description_hash": digest or ""},
-             "message_count": int(n)}
-            for _, name, msgtype, fmt, qos, digest, n in topics],
+            {
+                "topic_metadata": {
+                    "name": name,
+                    "type": msgtype,
+                    "serialization_format": fmt,
+                    "offered_qos_profiles": qos or "",
+                    "type_description_hash": digest or "",
+                },
+                "message_count": int(n),
+            }
+            for _, name, msgtype, fmt, qos, digest, n in topics
+        ],
         "compression_format": "",
         "compression_mode": "",
-        "files": [{"path": copy.name, "starting_time": {"nanoseconds_since_epoch": start},
-                   "duration": {"nanoseconds": duration}, "message_count": int(count)}],
+        "files": [
+            {
+                "path": copy.name,
+                "starting_time": {"nanoseconds_since_epoch": start},
+                "duration": {"nanoseconds": duration},
+                "message_count": int(count),
+            }
+        ],
         "custom_data": _custom_data(path) or None,
         "ros_distro": "rosbags",
     }
     (target / "metadata.yaml").write_text(yaml.safe_dump({"rosbag2_bagfile_information": info}, sort_keys=False))
-    return RepairReport(str(path), "sqlite3", int(count), {t[1]: int(t[6]) for t in topics}, start, int(last), 0,
-                        "rolled back the uncommitted transaction (in the copy); wrote metadata.yaml", str(target))
+    return RepairReport(
+        str(path),
+        "sqlite3",
+        int(count),
+        {t[1]: int(t[6]) for t in topics},
+        start,
+        int(last),
+        0,
+        "rolled back the uncommitted transaction (in the copy); wrote metadata.yaml",
+        str(target),
+    )

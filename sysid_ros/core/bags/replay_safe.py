@@ -20,8 +20,13 @@ from .write import COMMANDS_KEY, METADATA_TOPIC, BagWriter, read_metadata
 REPLAY_PREFIX = "/sysid/replay"
 # Message types a controller takes as commands: recorded topics of these types are renamed even when a bag
 # does not say (one from another recorder, or one whose metadata.yaml a crash took).
-COMMAND_TYPES = ("trajectory_msgs/msg/JointTrajectory", "std_msgs/msg/Float64MultiArray",
-                 "control_msgs/msg/JointJog", "geometry_msgs/msg/Twist", "geometry_msgs/msg/TwistStamped")
+COMMAND_TYPES = (
+    "trajectory_msgs/msg/JointTrajectory",
+    "std_msgs/msg/Float64MultiArray",
+    "control_msgs/msg/JointJog",
+    "geometry_msgs/msg/Twist",
+    "geometry_msgs/msg/TwistStamped",
+)
 
 
 def command_topics(bag: str | Path) -> list[str]:
@@ -64,15 +69,24 @@ def replay_safe_copy(bag: str | Path, out: str | Path) -> dict[str, str]:
     with BagSource(bag) as source:
         if source.is_ros1:
             raise BagError("replay-safe copies are written for rosbag2 bags only", bag=str(bag))
-        writer = BagWriter(out, storage=source.storage, typestore=source.typestore,
-                           distro=str(source.metadata.get("ros_distro") or "jazzy"))
+        writer = BagWriter(
+            out,
+            storage=source.storage,
+            typestore=source.typestore,
+            distro=str(source.metadata.get("ros_distro") or "jazzy"),
+        )
         writer.open()
         try:
             for conn in source.connections:
-                writer.set_offered_qos(renamed.get(conn.topic, conn.topic),
-                                       list(getattr(conn.ext, "offered_qos_profiles", ())))
-                writer.add_topic(renamed.get(conn.topic, conn.topic), conn.msgtype,
-                                 msgdef=conn.msgdef.data or None, rihs01=conn.digest if conn.msgdef.data else None)
+                writer.set_offered_qos(
+                    renamed.get(conn.topic, conn.topic), list(getattr(conn.ext, "offered_qos_profiles", ()))
+                )
+                writer.add_topic(
+                    renamed.get(conn.topic, conn.topic),
+                    conn.msgtype,
+                    msgdef=conn.msgdef.data or None,
+                    rihs01=conn.digest if conn.msgdef.data else None,
+                )
             for conn, record_ns, raw in source.messages(source.connections):
                 writer.write_raw(renamed.get(conn.topic, conn.topic), conn.msgtype, record_ns, raw)
             writer.set_custom_data("sysid_ros.replay_safe", ",".join(f"{a}->{b}" for a, b in renamed.items()))

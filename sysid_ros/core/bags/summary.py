@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..errors import BagError, SysidRosError
 from .commands import FLOAT64_ARRAY, JOINT_TRAJECTORY, guess_interface
-from .logger_clock import regularize
 from .joint_states import JOINT_STATE, check_motion, read_joint_states
+from .logger_clock import regularize
 from .read import BagSource
 from .write import METADATA_TOPIC
 
@@ -54,11 +54,16 @@ class BagSummary:
 
     def format(self) -> str:
         """A human-readable report."""
-        lines = [f"bag {self.path} ({self.storage}, metadata v{self.metadata_version}, distro {self.ros_distro})",
-                 f"  span {self.duration_s:.3f} s"
-                 + (f", time source {self.time_source}, clock offset {self.clock_offset_s:+.3f} s"
-                    if math.isfinite(self.clock_offset_s) else ""),
-                 f"  joints: {', '.join(self.joints) or '-'}"]
+        lines = [
+            f"bag {self.path} ({self.storage}, metadata v{self.metadata_version}, distro {self.ros_distro})",
+            f"  span {self.duration_s:.3f} s"
+            + (
+                f", time source {self.time_source}, clock offset {self.clock_offset_s:+.3f} s"
+                if math.isfinite(self.clock_offset_s)
+                else ""
+            ),
+            f"  joints: {', '.join(self.joints) or '-'}",
+        ]
         for t in self.topics:
             mark = "ok " if t.usable else "-- "
             lines.append(f"  {mark}{t.name} [{t.msgtype}] {t.count} msgs {t.rate_hz:.1f} Hz, {t.role}: {t.reason}")
@@ -70,9 +75,17 @@ class BagSummary:
         return "\n".join(lines)
 
 
-def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list[str] | None = None,
-                min_motion_rad: float = 0.01, joints: list[str] | None = None, feedback_topic: str | None = None,
-                command_joints: list[str] | None = None, segments: str = "all") -> BagSummary:
+def inspect_bag(
+    bag: str | Path,
+    *,
+    distro: str | None = None,
+    joint_names: list[str] | None = None,
+    min_motion_rad: float = 0.01,
+    joints: list[str] | None = None,
+    feedback_topic: str | None = None,
+    command_joints: list[str] | None = None,
+    segments: str = "all",
+) -> BagSummary:
     """Summarize `bag`: every topic, the joints of every JointState topic (even when they clash) and whether
     identification can start from it. `joints` filters the joints taken; `feedback_topic` picks one
     JointState topic; `command_joints` (alias `joint_names`) is the controller's joint order for
@@ -104,8 +117,11 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
     reasons: list[str] = []
     js_topics = [n for n, i in infos.items() if i.msgtype == JOINT_STATE and n not in unknown]
     if feedback_topic is not None and feedback_topic not in js_topics:
-        raise BagError(f"--feedback-topic {feedback_topic} is not a JointState topic of the bag "
-                       f"(JointState topics: {sorted(js_topics) or '-'})", bag=str(bag))
+        raise BagError(
+            f"--feedback-topic {feedback_topic} is not a JointState topic of the bag "
+            f"(JointState topics: {sorted(js_topics) or '-'})",
+            bag=str(bag),
+        )
     chosen = [feedback_topic] if feedback_topic else js_topics
     found: tuple[str, ...] = ()
     time_source, offset_s = "record", float("nan")
@@ -149,15 +165,47 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
         if info.msgtype == JOINT_STATE and name not in chosen and name not in unknown:
             role, usable, reason = "feedback", False, f"not the chosen --feedback-topic {feedback_topic}"
         else:
-            role, usable, reason = _judge(name, info.msgtype, name in unknown, js_ok, js_reason, sizes.get(name),
-                                          len(command_joints or found), count)
-        topics.append(TopicSummary(name, info.msgtype, count, rate, first.get(name), last.get(name), role, usable,
-                                   reason, names.get(name, ()) if info.msgtype == JOINT_STATE else ()))
+            role, usable, reason = _judge(
+                name,
+                info.msgtype,
+                name in unknown,
+                js_ok,
+                js_reason,
+                sizes.get(name),
+                len(command_joints or found),
+                count,
+            )
+        topics.append(
+            TopicSummary(
+                name,
+                info.msgtype,
+                count,
+                rate,
+                first.get(name),
+                last.get(name),
+                role,
+                usable,
+                reason,
+                names.get(name, ()) if info.msgtype == JOINT_STATE else (),
+            )
+        )
     if not any(counted.values()):
         reasons = ["the bag has no messages"]
-    return BagSummary(str(bag), storage, meta.get("version"), meta.get("ros_distro"), start_ns, end_ns,
-                      tuple(topics), found, time_source, offset_s, js_ok and not reasons, tuple(reasons),
-                      tuple(notes))
+    return BagSummary(
+        str(bag),
+        storage,
+        meta.get("version"),
+        meta.get("ros_distro"),
+        start_ns,
+        end_ns,
+        tuple(topics),
+        found,
+        time_source,
+        offset_s,
+        js_ok and not reasons,
+        tuple(reasons),
+        tuple(notes),
+    )
 
 
 def _clash(names: dict[str, tuple[str, ...]], topics: list[str], joints: list[str] | None) -> str:
@@ -168,14 +216,17 @@ def _clash(names: dict[str, tuple[str, ...]], topics: list[str], joints: list[st
             if joints is not None and joint not in joints:
                 continue
             if joint in owner:
-                return (f"joint {joint} is published on both {owner[joint]} and {topic}: pick one with "
-                        f"--feedback-topic (feedback_topic: in a problem file)")
+                return (
+                    f"joint {joint} is published on both {owner[joint]} and {topic}: pick one with "
+                    f"--feedback-topic (feedback_topic: in a problem file)"
+                )
             owner[joint] = topic
     return ""
 
 
-def _judge(name: str, msgtype: str, unknown: bool, js_ok: bool, js_reason: str, size: int | None,
-           n_joints: int, count: int) -> tuple[str, bool, str]:
+def _judge(
+    name: str, msgtype: str, unknown: bool, js_ok: bool, js_reason: str, size: int | None, n_joints: int, count: int
+) -> tuple[str, bool, str]:
     """(role, usable, reason) of one topic."""
     if unknown:
         return "unknown", False, f"no definition for {msgtype}: cannot decode"

@@ -68,9 +68,14 @@ class TimingReport:
     warnings: tuple[str, ...]
 
 
-def choose_time_base(header_ns: np.ndarray, record_ns: np.ndarray, topic_idx: np.ndarray,
-                     topics: tuple[str, ...], requested: str = "auto",
-                     max_backstep_ns: int = MIN_GAP_NS) -> tuple[TimeBase, float, float, list[str]]:
+def choose_time_base(
+    header_ns: np.ndarray,
+    record_ns: np.ndarray,
+    topic_idx: np.ndarray,
+    topics: tuple[str, ...],
+    requested: str = "auto",
+    max_backstep_ns: int = MIN_GAP_NS,
+) -> tuple[TimeBase, float, float, list[str]]:
     """Pick the time base for messages with these header and record stamps (in record order).
 
     `auto` takes header stamps when every message has one, they do not jump backwards by more than
@@ -93,28 +98,37 @@ def choose_time_base(header_ns: np.ndarray, record_ns: np.ndarray, topic_idx: np
     if not has_header.all():
         first = int(np.argmin(has_header))
         if requested == "header":
-            raise DataError("message without header stamp (stamp 0) but time_source='header'",
-                            topic=topics[topic_idx[first]], record_ns=int(record_ns[first]))
+            raise DataError(
+                "message without header stamp (stamp 0) but time_source='header'",
+                topic=topics[topic_idx[first]],
+                record_ns=int(record_ns[first]),
+            )
         if has_header.any():
             warnings.append(f"{int((~has_header).sum())} messages have no header stamp: using record times")
         return TimeBase("record", offset_ns), offset_s, spread_s, warnings
     back = _largest_backstep(header_ns, topic_idx)
     if back is not None and back[0] > max_backstep_ns:
         step, k = back
-        text = (f"header stamps jump back by {step * 1e-9:.3f} s on {topics[topic_idx[k]]} at record time "
-                f"{int(record_ns[k])} ns")
+        text = (
+            f"header stamps jump back by {step * 1e-9:.3f} s on {topics[topic_idx[k]]} at record time "
+            f"{int(record_ns[k])} ns"
+        )
         if requested == "header":
-            raise DataError(text + "; read with time_source='record'", topic=topics[topic_idx[k]],
-                            record_ns=int(record_ns[k]))
+            raise DataError(
+                text + "; read with time_source='record'", topic=topics[topic_idx[k]], record_ns=int(record_ns[k])
+            )
         warnings.append(text + ": using record times")
         return TimeBase("record", offset_ns), offset_s, spread_s, warnings
     if requested == "auto" and spread_s * 1e9 > CLOCK_DRIFT_LIMIT_NS:
-        warnings.append(f"header - record time varies by {spread_s:.3f} s (clocks drift or the recorder "
-                        "lagged): using record times")
+        warnings.append(
+            f"header - record time varies by {spread_s:.3f} s (clocks drift or the recorder lagged): using record times"
+        )
         return TimeBase("record", offset_ns), offset_s, spread_s, warnings
     if abs(offset_ns) > CLOCK_OFFSET_WARN_NS:
-        warnings.append(f"clock offset: header stamps are {offset_s:+.3f} s from record times; using header "
-                        "stamps, topics without headers are shifted by the same offset")
+        warnings.append(
+            f"clock offset: header stamps are {offset_s:+.3f} s from record times; using header "
+            "stamps, topics without headers are shifted by the same offset"
+        )
     return TimeBase("header", offset_ns), offset_s, spread_s, warnings
 
 
@@ -132,8 +146,9 @@ def _largest_backstep(times: np.ndarray, topic_idx: np.ndarray) -> tuple[int, in
     return best
 
 
-def sort_and_merge(time_ns: np.ndarray, topic_idx: np.ndarray, fields: dict[str, np.ndarray]
-                   ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], dict[str, int]]:
+def sort_and_merge(
+    time_ns: np.ndarray, topic_idx: np.ndarray, fields: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], dict[str, int]]:
     """Sort rows by time, drop same-topic duplicate stamps, and merge rows of equal time by joint.
 
     `fields` hold (N, J) arrays with NaN where a row does not measure a joint. Returns the unique
@@ -183,8 +198,9 @@ def sort_and_merge(time_ns: np.ndarray, topic_idx: np.ndarray, fields: dict[str,
     return t[starts] if len(t) else t, mask, merged, counts
 
 
-def find_gaps(time_ns: np.ndarray, topic_mask: np.ndarray, topics: tuple[str, ...],
-              max_gap_ns: int | None = None) -> list[Gap]:
+def find_gaps(
+    time_ns: np.ndarray, topic_mask: np.ndarray, topics: tuple[str, ...], max_gap_ns: int | None = None
+) -> list[Gap]:
     """Intervals longer than the gap threshold with no sample of some topic (per topic).
 
     The default threshold is 10 median periods of that topic, at least `MIN_GAP_NS`.

@@ -34,8 +34,9 @@ class TrajectoryMsg:
     accelerations: np.ndarray | None = None
 
 
-def sample_trajectory(msg: TrajectoryMsg, grid_ns: np.ndarray, q0: np.ndarray, v0: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def sample_trajectory(
+    msg: TrajectoryMsg, grid_ns: np.ndarray, q0: np.ndarray, v0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Position and velocity setpoints of `msg` at `grid_ns` (all >= receipt), starting from state (q0, v0).
 
     Before the first point the controller moves from the state at receipt to the first point; after
@@ -44,8 +45,7 @@ def sample_trajectory(msg: TrajectoryMsg, grid_ns: np.ndarray, q0: np.ndarray, v
     """
     points_ns = (msg.start_ns + msg.point_ns).astype(np.int64)
     if np.any(np.diff(points_ns) <= 0):
-        raise DataError("trajectory points are not strictly increasing in time_from_start",
-                        receipt_ns=msg.receipt_ns)
+        raise DataError("trajectory points are not strictly increasing in time_from_start", receipt_ns=msg.receipt_ns)
     cubic = msg.velocities is not None
     quintic = cubic and msg.accelerations is not None
     zeros = np.zeros((1, len(msg.joints)))
@@ -77,10 +77,15 @@ def sample_trajectory(msg: TrajectoryMsg, grid_ns: np.ndarray, q0: np.ndarray, v
         elif cubic:
             w0, w1 = vel[k], vel[k + 1]
             s2, s3 = s * s, s * s * s
-            out_q[inside] = ((2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * h * w0 + (-2 * s3 + 3 * s2) * p1
-                             + (s3 - s2) * h * w1)
-            out_v[inside] = ((6 * s2 - 6 * s) / h * p0 + (3 * s2 - 4 * s + 1) * w0 + (-6 * s2 + 6 * s) / h * p1
-                             + (3 * s2 - 2 * s) * w1)
+            out_q[inside] = (
+                (2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * h * w0 + (-2 * s3 + 3 * s2) * p1 + (s3 - s2) * h * w1
+            )
+            out_v[inside] = (
+                (6 * s2 - 6 * s) / h * p0
+                + (3 * s2 - 4 * s + 1) * w0
+                + (-6 * s2 + 6 * s) / h * p1
+                + (3 * s2 - 2 * s) * w1
+            )
         else:
             out_q[inside] = p0 + s * (p1 - p0)
             out_v[inside] = (p1 - p0) / h
@@ -98,8 +103,9 @@ def _quintic(p0, v0, a0, p1, v1, a1, h, tau) -> tuple[np.ndarray, np.ndarray]:
     return q, v
 
 
-def expand(messages: list[TrajectoryMsg], joints: tuple[str, ...], period_ns: int,
-           initial_q: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def expand(
+    messages: list[TrajectoryMsg], joints: tuple[str, ...], period_ns: int, initial_q: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Setpoints (times, positions, velocities) for `joints` from a sequence of trajectories.
 
     Each trajectory runs on a grid of `period_ns` from its receipt until the next one is received (the
@@ -113,8 +119,11 @@ def expand(messages: list[TrajectoryMsg], joints: tuple[str, ...], period_ns: in
     v_prev = np.zeros(len(joints))
     times, qs, vs = [], [], []
     for i, msg in enumerate(messages):
-        end = messages[i + 1].receipt_ns if i + 1 < len(messages) else max(
-            msg.receipt_ns, int(msg.start_ns + msg.point_ns[-1]))
+        end = (
+            messages[i + 1].receipt_ns
+            if i + 1 < len(messages)
+            else max(msg.receipt_ns, int(msg.start_ns + msg.point_ns[-1]))
+        )
         grid_points(end - msg.receipt_ns, period_ns, "a trajectory's setpoints")
         grid = np.arange(msg.receipt_ns, end, period_ns, dtype=np.int64)
         if i + 1 == len(messages) and (len(grid) == 0 or grid[-1] != end):

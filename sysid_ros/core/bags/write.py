@@ -31,12 +31,22 @@ STRING = "std_msgs/msg/String"
 INFINITE = QosTime(9223372036, 854775807)  # rmw's "infinite" duration, as rosbag2 writes it
 
 
-def offered_qos(reliability: str = "reliable", durability: str = "volatile", depth: int = 10,
-                history: str = "keep_last") -> Qos:
+def offered_qos(
+    reliability: str = "reliable", durability: str = "volatile", depth: int = 10, history: str = "keep_last"
+) -> Qos:
     """A publisher's QoS profile as rosbag2 records it in `offered_qos_profiles` (what `ros2 bag play` offers
     again): no deadline or lifespan, automatic liveliness."""
-    return Qos(QosHistory[history.upper()], int(depth), QosReliability[reliability.upper()],
-               QosDurability[durability.upper()], INFINITE, INFINITE, QosLiveliness.AUTOMATIC, INFINITE, False)
+    return Qos(
+        QosHistory[history.upper()],
+        int(depth),
+        QosReliability[reliability.upper()],
+        QosDurability[durability.upper()],
+        INFINITE,
+        INFINITE,
+        QosLiveliness.AUTOMATIC,
+        INFINITE,
+        False,
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -68,8 +78,16 @@ class BagWriter:
     manager or call `open()` / `close()`; thread-safe.
     """
 
-    def __init__(self, path: str | Path, *, storage: str = "mcap", flush_period_s: float = 0.5,
-                 chunk_bytes: int = 256 * 1024, typestore=None, distro: str = "jazzy") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        storage: str = "mcap",
+        flush_period_s: float = 0.5,
+        chunk_bytes: int = 256 * 1024,
+        typestore=None,
+        distro: str = "jazzy",
+    ) -> None:
         if storage not in ("mcap", "sqlite3"):
             raise BagError(f"storage must be mcap or sqlite3, not {storage!r}", bag=str(path))
         self.path = Path(path)
@@ -85,12 +103,13 @@ class BagWriter:
         self._last_flush = time.monotonic()
         self.message_count = 0
 
-    def __enter__(self) -> "BagWriter":
+    def __enter__(self) -> BagWriter:
         self.open()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def open(self) -> None:
@@ -124,15 +143,25 @@ class BagWriter:
         conn = self._connections.get(topic)
         if conn is not None:
             if conn.msgtype != msgtype:
-                raise BagError(f"topic already recorded as {conn.msgtype}, got {msgtype}", bag=str(self.path),
-                               topic=topic)
+                raise BagError(
+                    f"topic already recorded as {conn.msgtype}, got {msgtype}", bag=str(self.path), topic=topic
+                )
             return conn
         if msgdef is None and msgtype not in self.typestore.fielddefs:
-            raise BagError(f"message type {msgtype} unknown to the typestore: pass msgdef and rihs01 to "
-                           "add_topic", bag=str(self.path), topic=topic)
+            raise BagError(
+                f"message type {msgtype} unknown to the typestore: pass msgdef and rihs01 to add_topic",
+                bag=str(self.path),
+                topic=topic,
+            )
         try:
-            conn = self._writer.add_connection(topic, msgtype, typestore=self.typestore, msgdef=msgdef,
-                                               rihs01=rihs01, offered_qos_profiles=self._offered_qos.get(topic, ()))
+            conn = self._writer.add_connection(
+                topic,
+                msgtype,
+                typestore=self.typestore,
+                msgdef=msgdef,
+                rihs01=rihs01,
+                offered_qos_profiles=self._offered_qos.get(topic, ()),
+            )
         except Exception as exc:
             raise BagError(f"cannot add topic: {exc}", bag=str(self.path), topic=topic) from None
         self._connections[topic] = conn
@@ -166,8 +195,9 @@ class BagWriter:
     def _maybe_flush(self) -> None:
         storage = getattr(self._writer, "storage", None)
         pending = getattr(getattr(storage, "chunk", None), "bio", None)
-        if (pending is not None and pending.tell() >= self.chunk_bytes) or \
-                time.monotonic() - self._last_flush >= self.flush_period_s:
+        if (
+            pending is not None and pending.tell() >= self.chunk_bytes
+        ) or time.monotonic() - self._last_flush >= self.flush_period_s:
             self._flush()
 
     def _flush(self) -> None:
@@ -202,7 +232,7 @@ class BagWriter:
         if writer is not None:
             try:
                 writer.close()
-            except Exception:  # noqa: BLE001 - the folder goes anyway
+            except Exception:
                 pass
         shutil.rmtree(self.path, ignore_errors=True)
 
@@ -244,6 +274,7 @@ def read_metadata(bag: str | Path, topic: str = METADATA_TOPIC, *, distro: str |
             try:
                 out.append(yaml.safe_load(text))
             except yaml.YAMLError as exc:
-                raise BagError(f"metadata is not valid YAML: {exc}", bag=str(bag), topic=topic,
-                               record_ns=record_ns) from None
+                raise BagError(
+                    f"metadata is not valid YAML: {exc}", bag=str(bag), topic=topic, record_ns=record_ns
+                ) from None
         return out

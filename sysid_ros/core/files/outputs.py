@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from ..errors import ConfigError
 
@@ -40,8 +40,10 @@ def check_writable(folder: str | Path, names: Sequence[str] = (), force: bool = 
     folder = folder.resolve()
     earlier = [n for n in names if (inside(folder, n)).exists() or (inside(folder, n)).is_symlink()]
     if earlier and not force:
-        raise ConfigError(f"the output folder holds earlier results {earlier}; use --force to replace them "
-                          f"or choose another --out", out=str(folder))
+        raise ConfigError(
+            f"the output folder holds earlier results {earlier}; use --force to replace them or choose another --out",
+            out=str(folder),
+        )
     return folder
 
 

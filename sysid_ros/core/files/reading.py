@@ -52,8 +52,9 @@ def read_bytes(path: str | Path, what: str, limit: int = MAX_YAML_BYTES) -> byte
         raise ConfigError(f"the {what} is {kind}", file=str(path))
     with os.fdopen(fd, "rb") as f:
         if info.st_size > limit:
-            raise ConfigError(f"the {what} is {_mib(info.st_size)}, more than the {_mib(limit)} it may be",
-                              file=str(path))
+            raise ConfigError(
+                f"the {what} is {_mib(info.st_size)}, more than the {_mib(limit)} it may be", file=str(path)
+            )
         data = f.read(info.st_size + 1)  # read(n) allocates n bytes first: the size it claims, not the bound
         if len(data) > info.st_size:  # it grew (or claims 0, as /proc does): on to the bound
             data += f.read(limit + 1 - len(data))
@@ -92,8 +93,9 @@ def expanded_size(root: yaml.Node, bound: int = MAX_YAML_NODES) -> int:
             open_nodes.discard(key)
             sizes[key] = 1 + sum(sizes[id(c)] for c in _children(node))
             if sizes[key] > bound:
-                raise ConfigError(f"the document expands to more than {bound:.0e} values through its aliases "
-                                  "(an alias bomb?)")
+                raise ConfigError(
+                    f"the document expands to more than {bound:.0e} values through its aliases (an alias bomb?)"
+                )
             continue
         if key in sizes:
             continue
@@ -148,8 +150,9 @@ def load_yaml(path: str | Path, what: str, limit: int = MAX_YAML_BYTES, bound: i
     return parse_yaml(read_text(path, what, limit), what, bound, file=str(Path(path).expanduser()))
 
 
-def npz_headers(path: str | Path, max_rows: int = MAX_NPZ_ROWS,
-                max_bytes: int = MAX_NPZ_BYTES) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+def npz_headers(
+    path: str | Path, max_rows: int = MAX_NPZ_ROWS, max_bytes: int = MAX_NPZ_BYTES
+) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """{array name: (shape, dtype)} of an `.npz`, read from the headers alone; DataError for a file that is
     not a plain npz, an object (pickle) array, a shape larger than the stored data or than the bounds."""
     path = Path(path).expanduser()
@@ -163,21 +166,29 @@ def npz_headers(path: str | Path, max_rows: int = MAX_NPZ_ROWS,
                     continue
                 with archive.open(info) as member:
                     version = np.lib.format.read_magic(member)
-                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                                   else np.lib.format.read_array_header_2_0)
+                    read_header = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
                     shape, _, dtype = read_header(member)
                     header = member.tell() if member.seekable() else 0
                 name = info.filename[:-4]
                 if dtype.hasobject:
-                    raise DataError(f"array {name!r}: object arrays (pickled Python objects) are never loaded",
-                                    file=str(path))
+                    raise DataError(
+                        f"array {name!r}: object arrays (pickled Python objects) are never loaded", file=str(path)
+                    )
                 size = int(np.prod(shape, dtype=object)) * dtype.itemsize
                 if shape and shape[0] > max_rows:
-                    raise DataError(f"array {name!r} declares {shape[0]:.3g} rows, more than {max_rows:.0e}",
-                                    file=str(path))
+                    raise DataError(
+                        f"array {name!r} declares {shape[0]:.3g} rows, more than {max_rows:.0e}", file=str(path)
+                    )
                 if header and size > info.file_size - header:
-                    raise DataError(f"array {name!r} declares {shape} ({_mib(size)}) but holds "
-                                    f"{_mib(info.file_size - header)}: a damaged or forged file", file=str(path))
+                    raise DataError(
+                        f"array {name!r} declares {shape} ({_mib(size)}) but holds "
+                        f"{_mib(info.file_size - header)}: a damaged or forged file",
+                        file=str(path),
+                    )
                 total += size
                 out[name] = (tuple(shape), dtype)
     except (zipfile.BadZipFile, ValueError, EOFError, OSError) as exc:

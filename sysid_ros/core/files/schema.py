@@ -61,7 +61,7 @@ class Number:
         return int(number) if self.integer else float(number)
 
 
-def Integer(min: float | None = None, max: float | None = None) -> Number:  # noqa: N802 (a type name)
+def Integer(min: float | None = None, max: float | None = None) -> Number:
     return Number(min, max, integer=True)
 
 
@@ -123,8 +123,14 @@ class Text:
         value = os.fspath(value) if isinstance(value, os.PathLike) else value
         if not isinstance(value, str) or not value.strip():
             raise _fail(path, f"must be {self.describe()}, got {_shown(value)}")
-        if self.name and (value in (".", "..") or value.startswith(".") or "/" in value or "\\" in value
-                          or "\0" in value or len(value) > 120):
+        if self.name and (
+            value in (".", "..")
+            or value.startswith(".")
+            or "/" in value
+            or "\\" in value
+            or "\0" in value
+            or len(value) > 120
+        ):
             raise _fail(path, f"must be a plain file name (no folder, no leading '.'), got {_shown(value)}")
         return value
 

@@ -22,9 +22,9 @@ import re
 import secrets
 import shutil
 import stat
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from ..errors import ConfigError
 
@@ -35,7 +35,7 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLO
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def create_new(path: str | Path, data: bytes, mode: int = 0o666) -> Path:
@@ -88,8 +88,7 @@ def replace_file(path: str | Path, data: bytes, through_link: bool = False) -> P
     if target.exists():
         mode = stat.S_IMODE(target.stat().st_mode)
         if not mode & stat.S_IWUSR:
-            raise ConfigError(f"is read-only (mode {mode:04o}): not changed; make it writable first",
-                              file=str(target))
+            raise ConfigError(f"is read-only (mode {mode:04o}): not changed; make it writable first", file=str(target))
     fd, tmp = temporary_beside(target, 0o600 if mode is None else mode)
     try:
         _write_all(fd, data)
@@ -143,8 +142,11 @@ def folder_lock(folder: str | Path) -> Iterator[Path]:
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise
-            raise ConfigError(f"another sysid-ros run (pid {_holder(fd)}) is writing into this folder; wait for "
-                              "it to end or choose another --out", out=str(folder)) from None
+            raise ConfigError(
+                f"another sysid-ros run (pid {_holder(fd)}) is writing into this folder; wait for "
+                "it to end or choose another --out",
+                out=str(folder),
+            ) from None
         try:
             same = os.fstat(fd).st_ino == os.stat(path, follow_symlinks=False).st_ino
         except FileNotFoundError:
@@ -212,8 +214,9 @@ def refuse_inputs_inside(out: str | Path, inputs: Iterable[str | Path], what: st
     for item in inputs:
         real = Path(os.path.realpath(Path(item).expanduser()))
         if _within(real, folder):
-            raise ConfigError(f"{what} {out} holds this run's input {item}: its results could replace it; "
-                              "choose another folder", out=str(out))
+            raise ConfigError(
+                f"{what} {out} holds this run's input {item}: its results could replace it; choose another folder",
+                out=str(out),
+            )
         if _within(folder, real):
-            raise ConfigError(f"{what} {out} lies inside this run's input {item}; choose another folder",
-                              out=str(out))
+            raise ConfigError(f"{what} {out} lies inside this run's input {item}; choose another folder", out=str(out))

@@ -11,9 +11,18 @@ with its provenance, and a fleet summary (median, spread, outliers, drift agains
 from .. import front_door
 
 EXPORTS = {
-    "ENGINES": ".engines", "Manifest": ".manifest", "RobotJob": ".manifest", "data_files": ".provenance",
-    "drift": ".statistics", "fleet_statistics": ".statistics", "identify_robot": ".robot", "load_manifest": ".manifest",
-    "local_workers": ".engines", "longest_first": ".run", "map_jobs": ".engines", "robot_problem": ".robot",
+    "ENGINES": ".engines",
+    "Manifest": ".manifest",
+    "RobotJob": ".manifest",
+    "data_files": ".provenance",
+    "drift": ".statistics",
+    "fleet_statistics": ".statistics",
+    "identify_robot": ".robot",
+    "load_manifest": ".manifest",
+    "local_workers": ".engines",
+    "longest_first": ".run",
+    "map_jobs": ".engines",
+    "robot_problem": ".robot",
     "run_fleet": ".run",
 }
 """Name -> the module that defines it, imported on first use (callers pay only for what they use)."""

@@ -15,9 +15,10 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ..errors import ConfigError
 from .ray_engine import map_on_ray
@@ -27,6 +28,7 @@ ENGINES = ("serial", "local", "ray")
 STARTUP_TIMEOUT_S = 600.0
 """How long a pool worker waits for the others to be warm before it takes jobs anyway (a loaded machine)."""
 
+
 @dataclass(frozen=True)
 class Startup:
     """The engine's start-up, apart from the jobs: from the call until every worker was warm."""
@@ -35,9 +37,16 @@ class Startup:
     workers: tuple[dict[str, Any], ...]  # per worker: pid, host, cores, CPU seconds to get ready, `warm`'s facts
 
 
-def map_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], *, engine: str = "local", workers: int | None = None,
-             address: str | None = None, warm: Warm | None = None,
-             on_start: Callable[[Startup], None] | None = None) -> Iterator[Outcome]:
+def map_jobs(
+    fn: Callable[[Any], Any],
+    jobs: Sequence[Any],
+    *,
+    engine: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    warm: Warm | None = None,
+    on_start: Callable[[Startup], None] | None = None,
+) -> Iterator[Outcome]:
     """Yield (index, fn(job), None) for every job as it finishes, or (index, None, error) when fn raised or
     its worker died. `fn` and `warm` must be picklable (module-level functions, or functools.partials of
     them). `warm` never fails a job: an exception in it is recorded in the worker's start-up facts.
@@ -96,8 +105,9 @@ def check_engine(engine: str, workers: int | None = None, address: str | None = 
         raise ConfigError("engine ray needs Ray: pip install ray (see requirements.txt)")
 
 
-def _serial(fn: Callable[[Any], Any], jobs: Sequence[Any], warm: Warm | None,
-            started: Callable[[list], None]) -> Iterator[Outcome]:
+def _serial(
+    fn: Callable[[Any], Any], jobs: Sequence[Any], warm: Warm | None, started: Callable[[list], None]
+) -> Iterator[Outcome]:
     started([warm_up(warm, os.cpu_count() or 1)])
     for k, job in enumerate(jobs):
         try:
@@ -125,13 +135,18 @@ def _ready() -> dict[str, Any]:
     return _WORKER["facts"]
 
 
-def _pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, warm: Warm | None,
-          started: Callable[[list], None]) -> Iterator[Outcome]:
+def _pool(
+    fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, warm: Warm | None, started: Callable[[list], None]
+) -> Iterator[Outcome]:
     # spawn, not fork: the parent may hold threads (ROS, Ray, BLAS) that a forked child would inherit mid-lock
     n = min(workers, max(len(jobs), 1))
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=context, initializer=_start_worker,
-                               initargs=(warm, max((os.cpu_count() or 1) // n, 1), context.Barrier(n)))
+    pool = ProcessPoolExecutor(
+        max_workers=n,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(warm, max((os.cpu_count() or 1) // n, 1), context.Barrier(n)),
+    )
     try:
         try:
             facts = [f.result() for f in [pool.submit(_ready) for _ in range(n)]]

@@ -57,11 +57,15 @@ def _robot(entry: Any, base: Path, shared: Path | None, index: int) -> RobotJob:
         raise ConfigError(f"robot entry {index} must be a mapping with a name, got {entry!r}")
     name = entry.get("name")
     if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 100:
-        raise ConfigError(f"robot entry {index} needs a name of letters, digits, '_', '.', '-' (at most 100; it "
-                          f"names its results folder), got {str(name)[:60]!r}")
+        raise ConfigError(
+            f"robot entry {index} needs a name of letters, digits, '_', '.', '-' (at most 100; it "
+            f"names its results folder), got {str(name)[:60]!r}"
+        )
     if name.lower() in RESERVED:
-        raise ConfigError(f"robot entry {index} is named {name!r}, which the fleet's own files use "
-                          f"({', '.join(sorted(RESERVED))}): rename it")
+        raise ConfigError(
+            f"robot entry {index} is named {name!r}, which the fleet's own files use "
+            f"({', '.join(sorted(RESERVED))}): rename it"
+        )
     unknown = sorted(set(entry) - ROBOT_KEYS)
     if unknown:
         raise ConfigError(f"unknown keys {unknown}; a robot takes {sorted(ROBOT_KEYS)}", robot=name)
@@ -73,11 +77,17 @@ def _robot(entry: Any, base: Path, shared: Path | None, index: int) -> RobotJob:
         raise ConfigError(f"control must be one of {CONTROLS}, got {control!r}", robot=name)
     tags = entry.get("tags") or {}
     if not isinstance(tags, dict) or not all(isinstance(v, (str, int, float, bool)) for v in tags.values()):
-        raise ConfigError("tags must be a mapping of names to plain values (e.g. {model: pendulum, site: lab})",
-                          robot=name)
-    return RobotJob(name, problem, _paths(entry.get("train") or [], base, "train", name),
-                    _paths(entry.get("validate") or [], base, "validate", name), control,
-                    {str(k): str(v) for k, v in tags.items()})
+        raise ConfigError(
+            "tags must be a mapping of names to plain values (e.g. {model: pendulum, site: lab})", robot=name
+        )
+    return RobotJob(
+        name,
+        problem,
+        _paths(entry.get("train") or [], base, "train", name),
+        _paths(entry.get("validate") or [], base, "validate", name),
+        control,
+        {str(k): str(v) for k, v in tags.items()},
+    )
 
 
 def load_manifest(path: str | Path) -> Manifest:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import stat
 import platform
 import socket
-from datetime import datetime, timezone
+import stat
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,6 @@ from ... import __version__
 from ..errors import ConfigError
 from ..files import model_path
 from ..identify import Problem
-
 
 MAX_HASHED_BYTES = 16 << 30
 """The data one robot's provenance hashes at most (16 GiB: days of joint states at 1 kHz)."""
@@ -41,8 +40,11 @@ def data_files(path: Path) -> list[Path]:
         return [path]
     if path.is_dir():
         try:
-            files = sorted(p for p in path.iterdir() if (p.name == "metadata.yaml" or p.suffix in BAG_FILES)
-                           and stat.S_ISREG(p.lstat().st_mode))
+            files = sorted(
+                p
+                for p in path.iterdir()
+                if (p.name == "metadata.yaml" or p.suffix in BAG_FILES) and stat.S_ISREG(p.lstat().st_mode)
+            )
         except OSError as exc:
             raise ConfigError(f"cannot list the bag: {exc.strerror or exc}", bag=str(path)) from None
         if not any(p.suffix in BAG_FILES for p in files):
@@ -55,8 +57,10 @@ def _hashes(paths: list[Path]) -> dict[str, str]:
     files = [f for p in paths for f in data_files(p)]
     total = sum(f.stat().st_size for f in files)
     if total > MAX_HASHED_BYTES:
-        raise ConfigError(f"the data files hold {total / (1 << 30):.3g} GiB, more than the "
-                          f"{MAX_HASHED_BYTES >> 30} GiB provenance hashes")
+        raise ConfigError(
+            f"the data files hold {total / (1 << 30):.3g} GiB, more than the "
+            f"{MAX_HASHED_BYTES >> 30} GiB provenance hashes"
+        )
     return {str(f): sha256_file(f) for f in files}
 
 
@@ -64,14 +68,22 @@ def input_hashes(problem: Problem, problem_file: Path) -> dict[str, dict[str, st
     """{problem|model|bags: {absolute path: sha256}} of every file the identification reads."""
     bags = _hashes([src.path for src in (*problem.training, *problem.validation)])
     model = model_path(problem.model)
-    return {"problem": {str(problem_file): sha256_file(problem_file)}, "model": {str(model): sha256_file(model)},
-            "bags": bags}
+    return {
+        "problem": {str(problem_file): sha256_file(problem_file)},
+        "model": {str(model): sha256_file(model)},
+        "bags": bags,
+    }
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def software() -> dict[str, Any]:
-    return {"sysid_ros": __version__, "mujoco": mujoco.__version__, "numpy": numpy.__version__,
-            "python": platform.python_version(), "host": socket.gethostname()}
+    return {
+        "sysid_ros": __version__,
+        "mujoco": mujoco.__version__,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+    }

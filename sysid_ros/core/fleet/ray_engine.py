@@ -12,7 +12,8 @@ import logging
 import os
 import socket
 from collections import deque
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from ..errors import ConfigError
 from .workers import Outcome, Warm, warm_up
@@ -21,8 +22,11 @@ STARTS = 3
 """Attempts to start Ray: its raylet must register within a fixed 30 s, which a loaded machine can miss."""
 
 
-LOCAL_CONFIG = {"enable_worker_prestart": False, "prestart_worker_first_driver": False,
-                "enable_metrics_collection": False}
+LOCAL_CONFIG = {
+    "enable_worker_prestart": False,
+    "prestart_worker_first_driver": False,
+    "enable_metrics_collection": False,
+}
 """A local instance of our own: no idle task workers started ahead (the fleet runs actors, which get workers
 of their own) and no metrics collection; on 2 cores they took 2.4 % of a core from the jobs while idle."""
 
@@ -59,8 +63,13 @@ def start_ray(workers: int | None = None, address: str | None = None) -> bool:
             if address:
                 ray.init(address=address, **quiet)
             else:
-                ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
-                         _system_config=LOCAL_CONFIG, **quiet)
+                ray.init(
+                    address="local",
+                    num_cpus=workers or os.cpu_count() or 1,
+                    include_dashboard=False,
+                    _system_config=LOCAL_CONFIG,
+                    **quiet,
+                )
             return True
         except Exception as exc:  # ConnectionError, a timeout, a version mismatch with the cluster, ...
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -81,8 +90,14 @@ def _check_reachable(address: str, timeout_s: float = 10.0) -> None:
         raise ConfigError(f"no Ray cluster answers at {address}: {exc.strerror or exc}") from exc
 
 
-def map_on_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int | None, address: str | None,
-               warm: Warm | None, started: Callable[[list], None]) -> Iterator[Outcome]:
+def map_on_ray(
+    fn: Callable[[Any], Any],
+    jobs: Sequence[Any],
+    workers: int | None,
+    address: str | None,
+    warm: Warm | None,
+    started: Callable[[list], None],
+) -> Iterator[Outcome]:
     """`map_jobs` on Ray: `workers` actors (at most, and by default, as many as the cluster has CPUs), each
     fed its next job as it finishes one."""
     import ray

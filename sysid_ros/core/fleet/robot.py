@@ -13,19 +13,17 @@ import os
 import resource
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
 from ..errors import ConfigError, SysidRosError
 from ..files import load_yaml
-from ..identify import identify, load_problem, write_results
+from ..identify import identify, load_problem, results_document, set_rollout_threads, with_data, write_results
 from ..identify.problem import model_cache
-from ..identify import with_data
-from ..identify import results_document
-from ..identify import set_rollout_threads
 from .manifest import RobotJob
 from .provenance import input_hashes, software, utc_now
 
@@ -40,8 +38,11 @@ def _plain_parameters(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if p.get("frozen"):
             continue
         value, half = p["value"], p["half_width_95"]
-        out[name] = {"value": value, "half_width_95": half if isinstance(half, list) or math.isfinite(half)
-                     else float("inf"), "identifiable": bool(p.get("identifiable", True))}
+        out[name] = {
+            "value": value,
+            "half_width_95": half if isinstance(half, list) or math.isfinite(half) else float("inf"),
+            "identifiable": bool(p.get("identifiable", True)),
+        }
     return out
 
 
@@ -58,9 +59,14 @@ def _resumed(final: Path, inputs: dict) -> dict[str, Any] | None:
         return None
     if not isinstance(prov, dict) or prov.get("inputs") != inputs or not isinstance(doc, dict):
         return None
-    return {"status": _status(prov.get("verdict", "ok")), "verdict": prov.get("verdict", "ok"),
-            "warnings": list(prov.get("warnings") or []), "parameters": _plain_parameters(doc),
-            "provenance": prov, "resumed": True}
+    return {
+        "status": _status(prov.get("verdict", "ok")),
+        "verdict": prov.get("verdict", "ok"),
+        "warnings": list(prov.get("warnings") or []),
+        "parameters": _plain_parameters(doc),
+        "provenance": prov,
+        "resumed": True,
+    }
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
@@ -72,8 +78,12 @@ def _replace_dir(tmp: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-WARM_MODULES = ("sysid_ros.core.identify.pipeline", "sysid_ros.core.identify.output.write", "plotly.graph_objects",
-                "plotly.offline")
+WARM_MODULES = (
+    "sysid_ros.core.identify.pipeline",
+    "sysid_ros.core.identify.output.write",
+    "plotly.graph_objects",
+    "plotly.offline",
+)
 """What a robot's job imports (mujoco.sysid, scipy, the report's plotly): ~2 s in a fresh process."""
 
 
@@ -87,13 +97,15 @@ def warm_worker(problem_files: Sequence[str | Path], cores: int) -> dict[str, An
     for module in WARM_MODULES:
         importlib.import_module(module)
     compiles = model_cache.stats["compiles"]
-    for path in list(dict.fromkeys(map(str, problem_files)))[:model_cache.MAXSIZE]:
+    for path in list(dict.fromkeys(map(str, problem_files)))[: model_cache.MAXSIZE]:
         try:
             model_cache.compiled_model(load_problem(path))
-        except Exception:  # noqa: BLE001 - the robot's own job reports it, with its reason
+        except Exception:
             pass
-    return {"models_compiled": model_cache.stats["compiles"] - compiles,
-            "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    return {
+        "models_compiled": model_cache.stats["compiles"] - compiles,
+        "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def robot_problem(job: RobotJob):
@@ -106,16 +118,21 @@ def robot_problem(job: RobotJob):
     return with_data(problem, job.training, job.validation, job.control)
 
 
-def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", force: bool = False
-                   ) -> dict[str, Any]:
+def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", force: bool = False) -> dict[str, Any]:
     """Identify one robot into `<out_dir>/<name>/`; a plain dict (status ok|suspect|failed, reason,
     verdict, warnings, parameters, provenance, resumed) that pickles across any engine. Results of other
     inputs already in that folder fail the robot unless `force` (they are replaced only when told)."""
     out = Path(out_dir)
     final = out / job.name
     started, t0, cpu0 = utc_now(), time.perf_counter(), time.process_time()
-    prov: dict[str, Any] = {"robot": job.name, "tags": dict(job.tags), "engine": engine, **software(),
-                            "pid": os.getpid(), "start": started}
+    prov: dict[str, Any] = {
+        "robot": job.name,
+        "tags": dict(job.tags),
+        "engine": engine,
+        **software(),
+        "pid": os.getpid(),
+        "start": started,
+    }
     tmp = out / f".{job.name}{PARTIAL}{os.getpid()}"
     try:
         problem = robot_problem(job)
@@ -135,19 +152,40 @@ def identify_robot(job: RobotJob, out_dir: str | Path, engine: str = "serial", f
         write_results(result, tmp)
         doc = results_document(result)
         verdict, warnings = doc.get("verdict", "ok"), list(doc.get("warnings") or [])
-        prov.update(verdict=verdict, warnings=warnings, end=utc_now(), seconds=time.perf_counter() - t0,
-                    cpu_seconds=time.process_time() - cpu0,  # this process, all its threads
-                    peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # this worker so far
+        prov.update(
+            verdict=verdict,
+            warnings=warnings,
+            end=utc_now(),
+            seconds=time.perf_counter() - t0,
+            cpu_seconds=time.process_time() - cpu0,  # this process, all its threads
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        )  # this worker so far
         (tmp / PROVENANCE).write_text(yaml.safe_dump(prov, sort_keys=False))
         _replace_dir(tmp, final)
-        return {"name": job.name, "status": _status(verdict), "reason": "", "verdict": verdict,
-                "warnings": warnings, "parameters": _plain_parameters(doc), "provenance": prov, "resumed": False,
-                "seconds": time.perf_counter() - t0}
+        return {
+            "name": job.name,
+            "status": _status(verdict),
+            "reason": "",
+            "verdict": verdict,
+            "warnings": warnings,
+            "parameters": _plain_parameters(doc),
+            "provenance": prov,
+            "resumed": False,
+            "seconds": time.perf_counter() - t0,
+        }
     except Exception as exc:  # this robot's fault, whatever it is, must not stop the fleet
         reason = str(exc) if isinstance(exc, SysidRosError) else f"{type(exc).__name__}: {exc}"
         prov.update(end=utc_now(), seconds=time.perf_counter() - t0)
-        return {"name": job.name, "status": "failed", "reason": reason.splitlines()[0] if reason else "failed",
-                "verdict": None, "warnings": [], "parameters": {}, "provenance": prov, "resumed": False,
-                "seconds": time.perf_counter() - t0}
+        return {
+            "name": job.name,
+            "status": "failed",
+            "reason": reason.splitlines()[0] if reason else "failed",
+            "verdict": None,
+            "warnings": [],
+            "parameters": {},
+            "provenance": prov,
+            "resumed": False,
+            "seconds": time.perf_counter() - t0,
+        }
     finally:  # also on an interrupt: no half-written results folder stays behind
         shutil.rmtree(tmp, ignore_errors=True)

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import yaml
 
 from ..errors import ConfigError, SysidRosError
-from ..files import model_path
-from ..files import load_yaml
-from ..files import folder_lock, refuse_inputs_inside, remove_stale, replace_file
+from ..files import folder_lock, load_yaml, model_path, refuse_inputs_inside, remove_stale, replace_file
 from ..identify import load_problem
 from .engines import Startup, check_engine, local_workers, map_jobs
 from .html import write_fleet_html
@@ -28,8 +27,10 @@ from .robot import identify_robot, warm_worker
 from .statistics import MIN_ROBOTS, Z_THRESHOLD, components, drift, fleet_statistics, parameter_table
 
 FLEET_YAML, FLEET_HTML = "fleet.yaml", "fleet.html"
-OUTLIER_RULE = (f"robust z = (x - fleet median) / max(1.4826 MAD, median standard error of the estimates); "
-                f"outlier when |z| > {Z_THRESHOLD} (with at least {MIN_ROBOTS} robots identified ok)")
+OUTLIER_RULE = (
+    f"robust z = (x - fleet median) / max(1.4826 MAD, median standard error of the estimates); "
+    f"outlier when |z| > {Z_THRESHOLD} (with at least {MIN_ROBOTS} robots identified ok)"
+)
 DRIFT_RULE = "drifted when the 95 % intervals of now and the baseline do not overlap: |now - before| > h_now + h_before"
 
 
@@ -52,8 +53,11 @@ def load_baseline(folder: str | Path) -> dict[str, Any]:
             except (TypeError, KeyError, ValueError):
                 parts = []
             if not parts or any(math.isnan(h) or not math.isfinite(v) for _, v, h in parts):
-                raise ConfigError(f"robot {robot!r} parameter {name!r}: value and half_width_95 must be finite "
-                                  f"numbers, got {str(p)[:80]}", baseline=str(path))
+                raise ConfigError(
+                    f"robot {robot!r} parameter {name!r}: value and half_width_95 must be finite "
+                    f"numbers, got {str(p)[:80]}",
+                    baseline=str(path),
+                )
     return doc
 
 
@@ -63,8 +67,13 @@ def _data_bytes(robot: RobotJob) -> int:
         paths = [*robot.training, *robot.validation]
         if not robot.training or not robot.validation:
             problem = load_problem(robot.problem)
-            paths += [s.path for s in (*(() if robot.training else problem.training),
-                                       *(() if robot.validation else problem.validation))]
+            paths += [
+                s.path
+                for s in (
+                    *(() if robot.training else problem.training),
+                    *(() if robot.validation else problem.validation),
+                )
+            ]
         return sum(f.stat().st_size for p in paths for f in data_files(p))
     except (SysidRosError, OSError):  # its job fails soon and says why
         return 0
@@ -79,12 +88,22 @@ def longest_first(robots: Sequence[RobotJob]) -> tuple[RobotJob, ...]:
 def _failure(name: str, exc: BaseException) -> dict[str, Any]:
     """A robot whose job escaped its worker (the worker process died, the engine lost it)."""
     reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return {"name": name, "status": "failed", "reason": reason, "verdict": None, "warnings": [], "parameters": {},
-            "provenance": {}, "resumed": False, "seconds": 0.0}
+    return {
+        "name": name,
+        "status": "failed",
+        "reason": reason,
+        "verdict": None,
+        "warnings": [],
+        "parameters": {},
+        "provenance": {},
+        "resumed": False,
+        "seconds": 0.0,
+    }
 
 
-def fleet_document(outcomes: dict[str, dict], meta: dict[str, Any], baseline: dict[str, Any] | None,
-                   baseline_dir: str | None) -> dict[str, Any]:
+def fleet_document(
+    outcomes: dict[str, dict], meta: dict[str, Any], baseline: dict[str, Any] | None, baseline_dir: str | None
+) -> dict[str, Any]:
     """The content of fleet.yaml."""
     stats = fleet_statistics(parameter_table(outcomes))
     moved = drift(outcomes, baseline) if baseline is not None else None
@@ -92,21 +111,35 @@ def fleet_document(outcomes: dict[str, dict], meta: dict[str, Any], baseline: di
     for name, o in outcomes.items():
         params = {}
         for pname, p in o["parameters"].items():
-            params[pname] = {**p, **({"z": stats[pname]["z"].get(name), "outlier": name in stats[pname]["outliers"]}
-                                     if pname in stats else {})}
-        robots[name] = {"status": o["status"], **({"reason": o["reason"]} if o["reason"] else {}),
-                        "verdict": o["verdict"], "warnings": o["warnings"], "resumed": o["resumed"],
-                        "results": name if o["status"] != "failed" else None, "seconds": round(o["seconds"], 3),
-                        "parameters": params,
-                        "outlier_in": sorted(k for k, s in stats.items() if name in s["outliers"]),
-                        **({"drifted": sorted((moved["drifted"].get(name) or {}))} if moved else {}),
-                        "provenance": o["provenance"]}
+            params[pname] = {
+                **p,
+                **(
+                    {"z": stats[pname]["z"].get(name), "outlier": name in stats[pname]["outliers"]}
+                    if pname in stats
+                    else {}
+                ),
+            }
+        robots[name] = {
+            "status": o["status"],
+            **({"reason": o["reason"]} if o["reason"] else {}),
+            "verdict": o["verdict"],
+            "warnings": o["warnings"],
+            "resumed": o["resumed"],
+            "results": name if o["status"] != "failed" else None,
+            "seconds": round(o["seconds"], 3),
+            "parameters": params,
+            "outlier_in": sorted(k for k, s in stats.items() if name in s["outliers"]),
+            **({"drifted": sorted(moved["drifted"].get(name) or {})} if moved else {}),
+            "provenance": o["provenance"],
+        }
     counts = {s: sum(o["status"] == s for o in outcomes.values()) for s in ("ok", "suspect", "failed")}
     counts["resumed"] = sum(bool(o["resumed"]) for o in outcomes.values())
-    return {"fleet": {**meta, "counts": counts, "outlier_rule": OUTLIER_RULE, "drift_rule": DRIFT_RULE},
-            "parameters": {k: {kk: vv for kk, vv in s.items() if kk != "z"} for k, s in stats.items()},
-            "robots": robots,
-            **({"drift": {"baseline": baseline_dir, **moved}} if moved is not None else {})}
+    return {
+        "fleet": {**meta, "counts": counts, "outlier_rule": OUTLIER_RULE, "drift_rule": DRIFT_RULE},
+        "parameters": {k: {kk: vv for kk, vv in s.items() if kk != "z"} for k, s in stats.items()},
+        "robots": robots,
+        **({"drift": {"baseline": baseline_dir, **moved}} if moved is not None else {}),
+    }
 
 
 def run_inputs(fleet: Manifest, baseline: str | Path | None = None) -> list[Path]:
@@ -123,9 +156,17 @@ def run_inputs(fleet: Manifest, baseline: str | Path | None = None) -> list[Path
     return found
 
 
-def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local", workers: int | None = None,
-              address: str | None = None, baseline: str | Path | None = None, force: bool = False,
-              progress: Callable[[dict], None] | None = None) -> dict[str, Any]:
+def run_fleet(
+    manifest: str | Path,
+    out_dir: str | Path,
+    *,
+    engine: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    baseline: str | Path | None = None,
+    force: bool = False,
+    progress: Callable[[dict], None] | None = None,
+) -> dict[str, Any]:
     """Identify every robot of the manifest into `out_dir/<robot>/`; write and return the fleet document.
     A robot whose folder holds results of other inputs fails unless `force`; of the same inputs, resumes.
     Refused before anything is written: an `out_dir` that holds (or lies inside) one of the run's inputs, or
@@ -148,9 +189,17 @@ def run_fleet(manifest: str | Path, out_dir: str | Path, *, engine: str = "local
         raise
 
 
-def _run(fleet: Manifest, out: Path, engine: str, workers: int | None, address: str | None,
-         before: dict[str, Any] | None, baseline: str | Path | None, force: bool,
-         progress: Callable[[dict], None] | None) -> dict[str, Any]:
+def _run(
+    fleet: Manifest,
+    out: Path,
+    engine: str,
+    workers: int | None,
+    address: str | None,
+    before: dict[str, Any] | None,
+    baseline: str | Path | None,
+    force: bool,
+    progress: Callable[[dict], None] | None,
+) -> dict[str, Any]:
     start, t0 = utc_now(), time.perf_counter()
     outcomes: dict[str, dict] = {}
     job = partial(identify_robot, out_dir=str(out), engine=engine, force=force)
@@ -158,8 +207,9 @@ def _run(fleet: Manifest, out: Path, engine: str, workers: int | None, address: 
     robots = longest_first(fleet.robots)
     startup: list[Startup] = []
     last = None  # when the last robot's outcome arrived: the engine's shutdown after it is not the jobs' time
-    for k, result, exc in map_jobs(job, robots, engine=engine, workers=workers, address=address, warm=warm,
-                                   on_start=startup.append):
+    for k, result, exc in map_jobs(
+        job, robots, engine=engine, workers=workers, address=address, warm=warm, on_start=startup.append
+    ):
         last = time.perf_counter()
         outcome = result if exc is None else _failure(robots[k].name, exc)
         outcomes[robots[k].name] = outcome
@@ -170,14 +220,24 @@ def _run(fleet: Manifest, out: Path, engine: str, workers: int | None, address: 
     jobs_done = done if last is None else last
     ready = startup[0].seconds if startup else 0.0
     capped = local_workers(workers)[1] if engine == "local" else ""
-    meta = {"manifest": str(fleet.path), "out": str(out), "engine": engine, "workers": workers,
-            **({"workers_capped": capped} if capped else {}),
-            "address": address, "start": start, "end": utc_now(), "seconds": round(done - t0, 3),
-            "software": software(),
-            "startup": {"seconds": round(startup[0].seconds, 3) if startup else None,
-                        "workers": [dict(w) for w in startup[0].workers] if startup else []},
-            "jobs_seconds": round(max(jobs_done - t0 - ready, 0.0), 3),
-            "shutdown_seconds": round(done - jobs_done, 3)}
+    meta = {
+        "manifest": str(fleet.path),
+        "out": str(out),
+        "engine": engine,
+        "workers": workers,
+        **({"workers_capped": capped} if capped else {}),
+        "address": address,
+        "start": start,
+        "end": utc_now(),
+        "seconds": round(done - t0, 3),
+        "software": software(),
+        "startup": {
+            "seconds": round(startup[0].seconds, 3) if startup else None,
+            "workers": [dict(w) for w in startup[0].workers] if startup else [],
+        },
+        "jobs_seconds": round(max(jobs_done - t0 - ready, 0.0), 3),
+        "shutdown_seconds": round(done - jobs_done, 3),
+    }
     doc = fleet_document(outcomes, meta, before, None if baseline is None else str(Path(baseline).resolve()))
     replace_file(out / FLEET_YAML, yaml.safe_dump(doc, sort_keys=False).encode())
     write_fleet_html(doc, out / FLEET_HTML)

@@ -15,7 +15,8 @@ a finite interval (not identifiable) are not judged.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -46,8 +47,9 @@ def parameter_table(outcomes: dict[str, dict]) -> dict[str, dict[str, tuple[floa
     return table
 
 
-def fleet_statistics(table: dict[str, dict[str, tuple[float, float]]], threshold: float = Z_THRESHOLD
-                     ) -> dict[str, dict[str, Any]]:
+def fleet_statistics(
+    table: dict[str, dict[str, tuple[float, float]]], threshold: float = Z_THRESHOLD
+) -> dict[str, dict[str, Any]]:
     """parameter -> {robots, median, spread (1.4826 MAD), scale, z per robot, outliers}."""
     stats = {}
     for name, per_robot in table.items():
@@ -61,8 +63,14 @@ def fleet_statistics(table: dict[str, dict[str, tuple[float, float]]], threshold
         scale = max(spread, floor)
         z = {r: (float(v - median) / scale if scale > 0 else 0.0) for r, v in zip(robots, values)}
         flagged = sorted(r for r in robots if len(robots) >= MIN_ROBOTS and abs(z[r]) > threshold)
-        stats[name] = {"robots": len(robots), "median": median, "spread": spread, "scale": scale,
-                       "z": z, "outliers": flagged}
+        stats[name] = {
+            "robots": len(robots),
+            "median": median,
+            "spread": spread,
+            "scale": scale,
+            "z": z,
+            "outliers": flagged,
+        }
     return stats
 
 
@@ -80,8 +88,11 @@ def drift(outcomes: dict[str, dict], baseline: dict[str, Any]) -> dict[str, Any]
             not_compared[robot] = "no ok result in the baseline"
             continue
         compared.append(robot)
-        old = {k: (v, h) for name, p in (before.get("parameters") or {}).items()
-               for k, v, h in components(name, p["value"], p["half_width_95"])}
+        old = {
+            k: (v, h)
+            for name, p in (before.get("parameters") or {}).items()
+            for k, v, h in components(name, p["value"], p["half_width_95"])
+        }
         for name, p in outcome["parameters"].items():
             for key, v, h in components(name, p["value"], p["half_width_95"]):
                 if key not in old:
@@ -91,6 +102,11 @@ def drift(outcomes: dict[str, dict], baseline: dict[str, Any]) -> dict[str, Any]
                     continue
                 moved = v - v0
                 if abs(moved) > h + h0:
-                    drifted.setdefault(robot, {})[key] = {"before": v0, "now": v, "moved": moved,
-                                                          "allowed": h + h0, "relative": moved / v0 if v0 else None}
+                    drifted.setdefault(robot, {})[key] = {
+                        "before": v0,
+                        "now": v,
+                        "moved": moved,
+                        "allowed": h + h0,
+                        "relative": moved / v0 if v0 else None,
+                    }
     return {"drifted": drifted, "compared": compared, "not_compared": not_compared}

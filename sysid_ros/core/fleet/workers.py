@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from threadpoolctl import threadpool_limits
 
@@ -29,5 +30,10 @@ def warm_up(warm: Warm | None, cores: int) -> dict[str, Any]:
         facts = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
     if cores < (os.cpu_count() or 1):
         threadpool_limits(limits=cores)  # the libraries loaded by now (warm's imports); for this process's life
-    return {"pid": os.getpid(), "host": socket.gethostname(), "cores": cores,
-            "cpu_seconds": round(time.process_time(), 3), **facts}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "cores": cores,
+        "cpu_seconds": round(time.process_time(), 3),
+        **facts,
+    }

@@ -15,14 +15,23 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..files import applies_to, parameter_blocks, parameter_sections
+from ..files import (
+    applies_to,
+    check_yaml_text,
+    create_new,
+    load_yaml,
+    parameter_blocks,
+    parameter_sections,
+    read_bytes,
+    replace_file,
+    resolve_target,
+)
 from .controller_styles import ControllerStyle, integral_switches, split_name, switched_on, to_controller
-from ..files import check_yaml_text, load_yaml, read_bytes
-from ..files import create_new, replace_file, resolve_target
 
 
-def with_switches(parameters: Mapping[str, Any], style: ControllerStyle,
-                  found: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def with_switches(
+    parameters: Mapping[str, Any], style: ControllerStyle, found: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """`parameters` plus the anti-windup switch turned on for joints given integral action while it is off
     in `found` (our names; a switch missing from `found` counts as off, the upstream default)."""
     names = [n for n in integral_switches(style, parameters) if n not in parameters]
@@ -59,14 +68,19 @@ def _round_trip():
 
 def _section(document: Any, controller: str, path: Path) -> tuple[Any, Any]:
     """(parent, key) of the one `controller: ros__parameters:` mapping (its parent holds it under `key`)."""
-    sections = [(name, parent, key) for name, parent, key in parameter_sections(document) if applies_to(name, controller)
-                and isinstance(parent[key]["ros__parameters"], Mapping)]
+    sections = [
+        (name, parent, key)
+        for name, parent, key in parameter_sections(document)
+        if applies_to(name, controller) and isinstance(parent[key]["ros__parameters"], Mapping)
+    ]
     if len(sections) == 1:
         return sections[0][1:]
     if sections:
         names = ", ".join(name for name, _, _ in sections)
         raise ConfigError(f"{len(sections)} blocks apply to {controller} ({names}): keep one", file=str(path))
-    others = [name for name, _ in parameter_blocks(document) if name.rsplit("/", 1)[-1] == controller.rsplit("/", 1)[-1]]
+    others = [
+        name for name, _ in parameter_blocks(document) if name.rsplit("/", 1)[-1] == controller.rsplit("/", 1)[-1]
+    ]
     hint = f" (found {', '.join(others)}: pass the controller's full name)" if others else ""
     raise ConfigError(f"no `{controller}: ros__parameters:` section to update{hint}", file=str(path))
 
@@ -133,8 +147,11 @@ def check_target(path: str | Path, controller: str) -> None:
     """Raise ConfigError unless `path` is a readable controllers file with a `controller` block (the fast
     loader: the round trip is `persist`'s, once)."""
     document = load_yaml(path, "controllers file", MAX_CONTROLLERS_BYTES)
-    blocks = [name for name, block in parameter_blocks(document) if applies_to(name, controller)
-              and isinstance(block, Mapping)]
+    blocks = [
+        name
+        for name, block in parameter_blocks(document)
+        if applies_to(name, controller) and isinstance(block, Mapping)
+    ]
     if len(blocks) != 1:
         _section(document, controller, Path(path))  # its error says what is wrong
 

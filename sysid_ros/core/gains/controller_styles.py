@@ -46,7 +46,7 @@ class ControllerStyle:
     """One naming: the per-joint parameters a controller of this kind declares and how ours map to them."""
 
     name: str
-    declares: tuple[str, ...]                     # per joint, under gains.<joint>.
+    declares: tuple[str, ...]  # per joint, under gains.<joint>.
     renames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # our gain -> theirs ("-x": negated)
     switch: IntegralSwitch | None = None
 
@@ -55,19 +55,41 @@ class ControllerStyle:
 
 
 ANTIWINDUP = IntegralSwitch("antiwindup", (False,), True, (False, True))
-STRATEGY = IntegralSwitch("antiwindup_strategy", ("none",), "conditional_integration",
-                          ("none", "conditional_integration", "back_calculation"))
-TOOLBOX5 = ("p", "i", "d", "u_clamp_max", "u_clamp_min", "i_clamp_max", "i_clamp_min", "antiwindup_strategy",
-            "tracking_time_constant", "error_deadband")
+STRATEGY = IntegralSwitch(
+    "antiwindup_strategy", ("none",), "conditional_integration", ("none", "conditional_integration", "back_calculation")
+)
+TOOLBOX5 = (
+    "p",
+    "i",
+    "d",
+    "u_clamp_max",
+    "u_clamp_min",
+    "i_clamp_max",
+    "i_clamp_min",
+    "antiwindup_strategy",
+    "tracking_time_constant",
+    "error_deadband",
+)
 
-STYLES: dict[str, ControllerStyle] = {s.name: s for s in (
-    ControllerStyle("jtc", ("p", "i", "d", "i_clamp", "ff_velocity_scale")),
-    ControllerStyle("pid_controller", ("p", "i", "d", "antiwindup", "i_clamp_max", "i_clamp_min", "feedforward_gain"),
-                    {"i_clamp": PAIR, "ff_velocity_scale": ("feedforward_gain",)}, ANTIWINDUP),
-    ControllerStyle("jtc_toolbox5", TOOLBOX5 + ("ff_velocity_scale",), {"i_clamp": PAIR}, STRATEGY),
-    ControllerStyle("pid_controller_toolbox5", TOOLBOX5 + ("feedforward_gain", "save_i_term"),
-                    {"i_clamp": PAIR, "ff_velocity_scale": ("feedforward_gain",)}, STRATEGY),
-)}
+STYLES: dict[str, ControllerStyle] = {
+    s.name: s
+    for s in (
+        ControllerStyle("jtc", ("p", "i", "d", "i_clamp", "ff_velocity_scale")),
+        ControllerStyle(
+            "pid_controller",
+            ("p", "i", "d", "antiwindup", "i_clamp_max", "i_clamp_min", "feedforward_gain"),
+            {"i_clamp": PAIR, "ff_velocity_scale": ("feedforward_gain",)},
+            ANTIWINDUP,
+        ),
+        ControllerStyle("jtc_toolbox5", TOOLBOX5 + ("ff_velocity_scale",), {"i_clamp": PAIR}, STRATEGY),
+        ControllerStyle(
+            "pid_controller_toolbox5",
+            TOOLBOX5 + ("feedforward_gain", "save_i_term"),
+            {"i_clamp": PAIR, "ff_velocity_scale": ("feedforward_gain",)},
+            STRATEGY,
+        ),
+    )
+}
 ALIASES = {"gains": "jtc"}  # the name sysid_ros used before it knew the other styles
 SWITCHES = {s.name: s for s in (ANTIWINDUP, STRATEGY)}
 # The parameter types the definitions give (everything else in `declares` is a double).
@@ -85,7 +107,7 @@ def split_name(name: str) -> tuple[str, str] | None:
     """(joint, field) of any `gains.<joint>.<field>` parameter, else None."""
     if not name.startswith("gains."):
         return None
-    joint, _, leaf = name[len("gains."):].rpartition(".")
+    joint, _, leaf = name[len("gains.") :].rpartition(".")
     return (joint, leaf) if joint and leaf else None
 
 
@@ -104,12 +126,17 @@ def detect_style(types: Mapping[str, str]) -> ControllerStyle:
             joints.setdefault(split[0], {})[split[1]] = kind
     if not joints:
         raise GainsError(f"the controller has no gains.<joint>.* parameters (found {_shown(sorted(types))})")
-    fits = [s for s in STYLES.values()
-            if all(all(declared.get(f) == TYPES.get(f, "double") for f in s.declares) for declared in joints.values())]
+    fits = [
+        s
+        for s in STYLES.values()
+        if all(all(declared.get(f) == TYPES.get(f, "double") for f in s.declares) for declared in joints.values())
+    ]
     if not fits:
         found = {j: sorted(fs) for j, fs in joints.items()}
-        raise GainsError(f"unknown controller layout: gains.<joint>.* declares {found}, which is none of the known "
-                         f"styles {sorted(STYLES)}; set controller_style if it is one of them")
+        raise GainsError(
+            f"unknown controller layout: gains.<joint>.* declares {found}, which is none of the known "
+            f"styles {sorted(STYLES)}; set controller_style if it is one of them"
+        )
     return max(fits, key=lambda s: len(s.declares))
 
 
@@ -125,8 +152,11 @@ def is_switch(name: str) -> bool:
 def switch_refusal(name: str, value: Any) -> str | None:
     """Why `value` may not be set as the anti-windup switch `name`, or None when it may."""
     allowed = SWITCHES[split_name(name)[1]].allowed
-    return None if any(value == a and type(value) is type(a) for a in allowed) else (
-        f"{name} must be one of {list(allowed)}, got {value!r}")
+    return (
+        None
+        if any(value == a and type(value) is type(a) for a in allowed)
+        else (f"{name} must be one of {list(allowed)}, got {value!r}")
+    )
 
 
 def to_controller(values: Mapping[str, Any], style: ControllerStyle) -> dict[str, Any]:
@@ -136,8 +166,7 @@ def to_controller(values: Mapping[str, Any], style: ControllerStyle) -> dict[str
         joint, gain = split_name(name) or (None, None)
         for target in style.theirs(gain) if joint else (name,):
             sign = -1.0 if target.startswith("-") else 1.0
-            out[parameter_name(joint, target.lstrip("-")) if joint else name] = (
-                sign * value if sign < 0 else value)
+            out[parameter_name(joint, target.lstrip("-")) if joint else name] = sign * value if sign < 0 else value
     return out
 
 

@@ -39,12 +39,16 @@ class GainChange:
         if self.state not in STATES:
             raise ConfigError(f"unknown journal state {self.state!r}")
         if set(self.previous) != set(self.new):
-            raise GainsError(f"a change must name the same parameters before and after: "
-                             f"{sorted(set(self.previous) ^ set(self.new))}", controller=self.controller)
+            raise GainsError(
+                f"a change must name the same parameters before and after: "
+                f"{sorted(set(self.previous) ^ set(self.new))}",
+                controller=self.controller,
+            )
         for name, value in {**self.previous, **self.new}.items():
             if not isinstance(value, (bool, str)) and not (isinstance(value, (int, float)) and not math.isnan(value)):
-                raise GainsError(f"{name} is not a number (or a switch's bool or string): {value!r}",
-                                 controller=self.controller)
+                raise GainsError(
+                    f"{name} is not a number (or a switch's bool or string): {value!r}", controller=self.controller
+                )
 
 
 class GainsJournal:
@@ -56,9 +60,17 @@ class GainsJournal:
 
     def record(self, change: GainChange) -> GainChange:
         """Append one state of a change and sync it to disk before returning."""
-        line = json.dumps({"change_id": change.change_id, "controller": change.controller, "state": change.state,
-                           "previous": change.previous, "new": change.new, "reason": change.reason,
-                           "time_s": change.time_s})  # NaN refused above; inf as Infinity
+        line = json.dumps(
+            {
+                "change_id": change.change_id,
+                "controller": change.controller,
+                "state": change.state,
+                "previous": change.previous,
+                "new": change.new,
+                "reason": change.reason,
+                "time_s": change.time_s,
+            }
+        )  # NaN refused above; inf as Infinity
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, (line + "\n").encode())
@@ -69,8 +81,9 @@ class GainsJournal:
 
     def advance(self, change: GainChange, state: str, reason: str = "") -> GainChange:
         """Record `change` in a new state."""
-        return self.record(GainChange(change.change_id, change.controller, change.previous, change.new, state,
-                                      reason or change.reason))
+        return self.record(
+            GainChange(change.change_id, change.controller, change.previous, change.new, state, reason or change.reason)
+        )
 
     def changes(self) -> dict[str, GainChange]:
         """The latest state of every change, in the order they began; a torn last line (a crash) is skipped."""

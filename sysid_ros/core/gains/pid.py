@@ -23,7 +23,7 @@ class PidGains:
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
 
-    def replace(self, **changes: float) -> "PidGains":
+    def replace(self, **changes: float) -> PidGains:
         return PidGains(**{**self.as_dict(), **changes})
 
 
@@ -75,5 +75,5 @@ def split_parameter_name(name: str) -> tuple[str, str] | None:
     """(joint, gain) for a `gains.<joint>.<gain>` parameter name, else None."""
     if not name.startswith("gains."):
         return None
-    joint, _, gain = name[len("gains."):].rpartition(".")
+    joint, _, gain = name[len("gains.") :].rpartition(".")
     return (joint, gain) if joint and gain in GAIN_FIELDS else None

@@ -18,12 +18,12 @@ import time
 
 from threadpoolctl import threadpool_limits
 
-from .stages.load import load_run
-from .stages.intervals import estimate_spread
-from .stages.optimize import fit_parameters
-from .stages.summarize import carried_parameters, parameter_results
 from .problem.file import Problem
 from .results import IdentificationResult, ParameterResult, Progress, RunLog, verdict
+from .stages.intervals import estimate_spread
+from .stages.load import load_run
+from .stages.optimize import fit_parameters
+from .stages.summarize import carried_parameters, parameter_results
 from .stages.validation import validate
 from .stages.warm_start import start_values
 
@@ -56,9 +56,23 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
     log.timings["total_s"] = time.perf_counter() - t_start
     log.report("done", 1.0, f"identified {len(results)} parameters in {log.timings['total_s']:.2f} s")
     return IdentificationResult(
-        problem=run.problem, parameters=tuple(results), metrics=checked.metrics, identified_spec=checked.identified,
-        initial_params=start.params, opt_params=fit.opt_params, opt_result=fit.opt_result,
-        residual_fn=fit.residual_fn, model_sequences=fit.ms, covariance=spread.cov, traces=tuple(checked.traces),
-        objective=objective, notes=tuple(log.notes), timings_s=log.timings, verdict=verdict(log.warnings),
-        warnings=tuple(log.warnings), friction=checked.friction, torque_space=checked.torque_space,
-        window_fit_parameters=tuple(window_fit))
+        problem=run.problem,
+        parameters=tuple(results),
+        metrics=checked.metrics,
+        identified_spec=checked.identified,
+        initial_params=start.params,
+        opt_params=fit.opt_params,
+        opt_result=fit.opt_result,
+        residual_fn=fit.residual_fn,
+        model_sequences=fit.ms,
+        covariance=spread.cov,
+        traces=tuple(checked.traces),
+        objective=objective,
+        notes=tuple(log.notes),
+        timings_s=log.timings,
+        verdict=verdict(log.warnings),
+        warnings=tuple(log.warnings),
+        friction=checked.friction,
+        torque_space=checked.torque_space,
+        window_fit_parameters=tuple(window_fit),
+    )

@@ -5,8 +5,9 @@ and `results_document`, the content of `identified.yaml` (the report, the node a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -91,17 +92,26 @@ class IdentificationResult:
 
 def parameters_document(parameters: Sequence[ParameterResult]) -> dict[str, Any]:
     """Each parameter's entry in `identified.yaml`, by name."""
+
     def scalar(v: tuple[float, ...]) -> float | list[float]:
         return v[0] if len(v) == 1 else list(v)
 
-    return {p.name: {"kind": p.kind, "target": p.target, "value": scalar(p.value),
-                     "half_width_95": scalar(tuple(x if math.isfinite(x) else float("inf") for x in p.half_width_95)),
-                     "start": scalar(p.start), "min": scalar(p.min_value), "max": scalar(p.max_value),
-                     "frozen": p.frozen, "identifiable": p.identifiable,
-                     **({"warm_start": scalar(p.warm_start)} if p.warm_start else {}),
-                     **({"coordinates": {key: list(v) for key, v in p.coordinates.items()}}
-                        if p.coordinates else {})}
-            for p in parameters}
+    return {
+        p.name: {
+            "kind": p.kind,
+            "target": p.target,
+            "value": scalar(p.value),
+            "half_width_95": scalar(tuple(x if math.isfinite(x) else float("inf") for x in p.half_width_95)),
+            "start": scalar(p.start),
+            "min": scalar(p.min_value),
+            "max": scalar(p.max_value),
+            "frozen": p.frozen,
+            "identifiable": p.identifiable,
+            **({"warm_start": scalar(p.warm_start)} if p.warm_start else {}),
+            **({"coordinates": {key: list(v) for key, v in p.coordinates.items()}} if p.coordinates else {}),
+        }
+        for p in parameters
+    }
 
 
 def results_document(result: IdentificationResult) -> dict[str, Any]:
@@ -112,8 +122,11 @@ def results_document(result: IdentificationResult) -> dict[str, Any]:
         "warnings": list(result.warnings),
         "model": result.problem.model,
         "parameters": parameters_document(result.parameters),
-        **({"window_fit_parameters": parameters_document(result.window_fit_parameters)}
-           if result.window_fit_parameters else {}),
+        **(
+            {"window_fit_parameters": parameters_document(result.window_fit_parameters)}
+            if result.window_fit_parameters
+            else {}
+        ),
         "metrics": result.metrics,
         **({"friction": result.friction} if result.friction else {}),
         **({"torque_space": result.torque_space} if result.torque_space else {}),

@@ -27,8 +27,15 @@ from scipy.optimize import minimize_scalar
 
 from ..errors import DataError
 from ..signals import Derivatives, smooth_like_acceleration
-from .arm_regressor import (JOINT_TERMS, ArmFit, ArmRegressor, BaseParameters, fit_arm, structural_base_parameters,
-    with_coulomb)
+from .arm_regressor import (
+    JOINT_TERMS,
+    ArmFit,
+    ArmRegressor,
+    BaseParameters,
+    fit_arm,
+    structural_base_parameters,
+    with_coulomb,
+)
 from .regression import BootstrapSettings, FitThresholds, RowSelection, weigh_joints
 
 VELOCITY_SCALE_BOUNDS_RAD_S = (0.002, 1.0)
@@ -64,8 +71,9 @@ class ArmFrictionFit:
     search_evaluations: int
     filtered_friction: bool  # the Coulomb column is K[tanh(v / v_s)] of a given velocity
 
-    def predicted_torque(self, deriv: Derivatives, friction_velocity: np.ndarray | None = None,
-                         regressor: np.ndarray | None = None) -> np.ndarray:
+    def predicted_torque(
+        self, deriv: Derivatives, friction_velocity: np.ndarray | None = None, regressor: np.ndarray | None = None
+    ) -> np.ndarray:
         """Torque (N, nv) on a record's derivatives (NaN where they are not valid); give the record's
         `friction_velocity` when the fit had one, and its `regressor` W on the valid rows when computed
         already (any Coulomb band: the fit's replaces it)."""
@@ -92,12 +100,19 @@ def concatenate(parts: Sequence[tuple[Derivatives, np.ndarray]]) -> tuple[Deriva
     first = parts[0][0]
     if len(parts) == 1:
         return parts[0]
-    noise = np.nanmean([np.broadcast_to(np.asarray(d.position_noise_rad, dtype=float), first.q.shape[1:])
-                        for d, _ in parts], axis=0)
+    noise = np.nanmean(
+        [np.broadcast_to(np.asarray(d.position_noise_rad, dtype=float), first.q.shape[1:]) for d, _ in parts], axis=0
+    )
     raw = None if any(d.position_raw is None for d, _ in parts) else np.concatenate([d.position_raw for d, _ in parts])
-    joined = replace(first, q=np.concatenate([d.q for d, _ in parts]), qd=np.concatenate([d.qd for d, _ in parts]),
-                     qdd=np.concatenate([d.qdd for d, _ in parts]),
-                     valid=np.concatenate([d.valid for d, _ in parts]), position_noise_rad=noise, position_raw=raw)
+    joined = replace(
+        first,
+        q=np.concatenate([d.q for d, _ in parts]),
+        qd=np.concatenate([d.qd for d, _ in parts]),
+        qdd=np.concatenate([d.qdd for d, _ in parts]),
+        valid=np.concatenate([d.valid for d, _ in parts]),
+        position_noise_rad=noise,
+        position_raw=raw,
+    )
     return joined, np.concatenate([t for _, t in parts])
 
 
@@ -108,9 +123,18 @@ def _solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return np.linalg.lstsq(gram, rhs, rcond=None)[0]
 
 
-def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, tau: np.ndarray,
-                   start: np.ndarray, bounds: tuple[float, float], sweeps: int, velocity: np.ndarray | None,
-                   weights: np.ndarray, w_all: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+def _search_scales(
+    arm: ArmRegressor,
+    base: BaseParameters,
+    deriv: Derivatives,
+    tau: np.ndarray,
+    start: np.ndarray,
+    bounds: tuple[float, float],
+    sweeps: int,
+    velocity: np.ndarray | None,
+    weights: np.ndarray,
+    w_all: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Per joint v_s minimising the training residual (joint j's equations weighted by weights[j]), by
     coordinate-wise 1-D searches; returns v_s, each joint's unweighted residual RMS there, the trials."""
     ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
@@ -122,8 +146,9 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
     qd = deriv.qd[ok]
     w = w_all[ok[deriv.valid.all(axis=1)]]  # the base regressor (n, nv, r) on these rows (a copy)
     # every joint's Coulomb column at `start` (w_all's are at the first pass's v_s, not this pass's start)
-    w, y = weigh_joints(weights, with_coulomb(arm, base, w, np.tanh(qd / start) if smoothed is None else smoothed[ok]),
-                        tau[ok])
+    w, y = weigh_joints(
+        weights, with_coulomb(arm, base, w, np.tanh(qd / start) if smoothed is None else smoothed[ok]), tau[ok]
+    )
 
     def column(j: int, v: float | np.ndarray) -> np.ndarray:
         """Joint j's weighted Coulomb column at v_s = v, (n,), or one column per v_s of an array, (n, len(v))."""
@@ -131,12 +156,13 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
         if velocity is None:
             return weights[j] * np.tanh(np.multiply.outer(qd[:, j], 1.0 / v))
         return weights[j] * smooth_like_acceleration(deriv, np.tanh(np.multiply.outer(velocity[:, j], 1.0 / v)))[ok]
+
     scale = np.linalg.norm(w.reshape(-1, base.rank), axis=0)
     scale[scale == 0] = 1.0
     w = w / scale
     gram = np.einsum("nja,njb->ab", w, w)
     rhs = np.einsum("nja,nj->a", w, y)
-    yy = float(np.sum(y ** 2))
+    yy = float(np.sum(y**2))
     position = {int(i): k for k, i in enumerate(base.independent)}
     scales = np.array(start, dtype=float)
     evaluations = 0
@@ -181,8 +207,12 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
             grid = np.linspace(*np.log(bounds), GRID_POINTS)  # the profile can have several minima: bracket first
             k = int(np.argmin(grid_rss(j, c, np.exp(grid))))
             evaluations += len(grid)
-            best = minimize_scalar(rss, bounds=(grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]),
-                                   method="bounded", options={"xatol": 0.01})
+            best = minimize_scalar(
+                rss,
+                bounds=(grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]),
+                method="bounded",
+                options={"xatol": 0.01},
+            )
             scales[j] = float(np.exp(best.x))
             gram, rhs, col = swapped(j, c, scales[j])
             w[:, j, c] = col
@@ -191,11 +221,18 @@ def _search_scales(arm: ArmRegressor, base: BaseParameters, deriv: Derivatives, 
     return scales, rms, evaluations
 
 
-def fit_arm_friction(model: mujoco.MjModel, deriv: Derivatives, tau: np.ndarray, *,
-                     bounds: tuple[float, float] = VELOCITY_SCALE_BOUNDS_RAD_S, start_rad_s: float = 0.05,
-                     sweeps: int = 2, bootstrap: BootstrapSettings = BootstrapSettings(),
-                     limits: FitThresholds = FitThresholds(), friction_velocity: np.ndarray | None = None
-                     ) -> ArmFrictionFit:
+def fit_arm_friction(
+    model: mujoco.MjModel,
+    deriv: Derivatives,
+    tau: np.ndarray,
+    *,
+    bounds: tuple[float, float] = VELOCITY_SCALE_BOUNDS_RAD_S,
+    start_rad_s: float = 0.05,
+    sweeps: int = 2,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+    limits: FitThresholds = FitThresholds(),
+    friction_velocity: np.ndarray | None = None,
+) -> ArmFrictionFit:
     """Rigid-body base parameters plus per joint offset, viscous, smooth Coulomb (v_s searched) and armature;
     with `friction_velocity` (N, nv), the measured velocity, the Coulomb term is filtered like the torque."""
     torque = np.asarray(tau, dtype=float)
@@ -212,14 +249,24 @@ def fit_arm_friction(model: mujoco.MjModel, deriv: Derivatives, tau: np.ndarray,
     valid = deriv.valid.all(axis=1)
     w_valid = arm.compute(deriv.q[valid], deriv.qd[valid], deriv.qdd[valid])
     w_all = base.reduce(w_valid)
-    scales, rms, evaluations = _search_scales(arm, base, deriv, torque, np.full(arm.nv, start_rad_s), bounds, sweeps,
-                                              velocity, np.ones(arm.nv), w_all)
+    scales, rms, evaluations = _search_scales(
+        arm, base, deriv, torque, np.full(arm.nv, start_rad_s), bounds, sweeps, velocity, np.ones(arm.nv), w_all
+    )
     weights = 1.0 / np.maximum(rms, 1e-9 * rms.max(initial=1.0))
     scales, rms, more = _search_scales(arm, base, deriv, torque, scales, bounds, 1, velocity, weights, w_all)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=scales)
-    fit = fit_arm(arm, deriv, torque, base, selection=RowSelection(moving_speed_rad_s=0.0, slow_speed_rad_s=0.0),
-                  bootstrap=bootstrap, limits=limits, joint_weights=weights, regressor=w_valid,
-                  coulomb=None if velocity is None else coulomb_columns(deriv, velocity, scales))
+    fit = fit_arm(
+        arm,
+        deriv,
+        torque,
+        base,
+        selection=RowSelection(moving_speed_rad_s=0.0, slow_speed_rad_s=0.0),
+        bootstrap=bootstrap,
+        limits=limits,
+        joint_weights=weights,
+        regressor=w_valid,
+        coulomb=None if velocity is None else coulomb_columns(deriv, velocity, scales),
+    )
     evaluations += more
     position = {int(i): k for k, i in enumerate(base.independent)}
     alone = np.abs(base.beta).max(axis=1, initial=0.0) == 0 if base.rank else np.zeros(0, dtype=bool)

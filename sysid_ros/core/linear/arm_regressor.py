@@ -20,10 +20,19 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import DataError, ModelError
-from ..sim import effort_offsets
 from ..signals import Derivatives, same_filter
-from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance,
-    excitation, fit_linear, select_rows, weigh_joints)
+from ..sim import effort_offsets
+from .regression import (
+    BootstrapSettings,
+    FitThresholds,
+    LinearFit,
+    RowSelection,
+    column_noise_covariance,
+    excitation,
+    fit_linear,
+    select_rows,
+    weigh_joints,
+)
 
 INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 JOINT_TERMS = ("viscous", "coulomb", "armature", "offset")
@@ -32,16 +41,24 @@ JOINT_TERMS = ("viscous", "coulomb", "armature", "offset")
 def _skew(v: np.ndarray) -> np.ndarray:
     """Cross-product matrices of (..., 3) vectors: skew(v) @ x == cross(v, x)."""
     z = np.zeros(v.shape[:-1])
-    return np.stack([np.stack([z, -v[..., 2], v[..., 1]], -1), np.stack([v[..., 2], z, -v[..., 0]], -1),
-                     np.stack([-v[..., 1], v[..., 0], z], -1)], -2)
+    return np.stack(
+        [
+            np.stack([z, -v[..., 2], v[..., 1]], -1),
+            np.stack([v[..., 2], z, -v[..., 0]], -1),
+            np.stack([-v[..., 1], v[..., 0], z], -1),
+        ],
+        -2,
+    )
 
 
 def _inertia_map(x: np.ndarray) -> np.ndarray:
     """L(x) with I @ x == L(x) @ (Ixx, Ixy, Iyy, Ixz, Iyz, Izz), for (..., 3) vectors."""
     z = np.zeros(x.shape[:-1])
     x0, x1, x2 = x[..., 0], x[..., 1], x[..., 2]
-    return np.stack([np.stack([x0, x1, z, x2, z, z], -1), np.stack([z, x0, x1, z, x2, z], -1),
-                     np.stack([z, z, z, x0, x1, x2], -1)], -2)
+    return np.stack(
+        [np.stack([x0, x1, z, x2, z, z], -1), np.stack([z, x0, x1, z, x2, z], -1), np.stack([z, z, z, x0, x1, x2], -1)],
+        -2,
+    )
 
 
 def body_inertial_parameters(model: mujoco.MjModel, body: int) -> np.ndarray:
@@ -59,12 +76,19 @@ def body_inertial_parameters(model: mujoco.MjModel, body: int) -> np.ndarray:
 class ArmRegressor:
     """W(q, qd, qdd) for a fixed-base arm of hinge and slide joints; holds its compiled model and data."""
 
-    def __init__(self, model: mujoco.MjModel, joint_terms: Sequence[str] = JOINT_TERMS,
-                 coulomb_band_rad_s: float | Sequence[float] = 0.01) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        joint_terms: Sequence[str] = JOINT_TERMS,
+        coulomb_band_rad_s: float | Sequence[float] = 0.01,
+    ) -> None:
         """`coulomb_band_rad_s` is v_s of the Coulomb term tanh(qd / v_s), one for all joints or one per joint
         (0: sign(qd))."""
-        bad = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j) for j in range(model.njnt)
-               if int(model.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
+        bad = [
+            mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j)
+            for j in range(model.njnt)
+            if int(model.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        ]
         if bad or model.nq != model.nv:
             raise ModelError(f"the arm regressor handles hinge and slide joints only; not {bad}")
         unknown = set(joint_terms) - set(JOINT_TERMS)
@@ -78,10 +102,12 @@ class ArmRegressor:
         self.coulomb_band_rad_s = np.broadcast_to(np.asarray(coulomb_band_rad_s, dtype=float), (model.nv,)).copy()
         body_names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}" for b in self.bodies]
         dof_joint = model.dof_jntid
-        self.joint_names = tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(dof_joint[d])) or f"dof{d}"
-                                 for d in range(self.nv))
-        self.names = tuple(f"{b}.{p}" for b in body_names for p in INERTIAL_NAMES) + \
-            tuple(f"{j}.{t}" for j in self.joint_names for t in self.joint_terms)
+        self.joint_names = tuple(
+            mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(dof_joint[d])) or f"dof{d}" for d in range(self.nv)
+        )
+        self.names = tuple(f"{b}.{p}" for b in body_names for p in INERTIAL_NAMES) + tuple(
+            f"{j}.{t}" for j in self.joint_names for t in self.joint_terms
+        )
         gravity_off = model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY
         self._gravity = np.zeros(3) if gravity_off else np.array(model.opt.gravity)
 
@@ -93,8 +119,12 @@ class ArmRegressor:
         """theta of the model as compiled: inertials, damping, friction loss (as Coulomb), armature, and the
         effort offset its joint motors' constant bias stands for (`effort_offset`: measured minus applied)."""
         m = self.model
-        joint = {"viscous": m.dof_damping[:, 0] if m.dof_damping.ndim == 2 else m.dof_damping,
-                 "coulomb": m.dof_frictionloss, "armature": m.dof_armature, "offset": effort_offsets(m)}
+        joint = {
+            "viscous": m.dof_damping[:, 0] if m.dof_damping.ndim == 2 else m.dof_damping,
+            "coulomb": m.dof_frictionloss,
+            "armature": m.dof_armature,
+            "offset": effort_offsets(m),
+        }
         inertial = [body_inertial_parameters(m, b) for b in self.bodies]
         per_joint = [[float(joint[t][d]) for t in self.joint_terms] for d in range(self.nv)]
         return np.concatenate([np.concatenate(inertial), np.ravel(per_joint)])
@@ -206,8 +236,9 @@ class BaseParameters:
         return " ".join(parts)
 
 
-def base_parameters(w: np.ndarray, names: Sequence[str], rank_tol: float = 1e-8,
-                    zero_tol: float = 1e-10) -> BaseParameters:
+def base_parameters(
+    w: np.ndarray, names: Sequence[str], rank_tol: float = 1e-8, zero_tol: float = 1e-10
+) -> BaseParameters:
     """Base parameters of a stacked regressor (rows, P) or (N, nv, P) by pivoted QR of its scaled columns.
 
     Columns are scaled to unit norm; rank counts |R_kk| above `rank_tol` times the largest. Combination
@@ -236,8 +267,9 @@ def base_parameters(w: np.ndarray, names: Sequence[str], rank_tol: float = 1e-8,
     return BaseParameters(names, independent[order], dependent, beta[order], rank, unidentifiable)
 
 
-def structural_base_parameters(arm: ArmRegressor, samples: int = 100, seed: int = 0,
-                               rank_tol: float = 1e-8) -> BaseParameters:
+def structural_base_parameters(
+    arm: ArmRegressor, samples: int = 100, seed: int = 0, rank_tol: float = 1e-8
+) -> BaseParameters:
     """Base parameters of the arm's structure, from random states within its joint ranges (data-independent)."""
     rng = np.random.default_rng(seed)
     m = arm.model
@@ -256,14 +288,28 @@ class ArmFit:
     fit: LinearFit
     rows: np.ndarray
 
-    def predicted_torque(self, arm: ArmRegressor, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                         coulomb: np.ndarray | None = None, regressor: np.ndarray | None = None) -> np.ndarray:
+    def predicted_torque(
+        self,
+        arm: ArmRegressor,
+        q: np.ndarray,
+        qd: np.ndarray,
+        qdd: np.ndarray,
+        coulomb: np.ndarray | None = None,
+        regressor: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Torque (N, nv) the fitted base parameters predict (`coulomb`, `regressor`: as in `fit_arm`)."""
         return _base_regressor(arm, self.base, q, qd, qdd, coulomb, regressor) @ self.fit.values
 
 
-def _base_regressor(arm: ArmRegressor, base: BaseParameters, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                    coulomb: np.ndarray | None, regressor: np.ndarray | None) -> np.ndarray:
+def _base_regressor(
+    arm: ArmRegressor,
+    base: BaseParameters,
+    q: np.ndarray,
+    qd: np.ndarray,
+    qdd: np.ndarray,
+    coulomb: np.ndarray | None,
+    regressor: np.ndarray | None,
+) -> np.ndarray:
     """base.reduce(W) on these rows with `arm`'s Coulomb columns (or `coulomb`); W computed unless given."""
     if regressor is None:
         return with_coulomb(arm, base, base.reduce(arm.compute(q, qd, qdd)), coulomb)
@@ -284,11 +330,22 @@ def with_coulomb(arm: ArmRegressor, base: BaseParameters, w: np.ndarray, coulomb
     return w
 
 
-def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BaseParameters | None = None, *,
-            selection: RowSelection = RowSelection(), torque_cap_nm: float | np.ndarray | None = None,
-            compensate_noise: bool = True, bootstrap: BootstrapSettings = BootstrapSettings(),
-            limits: FitThresholds = FitThresholds(), noise_seed: int = 1, coulomb: np.ndarray | None = None,
-            joint_weights: np.ndarray | None = None, regressor: np.ndarray | None = None) -> ArmFit:
+def fit_arm(
+    arm: ArmRegressor,
+    deriv: Derivatives,
+    tau: np.ndarray,
+    base: BaseParameters | None = None,
+    *,
+    selection: RowSelection = RowSelection(),
+    torque_cap_nm: float | np.ndarray | None = None,
+    compensate_noise: bool = True,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+    limits: FitThresholds = FitThresholds(),
+    noise_seed: int = 1,
+    coulomb: np.ndarray | None = None,
+    joint_weights: np.ndarray | None = None,
+    regressor: np.ndarray | None = None,
+) -> ArmFit:
     """Least squares of every joint's torque on the base regressor, equation by equation.
 
     A joint's equation at a sample is used when that joint is moving and unsaturated there (its Coulomb
@@ -308,8 +365,9 @@ def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BasePa
         raise DataError("no sample has valid derivatives on every joint")
     rows = select_rows(deriv.qd, deriv.valid, deriv.window_samples, selection, torque, torque_cap_nm) & ok[:, None]
     w = np.full((len(torque), arm.nv, base.rank), np.nan)
-    w[ok] = _base_regressor(arm, base, deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], None if coulomb is None else coulomb[ok],
-                            regressor)
+    w[ok] = _base_regressor(
+        arm, base, deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], None if coulomb is None else coulomb[ok], regressor
+    )
     weights = np.ones(arm.nv) if joint_weights is None else np.asarray(joint_weights, dtype=float)
     w, weighted_torque = weigh_joints(weights, w, torque)
     sigma = np.nan_to_num(np.broadcast_to(np.asarray(deriv.position_noise_rad, dtype=float), (arm.nv,)), nan=0.0)
@@ -318,14 +376,43 @@ def fit_arm(arm: ArmRegressor, deriv: Derivatives, tau: np.ndarray, base: BasePa
         extra = same_filter(deriv, np.random.default_rng(noise_seed).normal(0.0, 1.0, deriv.q.shape) * sigma)
         both = ok & extra.valid.all(axis=1)
         w_noisy = np.full_like(w, np.nan)
-        w_noisy[both] = weigh_joints(weights, with_coulomb(arm, base, base.reduce(arm.compute(
-            deriv.q[both] + extra.q[both], deriv.qd[both] + extra.qd[both], deriv.qdd[both] + extra.qdd[both])),
-            None if coulomb is None else coulomb[both]), torque[both])[0]
+        w_noisy[both] = weigh_joints(
+            weights,
+            with_coulomb(
+                arm,
+                base,
+                base.reduce(
+                    arm.compute(
+                        deriv.q[both] + extra.q[both],
+                        deriv.qd[both] + extra.qd[both],
+                        deriv.qdd[both] + extra.qdd[both],
+                    )
+                ),
+                None if coulomb is None else coulomb[both],
+            ),
+            torque[both],
+        )[0]
         cov = column_noise_covariance(w.reshape(-1, base.rank), [w_noisy.reshape(-1, base.rank)], rows.ravel())
-    exc = excitation(deriv.qd, deriv.qdd, deriv.valid, sigma * deriv.qd_noise_gain, sigma * deriv.qdd_noise_gain,
-                     limits, names=arm.joint_names)
+    exc = excitation(
+        deriv.qd,
+        deriv.qdd,
+        deriv.valid,
+        sigma * deriv.qd_noise_gain,
+        sigma * deriv.qdd_noise_gain,
+        limits,
+        names=arm.joint_names,
+    )
     time_index = np.repeat(np.arange(len(torque)), arm.nv)
-    fit = fit_linear(weighted_torque.ravel(), w.reshape(-1, base.rank), base.base_names, rows=rows.ravel(),
-                     time_index=time_index, noise_covariance=cov, compensate_noise=compensate_noise,
-                     excitation_=exc, bootstrap=bootstrap, limits=limits)
+    fit = fit_linear(
+        weighted_torque.ravel(),
+        w.reshape(-1, base.rank),
+        base.base_names,
+        rows=rows.ravel(),
+        time_index=time_index,
+        noise_covariance=cov,
+        compensate_noise=compensate_noise,
+        excitation_=exc,
+        bootstrap=bootstrap,
+        limits=limits,
+    )
     return ArmFit(base, fit, rows)

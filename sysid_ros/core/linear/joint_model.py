@@ -25,8 +25,16 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..signals import Derivatives, hold_differences, same_filter, smooth_like_acceleration
-from .regression import (BootstrapSettings, FitThresholds, LinearFit, RowSelection, column_noise_covariance,
-    excitation, fit_linear, select_rows)
+from .regression import (
+    BootstrapSettings,
+    FitThresholds,
+    LinearFit,
+    RowSelection,
+    column_noise_covariance,
+    excitation,
+    fit_linear,
+    select_rows,
+)
 
 REVOLUTE_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm", "gravity_cos_nm")
 PRISMATIC_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "offset_nm")
@@ -52,7 +60,7 @@ class JointModel:
         theta = np.array([getattr(self, t) for t in ALL_TERMS])
         return joint_columns(q, qd, qdd, ALL_TERMS, self.coulomb_band_rad_s) @ theta
 
-    def replace_terms(self, values: Mapping[str, float]) -> "JointModel":
+    def replace_terms(self, values: Mapping[str, float]) -> JointModel:
         """A copy with the given terms replaced."""
         unknown = set(values) - set(ALL_TERMS)
         if unknown:
@@ -62,17 +70,28 @@ class JointModel:
         return JointModel(**current)
 
 
-def joint_columns(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, terms: Sequence[str] = REVOLUTE_TERMS,
-                  coulomb_band_rad_s: float = 0.01, friction_qd: np.ndarray | None = None) -> np.ndarray:
+def joint_columns(
+    q: np.ndarray,
+    qd: np.ndarray,
+    qdd: np.ndarray,
+    terms: Sequence[str] = REVOLUTE_TERMS,
+    coulomb_band_rad_s: float = 0.01,
+    friction_qd: np.ndarray | None = None,
+) -> np.ndarray:
     """The regressor of `JointModel`: one column per term, in the order of `terms`.
 
     `friction_qd` (default `qd`) is the velocity the Coulomb column's tanh is taken of.
     """
     q, qd, qdd = (np.asarray(a, dtype=np.float64) for a in (q, qd, qdd))
     fqd = qd if friction_qd is None else np.asarray(friction_qd, dtype=np.float64)
-    columns = {"inertia_kg_m2": lambda: qdd, "viscous_nm_s_rad": lambda: qd,
-               "coulomb_nm": lambda: np.tanh(fqd / coulomb_band_rad_s), "gravity_sin_nm": lambda: np.sin(q),
-               "gravity_cos_nm": lambda: np.cos(q), "offset_nm": lambda: np.ones_like(q)}
+    columns = {
+        "inertia_kg_m2": lambda: qdd,
+        "viscous_nm_s_rad": lambda: qd,
+        "coulomb_nm": lambda: np.tanh(fqd / coulomb_band_rad_s),
+        "gravity_sin_nm": lambda: np.sin(q),
+        "gravity_cos_nm": lambda: np.cos(q),
+        "offset_nm": lambda: np.ones_like(q),
+    }
     unknown = [t for t in terms if t not in columns]
     if unknown:
         raise ConfigError(f"unknown joint-model terms {unknown}; known: {ALL_TERMS}")
@@ -92,12 +111,19 @@ class PendulumModel:
 
     def torque(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         phi = pendulum_columns(q, qd, qdd, self.length_m, self.gravity_m_s2)
-        return phi @ np.array([self.mass_kg, self.damping_nm_s_rad, self.friction_nm]) + \
-            self.rotor_inertia_kg_m2 * np.asarray(qdd)
+        return phi @ np.array(
+            [self.mass_kg, self.damping_nm_s_rad, self.friction_nm]
+        ) + self.rotor_inertia_kg_m2 * np.asarray(qdd)
 
 
-def pendulum_columns(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, length_m: float,
-                     gravity_m_s2: float = 9.81, friction_qd: np.ndarray | None = None) -> np.ndarray:
+def pendulum_columns(
+    q: np.ndarray,
+    qd: np.ndarray,
+    qdd: np.ndarray,
+    length_m: float,
+    gravity_m_s2: float = 9.81,
+    friction_qd: np.ndarray | None = None,
+) -> np.ndarray:
     """Columns multiplying (m, b, f): L^2 qdd + g L sin q, qd, sign(friction_qd) (default sign(qd))."""
     q, qd, qdd = (np.asarray(a, dtype=np.float64) for a in (q, qd, qdd))
     fqd = qd if friction_qd is None else np.asarray(friction_qd, dtype=np.float64)
@@ -121,11 +147,23 @@ def _one_joint(deriv: Derivatives, tau: np.ndarray, joint: str | None) -> tuple[
     return torque, sigma
 
 
-def fit_columns(deriv: Derivatives, tau: np.ndarray, regressor: Regressor, names: Sequence[str], *,
-                known_torque_nm: np.ndarray | None = None, selection: RowSelection = RowSelection(),
-                torque_cap_nm: float | None = None, compensate_noise: bool = True, filter_torque: bool = False,
-                bootstrap: BootstrapSettings = BootstrapSettings(), limits: FitThresholds = FitThresholds(),
-                joint: str | None = None, noise_draws: int = 4, noise_seed: int = 1) -> tuple[LinearFit, np.ndarray]:
+def fit_columns(
+    deriv: Derivatives,
+    tau: np.ndarray,
+    regressor: Regressor,
+    names: Sequence[str],
+    *,
+    known_torque_nm: np.ndarray | None = None,
+    selection: RowSelection = RowSelection(),
+    torque_cap_nm: float | None = None,
+    compensate_noise: bool = True,
+    filter_torque: bool = False,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+    limits: FitThresholds = FitThresholds(),
+    joint: str | None = None,
+    noise_draws: int = 4,
+    noise_seed: int = 1,
+) -> tuple[LinearFit, np.ndarray]:
     """Fit tau - known = regressor(q, qd, qdd, friction_qd) theta on the selected rows of one joint's record.
 
     The regressor's noise is measured by running fresh draws of the estimated position noise through the
@@ -138,10 +176,17 @@ def fit_columns(deriv: Derivatives, tau: np.ndarray, regressor: Regressor, names
     rows = select_rows(deriv.qd, deriv.valid, deriv.window_samples, selection, torque, torque_cap_nm)
     if filter_torque:
         signals = hold_differences(deriv)
-        if not np.allclose(smooth_like_acceleration(deriv, signals[2])[deriv.valid], deriv.qdd[deriv.valid],
-                           rtol=1e-6, atol=1e-6 * np.nanmax(np.abs(deriv.qdd), initial=1.0)):
-            raise DataError("the derivatives were changed after filtering (their acceleration is not the filter's "
-                            "of their raw positions): cannot filter the torque alike", joint=joint)
+        if not np.allclose(
+            smooth_like_acceleration(deriv, signals[2])[deriv.valid],
+            deriv.qdd[deriv.valid],
+            rtol=1e-6,
+            atol=1e-6 * np.nanmax(np.abs(deriv.qdd), initial=1.0),
+        ):
+            raise DataError(
+                "the derivatives were changed after filtering (their acceleration is not the filter's "
+                "of their raw positions): cannot filter the torque alike",
+                joint=joint,
+            )
 
         def columns(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, friction_qd: np.ndarray) -> np.ndarray:
             return smooth_like_acceleration(deriv, regressor(q, qd, qdd, friction_qd))
@@ -163,19 +208,46 @@ def fit_columns(deriv: Derivatives, tau: np.ndarray, regressor: Regressor, names
             more = hold_differences(extra) if filter_torque else (extra.q, extra.qd, extra.qdd)
             noisy.append(columns(*(a + b for a, b in zip(signals, more)), deriv.qd + extra.qd))
         cov = column_noise_covariance(phi, noisy, rows)
-    exc = excitation(deriv.qd, deriv.qdd, deriv.valid, sigma * deriv.qd_noise_gain, sigma * deriv.qdd_noise_gain,
-                     limits, names=[joint or "joint"])
-    fit = fit_linear(y, phi, names, rows=rows, noise_covariance=cov, compensate_noise=compensate_noise,
-                     excitation_=exc, bootstrap=bootstrap, limits=limits, joint=joint)
+    exc = excitation(
+        deriv.qd,
+        deriv.qdd,
+        deriv.valid,
+        sigma * deriv.qd_noise_gain,
+        sigma * deriv.qdd_noise_gain,
+        limits,
+        names=[joint or "joint"],
+    )
+    fit = fit_linear(
+        y,
+        phi,
+        names,
+        rows=rows,
+        noise_covariance=cov,
+        compensate_noise=compensate_noise,
+        excitation_=exc,
+        bootstrap=bootstrap,
+        limits=limits,
+        joint=joint,
+    )
     return fit, rows
 
 
-def fit_joint_model(deriv: Derivatives, tau: np.ndarray, *, terms: Sequence[str] = REVOLUTE_TERMS,
-                    fixed: Mapping[str, float] | None = None, known_torque_nm: np.ndarray | None = None,
-                    coulomb_band_rad_s: float = 0.01, selection: RowSelection = RowSelection(),
-                    torque_cap_nm: float | None = None, compensate_noise: bool = True, filter_torque: bool = False,
-                    bootstrap: BootstrapSettings = BootstrapSettings(), limits: FitThresholds = FitThresholds(),
-                    joint: str | None = None) -> JointFit:
+def fit_joint_model(
+    deriv: Derivatives,
+    tau: np.ndarray,
+    *,
+    terms: Sequence[str] = REVOLUTE_TERMS,
+    fixed: Mapping[str, float] | None = None,
+    known_torque_nm: np.ndarray | None = None,
+    coulomb_band_rad_s: float = 0.01,
+    selection: RowSelection = RowSelection(),
+    torque_cap_nm: float | None = None,
+    compensate_noise: bool = True,
+    filter_torque: bool = False,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+    limits: FitThresholds = FitThresholds(),
+    joint: str | None = None,
+) -> JointFit:
     """Seed 004's Stage 1 fit of one joint: `terms` are estimated, `fixed` terms (e.g. a known rotor
     inertia) and `known_torque_nm` (e.g. a model feed-forward) move to the left-hand side.
 
@@ -189,35 +261,70 @@ def fit_joint_model(deriv: Derivatives, tau: np.ndarray, *, terms: Sequence[str]
     known = np.zeros(np.shape(tau))
     if fixed:
         known = joint_columns(*signals, tuple(fixed), coulomb_band_rad_s, friction_qd=deriv.qd) @ np.array(
-            list(fixed.values()), dtype=float)
+            list(fixed.values()), dtype=float
+        )
     if known_torque_nm is not None:
         known = known + np.asarray(known_torque_nm, dtype=np.float64)
     if filter_torque:
         known = smooth_like_acceleration(deriv, known)
-    fit, rows = fit_columns(deriv, tau, lambda q, qd, qdd, fqd: joint_columns(q, qd, qdd, terms, coulomb_band_rad_s,
-                                                                              friction_qd=fqd),
-                            terms, known_torque_nm=known, selection=selection, torque_cap_nm=torque_cap_nm,
-                            compensate_noise=compensate_noise, filter_torque=filter_torque, bootstrap=bootstrap,
-                            limits=limits, joint=joint)
+    fit, rows = fit_columns(
+        deriv,
+        tau,
+        lambda q, qd, qdd, fqd: joint_columns(q, qd, qdd, terms, coulomb_band_rad_s, friction_qd=fqd),
+        terms,
+        known_torque_nm=known,
+        selection=selection,
+        torque_cap_nm=torque_cap_nm,
+        compensate_noise=compensate_noise,
+        filter_torque=filter_torque,
+        bootstrap=bootstrap,
+        limits=limits,
+        joint=joint,
+    )
     model = JointModel(coulomb_band_rad_s=coulomb_band_rad_s).replace_terms({**fixed, **fit.as_dict()})
     return JointFit(model, fit, rows)
 
 
-def fit_pendulum(deriv: Derivatives, tau: np.ndarray, *, length_m: float, rotor_inertia_kg_m2: float = 0.0,
-                 gravity_m_s2: float = 9.81, selection: RowSelection = RowSelection(),
-                 torque_cap_nm: float | None = None, compensate_noise: bool = True, filter_torque: bool = True,
-                 bootstrap: BootstrapSettings = BootstrapSettings(), limits: FitThresholds = FitThresholds(),
-                 joint: str | None = None) -> JointFit:
+def fit_pendulum(
+    deriv: Derivatives,
+    tau: np.ndarray,
+    *,
+    length_m: float,
+    rotor_inertia_kg_m2: float = 0.0,
+    gravity_m_s2: float = 9.81,
+    selection: RowSelection = RowSelection(),
+    torque_cap_nm: float | None = None,
+    compensate_noise: bool = True,
+    filter_torque: bool = True,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+    limits: FitThresholds = FitThresholds(),
+    joint: str | None = None,
+) -> JointFit:
     """Lesson 18.1's fit of (m, b, f) with the rotor inertia term moved to the left-hand side.
 
     Both sides are filtered alike by default (`filter_torque`, module docstring): without it the 0.2 s
     quartic filter biases the mass +0.5 %, outside its 95 % interval."""
     known = rotor_inertia_kg_m2 * np.nan_to_num(deriv.qdd)  # Ic * (g * a): the filtered rotor torque either way
-    fit, rows = fit_columns(deriv, tau, lambda q, qd, qdd, fqd: pendulum_columns(q, qd, qdd, length_m, gravity_m_s2,
-                                                                                 friction_qd=fqd),
-                            PENDULUM_TERMS, known_torque_nm=known, selection=selection, torque_cap_nm=torque_cap_nm,
-                            compensate_noise=compensate_noise, filter_torque=filter_torque, bootstrap=bootstrap,
-                            limits=limits, joint=joint)
-    model = PendulumModel(fit.value("mass_kg"), fit.value("damping_nm_s_rad"), fit.value("friction_nm"), length_m,
-                          rotor_inertia_kg_m2, gravity_m_s2)
+    fit, rows = fit_columns(
+        deriv,
+        tau,
+        lambda q, qd, qdd, fqd: pendulum_columns(q, qd, qdd, length_m, gravity_m_s2, friction_qd=fqd),
+        PENDULUM_TERMS,
+        known_torque_nm=known,
+        selection=selection,
+        torque_cap_nm=torque_cap_nm,
+        compensate_noise=compensate_noise,
+        filter_torque=filter_torque,
+        bootstrap=bootstrap,
+        limits=limits,
+        joint=joint,
+    )
+    model = PendulumModel(
+        fit.value("mass_kg"),
+        fit.value("damping_nm_s_rad"),
+        fit.value("friction_nm"),
+        length_m,
+        rotor_inertia_kg_m2,
+        gravity_m_s2,
+    )
     return JointFit(model, fit, rows)

@@ -44,12 +44,21 @@ def _spread(segments: np.ndarray) -> np.ndarray:
     """Per column, the standard deviation of one period's samples about the periods' mean (NaN for one period)."""
     if len(segments) < 2:
         return np.full(segments.shape[-1], np.nan)
-    return np.sqrt(np.sum((segments - segments.mean(axis=0)) ** 2, axis=(0, 1)) / ((len(segments) - 1)
-                                                                                   * segments.shape[1]))
+    return np.sqrt(
+        np.sum((segments - segments.mean(axis=0)) ** 2, axis=(0, 1)) / ((len(segments) - 1) * segments.shape[1])
+    )
 
 
-def periodic_record(time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, start_ns: int, period_s: float,
-                    periods: int, keep_hz: float, settle_s: float = 0.0) -> PeriodicRecord:
+def periodic_record(
+    time_ns: np.ndarray,
+    q: np.ndarray,
+    tau: np.ndarray,
+    start_ns: int,
+    period_s: float,
+    periods: int,
+    keep_hz: float,
+    settle_s: float = 0.0,
+) -> PeriodicRecord:
     """Average `periods` periods of `period_s` from the sample nearest `start_ns`; derivatives up to `keep_hz`.
 
     `time_ns` (N,) uniform; `q`, `tau` (N, J). A period must be a whole number of samples (within 1e-6).
@@ -80,7 +89,7 @@ def periodic_record(time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, start_n
     if not (np.isfinite(q_seg).all() and np.isfinite(tau_seg).all()):
         raise DataError("the periods hold non-finite positions or torques")
     use = np.ones((periods, m, 1))
-    use[0, :round(settle_s / dt)] = 0.0
+    use[0, : round(settle_s / dt)] = 0.0
     q_avg, tau_avg = (np.sum(seg * use, axis=0) / np.sum(use, axis=0) for seg in (q_seg, tau_seg))
     k = np.arange(m // 2 + 1)
     keep = (k / period_s <= keep_hz) & (2 * k != m)  # the Nyquist bin has no derivative of its own
@@ -90,9 +99,25 @@ def periodic_record(time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, start_n
     qd = np.fft.irfft(1j * omega[:, None] * spectrum, n=m, axis=0)
     qdd = np.fft.irfft(-(omega[:, None] ** 2) * spectrum, n=m, axis=0)
     kept = keep & (k > 0)
-    deriv = Derivatives(qf, qd, qdd, np.ones(qf.shape, dtype=bool), dt, PERIODIC, 1, 0,
-                        float(np.sqrt(2.0 / m * np.sum(omega[kept] ** 2))),
-                        float(np.sqrt(2.0 / m * np.sum(omega[kept] ** 4))))
+    deriv = Derivatives(
+        qf,
+        qd,
+        qdd,
+        np.ones(qf.shape, dtype=bool),
+        dt,
+        PERIODIC,
+        1,
+        0,
+        float(np.sqrt(2.0 / m * np.sum(omega[kept] ** 2))),
+        float(np.sqrt(2.0 / m * np.sum(omega[kept] ** 4))),
+    )
     later = slice(round(settle_s / dt), None)  # the spread where every period counts
-    return PeriodicRecord(deriv, tau_avg, int(periods), float(period_s), float(keep_hz), _spread(q_seg[:, later]),
-                          _spread(tau_seg[:, later]))
+    return PeriodicRecord(
+        deriv,
+        tau_avg,
+        int(periods),
+        float(period_s),
+        float(keep_hz),
+        _spread(q_seg[:, later]),
+        _spread(tau_seg[:, later]),
+    )

@@ -115,12 +115,19 @@ class LinearFit:
         return {n: float(v) for n, v in zip(self.names, self.values)}
 
 
-def select_rows(qd: np.ndarray, valid: np.ndarray, window_samples: int, selection: RowSelection,
-                tau: np.ndarray | None = None, torque_cap_nm: float | np.ndarray | None = None) -> np.ndarray:
+def select_rows(
+    qd: np.ndarray,
+    valid: np.ndarray,
+    window_samples: int,
+    selection: RowSelection,
+    tau: np.ndarray | None = None,
+    torque_cap_nm: float | np.ndarray | None = None,
+) -> np.ndarray:
     """Mask of samples that are valid, moving across the whole derivative window, fast, and unsaturated."""
     speed = np.where(valid, np.abs(qd), 0.0)
-    mask = valid & (minimum_filter1d(speed, size=window_samples, axis=0, mode="constant", cval=0.0)
-                    >= selection.moving_speed_rad_s)
+    mask = valid & (
+        minimum_filter1d(speed, size=window_samples, axis=0, mode="constant", cval=0.0) >= selection.moving_speed_rad_s
+    )
     mask &= speed >= selection.slow_speed_rad_s
     if tau is not None:
         torque = np.asarray(tau, dtype=np.float64)
@@ -137,9 +144,15 @@ def weigh_joints(weights: np.ndarray, regressor: np.ndarray, torque: np.ndarray)
     return regressor * weights[:, None], torque * weights
 
 
-def excitation(qd: np.ndarray, qdd: np.ndarray, valid: np.ndarray, speed_noise_rad_s: float | np.ndarray,
-               accel_noise_rad_s2: float | np.ndarray, limits: FitThresholds = FitThresholds(),
-               names: Sequence[str] | None = None) -> Excitation:
+def excitation(
+    qd: np.ndarray,
+    qdd: np.ndarray,
+    valid: np.ndarray,
+    speed_noise_rad_s: float | np.ndarray,
+    accel_noise_rad_s2: float | np.ndarray,
+    limits: FitThresholds = FitThresholds(),
+    names: Sequence[str] | None = None,
+) -> Excitation:
     """Peak speed and acceleration against their noise, and the share of samples in the friction band."""
     qd2, qdd2, ok = (np.atleast_2d(np.asarray(a).T).T for a in (qd, qdd, valid))
     labels = list(names) if names is not None else [f"joint {j}" for j in range(qd2.shape[1])]
@@ -153,17 +166,24 @@ def excitation(qd: np.ndarray, qdd: np.ndarray, valid: np.ndarray, speed_noise_r
     notes = []
     for j, label in enumerate(labels):
         if peak_v[j] < limits.min_peak_to_noise * sv[j]:
-            notes.append(f"{label}: peak speed {peak_v[j]:.3g} rad/s is under {limits.min_peak_to_noise:g}x "
-                         f"its noise {sv[j]:.2g} rad/s")
+            notes.append(
+                f"{label}: peak speed {peak_v[j]:.3g} rad/s is under {limits.min_peak_to_noise:g}x "
+                f"its noise {sv[j]:.2g} rad/s"
+            )
         if peak_a[j] < limits.min_peak_to_noise * sa[j]:
-            notes.append(f"{label}: peak acceleration {peak_a[j]:.3g} rad/s^2 is under "
-                         f"{limits.min_peak_to_noise:g}x its noise {sa[j]:.2g} rad/s^2")
+            notes.append(
+                f"{label}: peak acceleration {peak_a[j]:.3g} rad/s^2 is under "
+                f"{limits.min_peak_to_noise:g}x its noise {sa[j]:.2g} rad/s^2"
+            )
         if peak_v[j] < 2 * band:
-            notes.append(f"{label}: never faster than {peak_v[j]:.3g} rad/s, near the {band:g} rad/s band where "
-                         "friction is not f sign(qd)")
+            notes.append(
+                f"{label}: never faster than {peak_v[j]:.3g} rad/s, near the {band:g} rad/s band where "
+                "friction is not f sign(qd)"
+            )
         if slow[j] > limits.max_slow_share:
-            notes.append(f"{label}: {slow[j]:.0%} of samples are slower than {band:g} rad/s, where friction is "
-                         "not f sign(qd)")
+            notes.append(
+                f"{label}: {slow[j]:.0%} of samples are slower than {band:g} rad/s, where friction is not f sign(qd)"
+            )
     return Excitation(peak_v, sv.copy(), peak_a, sa.copy(), slow, band, tuple(notes))
 
 
@@ -181,8 +201,9 @@ def _solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(gram, rhs, rcond=None)[0]
 
 
-def _block_bootstrap(y: np.ndarray, x: np.ndarray, time_index: np.ndarray, noise_cov: np.ndarray | None,
-                     settings: BootstrapSettings) -> np.ndarray:
+def _block_bootstrap(
+    y: np.ndarray, x: np.ndarray, time_index: np.ndarray, noise_cov: np.ndarray | None, settings: BootstrapSettings
+) -> np.ndarray:
     """Refits on resampled contiguous blocks; per-block normal equations make each refit a small solve.
 
     `x` is column-scaled already; `noise_cov` (in the same scaling) is subtracted per row as in the fit.
@@ -198,8 +219,12 @@ def _block_bootstrap(y: np.ndarray, x: np.ndarray, time_index: np.ndarray, noise
         if noise_cov is not None:
             gram[b] -= len(xb) * noise_cov
     rng = np.random.default_rng(settings.seed)
-    counts = np.stack([np.bincount(rng.integers(0, settings.blocks, settings.blocks), minlength=settings.blocks)
-                       for _ in range(settings.resamples)])
+    counts = np.stack(
+        [
+            np.bincount(rng.integers(0, settings.blocks, settings.blocks), minlength=settings.blocks)
+            for _ in range(settings.resamples)
+        ]
+    )
     a = np.einsum("rb,bij->rij", counts, gram)
     b = np.einsum("rb,bi->ri", counts, rhs)
     try:  # all refits in one batched LU solve; a singular resample falls back to least squares one by one
@@ -208,11 +233,20 @@ def _block_bootstrap(y: np.ndarray, x: np.ndarray, time_index: np.ndarray, noise
         return np.stack([_solve(ai, bi) for ai, bi in zip(a, b)])
 
 
-def fit_linear(y: np.ndarray, phi: np.ndarray, names: Sequence[str], *, rows: np.ndarray | None = None,
-               time_index: np.ndarray | None = None, noise_covariance: np.ndarray | None = None,
-               compensate_noise: bool = False, excitation_: Excitation | None = None,
-               bootstrap: BootstrapSettings = BootstrapSettings(), limits: FitThresholds = FitThresholds(),
-               joint: str | None = None) -> LinearFit:
+def fit_linear(
+    y: np.ndarray,
+    phi: np.ndarray,
+    names: Sequence[str],
+    *,
+    rows: np.ndarray | None = None,
+    time_index: np.ndarray | None = None,
+    noise_covariance: np.ndarray | None = None,
+    compensate_noise: bool = False,
+    excitation_: Excitation | None = None,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+    limits: FitThresholds = FitThresholds(),
+    joint: str | None = None,
+) -> LinearFit:
     """Ordinary least squares of y on phi over `rows`, with block-bootstrap 95 % intervals and warnings.
 
     `time_index` gives each row's sample number (stacked multi-joint rows share one), so bootstrap blocks
@@ -225,15 +259,19 @@ def fit_linear(y: np.ndarray, phi: np.ndarray, names: Sequence[str], *, rows: np
     phi_all = np.asarray(phi, dtype=np.float64)
     names = tuple(names)
     if phi_all.ndim != 2 or phi_all.shape != (len(y_all), len(names)):
-        raise DataError(f"regressor shape {phi_all.shape} does not match {len(y_all)} rows x {len(names)} names",
-                        joint=joint)
+        raise DataError(
+            f"regressor shape {phi_all.shape} does not match {len(y_all)} rows x {len(names)} names", joint=joint
+        )
     mask = np.ones(len(y_all), dtype=bool) if rows is None else np.asarray(rows, dtype=bool).ravel()
     mask = mask & np.isfinite(y_all) & np.isfinite(phi_all).all(axis=1)
     tidx = np.arange(len(y_all)) if time_index is None else np.asarray(time_index).ravel()
     n = int(mask.sum())
     if n < max(limits.min_rows, len(names) + 1):
-        raise DataError(f"only {n} usable rows of {len(y_all)} (need {max(limits.min_rows, len(names) + 1)}): "
-                        "the record does not move fast enough, long enough, or is saturated", joint=joint)
+        raise DataError(
+            f"only {n} usable rows of {len(y_all)} (need {max(limits.min_rows, len(names) + 1)}): "
+            "the record does not move fast enough, long enough, or is saturated",
+            joint=joint,
+        )
     yy, xx, tt = y_all[mask], phi_all[mask], tidx[mask]
     scale = np.linalg.norm(xx, axis=0)
     scale[scale == 0] = 1.0
@@ -274,24 +312,44 @@ def fit_linear(y: np.ndarray, phi: np.ndarray, names: Sequence[str], *, rows: np
             if snr[i] < limits.min_column_snr:
                 per.setdefault(name, []).append(f"its column is excited only {snr[i]:.2g}x above its noise")
             elif cov_s is None and col_var[i] > 0 and noise[i] ** 2 > limits.max_noise_bias * col_var[i]:
-                per.setdefault(name, []).append(f"noise is {noise[i]**2 / col_var[i]:.1%} of its column's variance "
-                                                "(least squares shrinks it by about that much)")
+                per.setdefault(name, []).append(
+                    f"noise is {noise[i] ** 2 / col_var[i]:.1%} of its column's variance "
+                    "(least squares shrinks it by about that much)"
+                )
     for i, name in enumerate(names):
         if col_rms[i] == 0:
             per.setdefault(name, []).append("its column is zero on the used rows")
         elif half[i] > limits.max_relative_half_width * abs(theta[i]):
-            per.setdefault(name, []).append(f"95 % half-width {half[i]:.3g} is over "
-                                            f"{limits.max_relative_half_width:.0%} of its value {theta[i]:.3g}")
+            per.setdefault(name, []).append(
+                f"95 % half-width {half[i]:.3g} is over "
+                f"{limits.max_relative_half_width:.0%} of its value {theta[i]:.3g}"
+            )
     notes = list(excitation_.warnings if excitation_ is not None else ()) + notes
     if cond > limits.max_condition:
         notes.append(f"condition number {cond:.3g} of the column-normalized regressor exceeds {limits.max_condition:g}")
     notes += [f"{name}: {why}" for name, reasons in per.items() for why in reasons]
-    return LinearFit(names, theta, half, se_ols, se_boot, float(np.sqrt(np.mean(resid**2))), lag1, n, len(y_all),
-                     cond, snr, excitation_, tuple(notes), {k: tuple(v) for k, v in per.items()}, cov_s is not None)
+    return LinearFit(
+        names,
+        theta,
+        half,
+        se_ols,
+        se_boot,
+        float(np.sqrt(np.mean(resid**2))),
+        lag1,
+        n,
+        len(y_all),
+        cond,
+        snr,
+        excitation_,
+        tuple(notes),
+        {k: tuple(v) for k, v in per.items()},
+        cov_s is not None,
+    )
 
 
-def column_noise_covariance(phi_clean: np.ndarray, phi_noisy: Sequence[np.ndarray],
-                            rows: np.ndarray | None = None) -> np.ndarray:
+def column_noise_covariance(
+    phi_clean: np.ndarray, phi_noisy: Sequence[np.ndarray], rows: np.ndarray | None = None
+) -> np.ndarray:
     """Per-row covariance of the regressor's noise, from draws of the regressor with one more dose of noise."""
     clean = np.asarray(phi_clean)
     keep = np.ones(len(clean), dtype=bool) if rows is None else np.asarray(rows, dtype=bool).ravel()

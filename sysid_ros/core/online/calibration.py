@@ -19,9 +19,9 @@ import numpy as np
 
 from .reports import WindowFit
 
-MIN_PAIRS = 8      # pairs of windows before the factor is used
-HISTORY = 240      # windows remembered (a minute at the default hop)
-PAIRS = 120        # z values per parameter the median runs over
+MIN_PAIRS = 8  # pairs of windows before the factor is used
+HISTORY = 240  # windows remembered (a minute at the default hop)
+PAIRS = 120  # z values per parameter the median runs over
 
 
 class ScatterCalibration:
@@ -50,7 +50,7 @@ class ScatterCalibration:
         earlier = [w for w in self._windows if w[0] <= win.time_ns - self._window_ns]
         if earlier:
             t, x, s = earlier[-1]  # the latest window that shares no sample with this one
-            self._z.append((t, int(win.time_ns), (win.values - x) / np.sqrt(win.std ** 2 + s ** 2 + 1e-300)))
+            self._z.append((t, int(win.time_ns), (win.values - x) / np.sqrt(win.std**2 + s**2 + 1e-300)))
         self._windows.append((int(win.time_ns), win.values.copy(), win.std.copy()))
         self._update()
 
@@ -67,6 +67,14 @@ class ScatterCalibration:
             return win
         w = np.asarray(win.confidence, dtype=float)
         with np.errstate(divide="ignore"):
-            conf = np.where(w > 0, 1.0 / (1.0 + k ** 2 * (1.0 / np.where(w > 0, w, 1.0) - 1.0)), 0.0)
-        return WindowFit(win.time_ns, win.values, win.std * k, conf, win.rows_used, win.decisions, win.note,
-                         residual_scale=win.residual_scale)
+            conf = np.where(w > 0, 1.0 / (1.0 + k**2 * (1.0 / np.where(w > 0, w, 1.0) - 1.0)), 0.0)
+        return WindowFit(
+            win.time_ns,
+            win.values,
+            win.std * k,
+            conf,
+            win.rows_used,
+            win.decisions,
+            win.note,
+            residual_scale=win.residual_scale,
+        )

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
-from ..linear import PENDULUM_TERMS, REVOLUTE_TERMS, joint_columns, pendulum_columns
-from ..linear import RowSelection
+from ..linear import PENDULUM_TERMS, REVOLUTE_TERMS, RowSelection, joint_columns, pendulum_columns
 
 NS = 1_000_000_000
 PerParameter = float | Mapping[str, float]
@@ -63,8 +62,9 @@ class WindowModel:
     def joints(self) -> tuple[str, ...]:
         return ()  # one joint: the config's
 
-    def regressor(self, time_ns: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                  valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def regressor(
+        self, time_ns: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, valid: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The window model's interface for (N, 1) samples: columns (N, 1, P) and known torque (N, 1)."""
         return self.columns(q[:, 0], qd[:, 0], qdd[:, 0])[:, None, :], self.known_torque(qdd)
 
@@ -72,19 +72,32 @@ class WindowModel:
         return np.array([float(self.scale_floor.get(n, 1e-3)) for n in self.names])
 
 
-def pendulum_window_model(length_m: float, rotor_inertia_kg_m2: float = 0.0, *,
-                          damping_floor_nm_s_rad: float = 0.02, friction_floor_nm: float = 0.02) -> WindowModel:
+def pendulum_window_model(
+    length_m: float,
+    rotor_inertia_kg_m2: float = 0.0,
+    *,
+    damping_floor_nm_s_rad: float = 0.02,
+    friction_floor_nm: float = 0.02,
+) -> WindowModel:
     """Lesson 18.1's pendulum (mass, damping, friction) with scale floors for the two friction terms."""
-    return WindowModel("pendulum", PENDULUM_TERMS, length_m, rotor_inertia_kg_m2,
-                       scale_floor={"mass_kg": 0.01, "damping_nm_s_rad": damping_floor_nm_s_rad,
-                                    "friction_nm": friction_floor_nm})
+    return WindowModel(
+        "pendulum",
+        PENDULUM_TERMS,
+        length_m,
+        rotor_inertia_kg_m2,
+        scale_floor={"mass_kg": 0.01, "damping_nm_s_rad": damping_floor_nm_s_rad, "friction_nm": friction_floor_nm},
+    )
 
 
-def joint_window_model(terms: Sequence[str] = REVOLUTE_TERMS, scale_floor: Mapping[str, float] | None = None,
-                       coulomb_band_rad_s: float = 0.01) -> WindowModel:
+def joint_window_model(
+    terms: Sequence[str] = REVOLUTE_TERMS,
+    scale_floor: Mapping[str, float] | None = None,
+    coulomb_band_rad_s: float = 0.01,
+) -> WindowModel:
     """Seed 004's joint model with the given terms."""
-    return WindowModel("joint", tuple(terms), coulomb_band_rad_s=coulomb_band_rad_s,
-                       scale_floor=dict(scale_floor or {}))
+    return WindowModel(
+        "joint", tuple(terms), coulomb_band_rad_s=coulomb_band_rad_s, scale_floor=dict(scale_floor or {})
+    )
 
 
 @dataclass(frozen=True)
@@ -149,35 +162,49 @@ class OnlineConfig:
     calibrate_scatter: bool = False
 
     def __post_init__(self) -> None:
-        checks = {"horizon_s": self.horizon_s > 0, "hop_s": 0 < self.hop_s <= self.horizon_s,
-                  "derivative_window_s": 0 < self.derivative_window_s < self.horizon_s / 2,
-                  "confidence_threshold": 0 < self.confidence_threshold < 1,
-                  "detect_confidence": 0 < self.detect_confidence <= self.confidence_threshold,
-                  "change_sigma": self.change_sigma >= 0, "confirm_windows": self.confirm_windows >= 1,
-                  "blend_memory_windows": self.blend_memory_windows >= 1,
-                  "request_after_s": self.request_after_s >= self.hop_s, "min_rows": self.min_rows >= 10,
-                  "detect_window_s": self.detect_window_s == 0 or (
-                      2 * self.derivative_window_s < self.detect_window_s <= self.horizon_s),
-                  "detect_hop_s": 0 < self.detect_hop_s <= self.hop_s, "detect_sigma": self.detect_sigma > 0,
-                  "detect_confirm": self.detect_confirm >= 1,
-                  "min_window_s": 2 * self.derivative_window_s < self.min_window_s <= self.horizon_s}
+        checks = {
+            "horizon_s": self.horizon_s > 0,
+            "hop_s": 0 < self.hop_s <= self.horizon_s,
+            "derivative_window_s": 0 < self.derivative_window_s < self.horizon_s / 2,
+            "confidence_threshold": 0 < self.confidence_threshold < 1,
+            "detect_confidence": 0 < self.detect_confidence <= self.confidence_threshold,
+            "change_sigma": self.change_sigma >= 0,
+            "confirm_windows": self.confirm_windows >= 1,
+            "blend_memory_windows": self.blend_memory_windows >= 1,
+            "request_after_s": self.request_after_s >= self.hop_s,
+            "min_rows": self.min_rows >= 10,
+            "detect_window_s": self.detect_window_s == 0
+            or (2 * self.derivative_window_s < self.detect_window_s <= self.horizon_s),
+            "detect_hop_s": 0 < self.detect_hop_s <= self.hop_s,
+            "detect_sigma": self.detect_sigma > 0,
+            "detect_confirm": self.detect_confirm >= 1,
+            "min_window_s": 2 * self.derivative_window_s < self.min_window_s <= self.horizon_s,
+        }
         for name, ok in checks.items():
             if not ok:
-                raise ConfigError(f"online estimator setting {name} is out of range ({getattr(self, name)})",
-                                  joint=self.joint)
+                raise ConfigError(
+                    f"online estimator setting {name} is out of range ({getattr(self, name)})", joint=self.joint
+                )
         names = self.model.names
         for what in ("precision", "change_threshold"):
             value = getattr(self, what)
             given = value if isinstance(value, Mapping) else {}
             if any(not (math.isfinite(v) and v > 0) for v in self.per_parameter(what)) or set(given) - set(names):
-                raise ConfigError(f"online estimator {what} must be > 0 and name known parameters {names}",
-                                  joint=self.joint, value=value)
-        for what, given in (("request_for", self.request_for or ()), ("initial", tuple(self.initial or ())),
-                            ("detect_for", self.detect_for or ())):
+                raise ConfigError(
+                    f"online estimator {what} must be > 0 and name known parameters {names}",
+                    joint=self.joint,
+                    value=value,
+                )
+        for what, given in (
+            ("request_for", self.request_for or ()),
+            ("initial", tuple(self.initial or ())),
+            ("detect_for", self.detect_for or ()),
+        ):
             unknown = set(given) - set(names)
             if unknown:
-                raise ConfigError(f"{what} names unknown parameters {sorted(unknown)}; known: {names}",
-                                  joint=self.joint)
+                raise ConfigError(
+                    f"{what} names unknown parameters {sorted(unknown)}; known: {names}", joint=self.joint
+                )
 
     def per_parameter(self, what: str) -> np.ndarray:
         """`precision` or `change_threshold` as one number per parameter, in `model.names` order."""
@@ -197,15 +224,14 @@ class OnlineConfig:
         return max(1, int(round(self.request_after_s / self.hop_s)))
 
 
-
-
 def pendulum_config(joint: str, length_m: float, rotor_inertia_kg_m2: float = 0.0, **settings: object) -> OnlineConfig:
     """Settings for the point-mass pendulum: mass judged to 1 % and changes of 5 %; damping and friction,
     which a few seconds of motion pin only to tens of percent, to 25 % and changes of 50 %."""
     defaults: dict[str, object] = {
         "precision": {"mass_kg": 0.01, "damping_nm_s_rad": 0.25, "friction_nm": 0.25},
         "change_threshold": {"mass_kg": 0.05, "damping_nm_s_rad": 0.5, "friction_nm": 0.5},
-        "request_for": ("mass_kg",)}
+        "request_for": ("mass_kg",),
+    }
     defaults.update(settings)
     model = pendulum_window_model(length_m, rotor_inertia_kg_m2)
     return OnlineConfig(joint, model, **defaults)  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ import numpy as np
 from .window import Prepared
 
 MIN_AFTER_FRACTION = 0.5  # of the derivative window: rows a candidate step needs after it
-CANDIDATE_STEP = 5        # samples between candidate change times
+CANDIDATE_STEP = 5  # samples between candidate change times
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def scan(prep: Prepared, theta: np.ndarray, noise: np.ndarray) -> Step | None:
     min_after = max(int(MIN_AFTER_FRACTION * prep.lags), 1)
     if len(times) <= min_after:
         return None
-    candidates = times[: len(times) - min_after: CANDIDATE_STEP]
+    candidates = times[: len(times) - min_after : CANDIDATE_STEP]
     if len(candidates) == 0:
         return None
     a_inv = np.linalg.pinv(a_after[candidates])  # all candidates at once

@@ -11,15 +11,25 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..errors import DataError
-from ..signals import JointSamples
-from ..signals import MAX_ABS_POSITION, MAX_ABS_RATE
+from ..signals import MAX_ABS_POSITION, MAX_ABS_RATE, JointSamples
 from .calibration import ScatterCalibration
 from .config import NS, OnlineConfig
 from .detector import Step, scan, stepped
-from .reports import (ACCEPTED, DISCARDED, PENDING, REPLACED, SETTLING, ChangeDetected, Estimate, Event,
-    ExcitationRecovered, ExcitationRequest, ParameterChange, WindowFit)
+from .reports import (
+    ACCEPTED,
+    DISCARDED,
+    PENDING,
+    REPLACED,
+    SETTLING,
+    ChangeDetected,
+    Estimate,
+    Event,
+    ExcitationRecovered,
+    ExcitationRequest,
+    ParameterChange,
+    WindowFit,
+)
 from .window import discarded, fit_window, prepare
-
 
 NOISE_WINDOWS = 8  # the detector measures residuals against the largest noise of this many accepted windows
 
@@ -52,7 +62,7 @@ class OnlineEstimator:
         self._next_fit_ns: int | None = None
         self._next_detect_ns: int | None = None
         self._noise: deque[np.ndarray] = deque(maxlen=NOISE_WINDOWS)  # residual noise of recent accepted windows
-        self._restart_ns: int | None = None       # the window starts here after a detected change
+        self._restart_ns: int | None = None  # the window starts here after a detected change
         self._detect_count = 0
         self._time_ns = 0
         self.last_window: WindowFit | None = None
@@ -70,11 +80,16 @@ class OnlineEstimator:
         physical = getattr(self.config.model, "physical", None)
         if physical is not None and np.all(np.isfinite(values)):
             values = physical(values)
-        return Estimate(self._time_ns, self.config.joint, self.config.model.names,
-                        tuple(float(v) for v in values), tuple(float(c) for c in self._confidence),
-                        tuple(float(w) for w in np.where(np.isfinite(self._values), self._weight,
-                                                         self._provisional_weight)),
-                        bool(self._requested), tuple(float(v) for v in self._std))
+        return Estimate(
+            self._time_ns,
+            self.config.joint,
+            self.config.model.names,
+            tuple(float(v) for v in values),
+            tuple(float(c) for c in self._confidence),
+            tuple(float(w) for w in np.where(np.isfinite(self._values), self._weight, self._provisional_weight)),
+            bool(self._requested),
+            tuple(float(v) for v in self._std),
+        )
 
     def _current(self) -> np.ndarray:
         """The blended values, the provisional ones where no confident window has set a value yet."""
@@ -208,12 +223,21 @@ class OnlineEstimator:
                 decisions[i] = self._change(i, x, std, w) if detectable else DISCARDED
                 if decisions[i] == DISCARDED:
                     self._pending[i] = 0
-            if decisions[i] == REPLACED and self._pre_change is None and math.isfinite(self._before[i]) and \
-                    cfg.model.names[i] in (cfg.detect_for or cfg.model.names):
+            if (
+                decisions[i] == REPLACED
+                and self._pre_change is None
+                and math.isfinite(self._before[i])
+                and cfg.model.names[i] in (cfg.detect_for or cfg.model.names)
+            ):
                 triggered.append(i)  # (a parameter outside detect_for is replaced without an alarm)
         first = [i for i in range(p) if decisions[i] == REPLACED and not math.isfinite(self._before[i])]
-        if first and cfg.detect_window_s > 0 and not triggered and self._settle_until_ns is None and \
-                not np.isfinite(self._before).any():
+        if (
+            first
+            and cfg.detect_window_s > 0
+            and not triggered
+            and self._settle_until_ns is None
+            and not np.isfinite(self._before).any()
+        ):
             # warm-up (with the detector): the very first values come from windows that may hold the start of
             # the motion; they settle for one window length like a change (replaced by each fresh window), and
             # no change is reported. Without the detector (the pendulum's default) the first window just sets them.
@@ -224,18 +248,28 @@ class OnlineEstimator:
             self._pre_change, self._pre_weight = self._before.copy(), self._before_weight.copy()
             self._settle_until_ns = win.time_ns + int(round(cfg.horizon_s * NS))
             self._pending[:] = 0
-            events.append(ChangeDetected(win.time_ns, cfg.joint, tuple(names[i] for i in triggered),
-                                         tuple(float(self._before[i]) for i in triggered),
-                                         tuple(float(self._values[i]) for i in triggered)))
+            events.append(
+                ChangeDetected(
+                    win.time_ns,
+                    cfg.joint,
+                    tuple(names[i] for i in triggered),
+                    tuple(float(self._before[i]) for i in triggered),
+                    tuple(float(self._values[i]) for i in triggered),
+                )
+            )
         if settled:
             events += self._settled_changes(win)
-        if win.residual_scale is not None and ACCEPTED in decisions and not (
-                {REPLACED, PENDING, SETTLING} & set(decisions)):
+        if (
+            win.residual_scale is not None
+            and ACCEPTED in decisions
+            and not ({REPLACED, PENDING, SETTLING} & set(decisions))
+        ):
             self._noise.append(np.asarray(win.residual_scale, dtype=float))  # the detector's noise reference
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
         self._confidence = win.confidence.copy()
-        self.last_window = WindowFit(win.time_ns, win.values, win.std, win.confidence, win.rows_used,
-                                     tuple(decisions), win.note)
+        self.last_window = WindowFit(
+            win.time_ns, win.values, win.std, win.confidence, win.rows_used, tuple(decisions), win.note
+        )
         self._time_ns = win.time_ns
         return events + self._excitation_events(win.time_ns)
 
@@ -263,8 +297,9 @@ class OnlineEstimator:
         old = float(self._values[i])
         delta = x - old
         scale = max(abs(old), float(cfg.model.floors()[i]))
-        if not (abs(delta) > float(cfg.per_parameter("change_threshold")[i]) * scale
-                and abs(delta) > cfg.change_sigma * std):
+        if not (
+            abs(delta) > float(cfg.per_parameter("change_threshold")[i]) * scale and abs(delta) > cfg.change_sigma * std
+        ):
             return DISCARDED
         same_way = self._pending[i] == 0 or np.sign(delta) == self._pending_sign[i]
         self._pending[i] = self._pending[i] + 1 if same_way else 1
@@ -304,8 +339,12 @@ class OnlineEstimator:
         now = int(self._t[-1])
         values = self._current()
         watched = np.isin(cfg.model.names, cfg.detect_for or cfg.model.names)
-        if not self._noise or self._settle_until_ns is not None or not np.all(np.isfinite(values)) or \
-                not np.all(np.isfinite(self._values[watched])):  # a provisional value is no baseline for a step
+        if (
+            not self._noise
+            or self._settle_until_ns is not None
+            or not np.all(np.isfinite(values))
+            or not np.all(np.isfinite(self._values[watched]))
+        ):  # a provisional value is no baseline for a step
             self._detect_count, self.last_step = 0, None
             return []
         t, q, tau = self._window(cfg.detect_window_s)
@@ -313,8 +352,11 @@ class OnlineEstimator:
         noise = np.max(self._noise, axis=0)  # the motion's model errors vary: the worst recent window's noise
         step = None if prep is None or isinstance(prep, WindowFit) else scan(prep, values, noise)
         self.last_step = step
-        moved = (stepped(step, values, cfg.model.floors(), cfg.per_parameter("change_threshold"),
-                         cfg.detect_sigma) if step is not None else np.zeros(len(values), dtype=bool))
+        moved = (
+            stepped(step, values, cfg.model.floors(), cfg.per_parameter("change_threshold"), cfg.detect_sigma)
+            if step is not None
+            else np.zeros(len(values), dtype=bool)
+        )
         moved &= watched
         self._detect_count = self._detect_count + 1 if moved.any() else 0
         if self._detect_count < cfg.detect_confirm:
@@ -333,8 +375,15 @@ class OnlineEstimator:
         self._pending[:] = 0
         self._detect_count = 0
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
-        return [ChangeDetected(now, cfg.joint, tuple(names[i] for i in idx), tuple(float(v) for v in previous),
-                               tuple(float(self._values[i]) for i in idx))]
+        return [
+            ChangeDetected(
+                now,
+                cfg.joint,
+                tuple(names[i] for i in idx),
+                tuple(float(v) for v in previous),
+                tuple(float(self._values[i]) for i in idx),
+            )
+        ]
 
     def _excitation_events(self, time_ns: int) -> list[Event]:
         cfg = self.config

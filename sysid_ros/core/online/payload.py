@@ -23,16 +23,24 @@ import mujoco
 import numpy as np
 
 from ..errors import ConfigError, ModelError
-from ..files import load_spec
-from ..files import model_path
+from ..files import load_spec, model_path
 from ..identify import prepare_urdf_spec
-from ..linear import ArmRegressor, base_parameters
-from ..linear import RowSelection
+from ..linear import ArmRegressor, RowSelection, base_parameters
 from .config import OnlineConfig
 
 NS = 1_000_000_000
-PAYLOAD_NAMES = {"m": "mass_kg", "mx": "mx_kg_m", "my": "my_kg_m", "mz": "mz_kg_m", "Ixx": "ixx_kg_m2",
-                 "Ixy": "ixy_kg_m2", "Iyy": "iyy_kg_m2", "Ixz": "ixz_kg_m2", "Iyz": "iyz_kg_m2", "Izz": "izz_kg_m2"}
+PAYLOAD_NAMES = {
+    "m": "mass_kg",
+    "mx": "mx_kg_m",
+    "my": "my_kg_m",
+    "mz": "mz_kg_m",
+    "Ixx": "ixx_kg_m2",
+    "Ixy": "ixy_kg_m2",
+    "Iyy": "iyy_kg_m2",
+    "Ixz": "ixz_kg_m2",
+    "Iyz": "iyz_kg_m2",
+    "Izz": "izz_kg_m2",
+}
 FIRST_MOMENTS = ("mass_kg", "mx_kg_m", "my_kg_m", "mz_kg_m")
 WITH_INERTIA = tuple(PAYLOAD_NAMES.values())
 _FLOORS = {"mass_kg": 1.0, "mx_kg_m": 0.05, "my_kg_m": 0.05, "mz_kg_m": 0.05}  # inertia: 0.01 kg m^2
@@ -51,8 +59,9 @@ def load_model(path: str | Path) -> mujoco.MjModel:
     except ModelError:
         raise
     except Exception as exc:  # mujoco raises ValueError with the parser's message
-        raise ModelError(f"cannot load the model: {str(exc).splitlines()[0] if str(exc) else exc}",
-                         model=str(path)) from exc
+        raise ModelError(
+            f"cannot load the model: {str(exc).splitlines()[0] if str(exc) else exc}", model=str(path)
+        ) from exc
 
 
 class PayloadWindowModel:
@@ -65,8 +74,14 @@ class PayloadWindowModel:
 
     kind = "payload"
 
-    def __init__(self, model: mujoco.MjModel, body: str, names: Sequence[str] = FIRST_MOMENTS,
-                 scale_floor: Mapping[str, float] | None = None, coulomb_band_rad_s: float = 0.01) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        body: str,
+        names: Sequence[str] = FIRST_MOMENTS,
+        scale_floor: Mapping[str, float] | None = None,
+        coulomb_band_rad_s: float = 0.01,
+    ) -> None:
         by_name = {v: k for k, v in PAYLOAD_NAMES.items()}
         unknown = [n for n in names if n not in by_name]
         if unknown or not names:
@@ -97,15 +112,19 @@ class PayloadWindowModel:
     def _check_identifiable(self) -> None:
         base = base_parameters(_random_columns(self.arm, self._cols), self.names)
         if base.rank < len(self.names):
-            raise ModelError(f"the payload parameters on {self.body} are not identifiable from joint torques: "
-                             f"{base.combined_only or base.unidentifiable}", body=self.body)
+            raise ModelError(
+                f"the payload parameters on {self.body} are not identifiable from joint torques: "
+                f"{base.combined_only or base.unidentifiable}",
+                body=self.body,
+            )
 
     def physical(self, values: np.ndarray) -> np.ndarray:
         """The nearest physically consistent payload to `values` (in `names` order): `physical_payload`."""
         return physical_payload(self.names, values)
 
-    def regressor(self, time_ns: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                  valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def regressor(
+        self, time_ns: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, valid: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The payload's columns (N, J, P) and the model's torque (N, J) on the valid rows (NaN elsewhere),
         each row computed once and cached by its sample time and state (reused only for the same time *and*
         filtered state: another record with equal stamps, or a resampled window whose state moved, is
@@ -155,8 +174,9 @@ def unidentifiable_payload(model: mujoco.MjModel, body: str, names: Sequence[str
     return base_parameters(_random_columns(arm, cols), names).unidentifiable
 
 
-def payload_config(model: mujoco.MjModel | str | Path, body: str, *, inertia: bool = True,
-                   **settings: object) -> OnlineConfig:
+def payload_config(
+    model: mujoco.MjModel | str | Path, body: str, *, inertia: bool = True, **settings: object
+) -> OnlineConfig:
     """Settings for a payload on `body` of an arm: the residual detector on (0.5 s look-back, 0.05 s
     checks), a 0.15 s derivative window, the mass judged to 1 % and changes of 5 %, the first moments to 5 %
     and changes of 10 %, inertia (if estimated) to 25 % and changes of 50 %; excitation requested for the mass;
@@ -179,11 +199,16 @@ def payload_config(model: mujoco.MjModel | str | Path, body: str, *, inertia: bo
     # filtering q before them and the torque after is not the same filter; over DDS (an iiwa tracking a
     # trajectory with velocities) 0.2 s left m cz 2.0-2.8 % low and the inertia 20 % high, 0.15 s 0.1-0.35 %
     moments = tuple(n for n in FIRST_MOMENTS if n in names) or names
-    defaults: dict[str, object] = {"precision": precision, "change_threshold": threshold,
-                                   "request_for": ("mass_kg",) if "mass_kg" in names else moments,
-                                   "detect_window_s": 0.5, "detect_for": moments,
-                                   "selection": RowSelection(moving_speed_rad_s=0.0), "derivative_window_s": 0.15,
-                                   "calibrate_scatter": True}
+    defaults: dict[str, object] = {
+        "precision": precision,
+        "change_threshold": threshold,
+        "request_for": ("mass_kg",) if "mass_kg" in names else moments,
+        "detect_window_s": 0.5,
+        "detect_for": moments,
+        "selection": RowSelection(moving_speed_rad_s=0.0),
+        "derivative_window_s": 0.15,
+        "calibrate_scatter": True,
+    }
     defaults.update(settings)
     return OnlineConfig(body, window, **defaults)  # type: ignore[arg-type]
 
@@ -221,9 +246,13 @@ def physical_payload(names: Sequence[str], values: np.ndarray) -> np.ndarray:
     index = {n: i for i, n in enumerate(names)}
     if set(WITH_INERTIA) <= set(index) and np.all(np.isfinite(out)):
         v = {n: out[index[n]] for n in WITH_INERTIA}
-        inertia = np.array([[v["ixx_kg_m2"], v["ixy_kg_m2"], v["ixz_kg_m2"]],
-                            [v["ixy_kg_m2"], v["iyy_kg_m2"], v["iyz_kg_m2"]],
-                            [v["ixz_kg_m2"], v["iyz_kg_m2"], v["izz_kg_m2"]]])
+        inertia = np.array(
+            [
+                [v["ixx_kg_m2"], v["ixy_kg_m2"], v["ixz_kg_m2"]],
+                [v["ixy_kg_m2"], v["iyy_kg_m2"], v["iyz_kg_m2"]],
+                [v["ixz_kg_m2"], v["iyz_kg_m2"], v["izz_kg_m2"]],
+            ]
+        )
         h = np.array([v["mx_kg_m"], v["my_kg_m"], v["mz_kg_m"]])
         scale = np.r_[np.full(3, 1.0 / PROJECTION_LENGTH_M), 1.0]
         pseudo = np.zeros((4, 4))
@@ -234,9 +263,18 @@ def physical_payload(names: Sequence[str], values: np.ndarray) -> np.ndarray:
         pseudo = (vec * np.maximum(lam, 0.0)) @ vec.T / np.outer(scale, scale)
         second = pseudo[:3, :3]
         inertia = np.trace(second) * np.eye(3) - second
-        new = {"mass_kg": pseudo[3, 3], "mx_kg_m": pseudo[0, 3], "my_kg_m": pseudo[1, 3], "mz_kg_m": pseudo[2, 3],
-               "ixx_kg_m2": inertia[0, 0], "ixy_kg_m2": inertia[0, 1], "iyy_kg_m2": inertia[1, 1],
-               "ixz_kg_m2": inertia[0, 2], "iyz_kg_m2": inertia[1, 2], "izz_kg_m2": inertia[2, 2]}
+        new = {
+            "mass_kg": pseudo[3, 3],
+            "mx_kg_m": pseudo[0, 3],
+            "my_kg_m": pseudo[1, 3],
+            "mz_kg_m": pseudo[2, 3],
+            "ixx_kg_m2": inertia[0, 0],
+            "ixy_kg_m2": inertia[0, 1],
+            "iyy_kg_m2": inertia[1, 1],
+            "ixz_kg_m2": inertia[0, 2],
+            "iyz_kg_m2": inertia[1, 2],
+            "izz_kg_m2": inertia[2, 2],
+        }
         for n, x in new.items():
             out[index[n]] = x
         return out

@@ -47,15 +47,24 @@ class Replay:
             fields = {k: v for k, v in record.items() if k not in ("type", "time_ns", "joint")}
             out.append(f"{t:10.3f} s  {record['type']:<20} {_brief(fields)}")
         std = self.estimate.std or (float("nan"),) * len(self.estimate.names)
-        values = ", ".join(f"{n}={v:.5g}" + (f" +-{2 * s:.2g}" if np.isfinite(s) else "")
-                           for n, v, s in zip(self.estimate.names, self.estimate.values, std))
+        values = ", ".join(
+            f"{n}={v:.5g}" + (f" +-{2 * s:.2g}" if np.isfinite(s) else "")
+            for n, v, s in zip(self.estimate.names, self.estimate.values, std)
+        )
         out.append(f"final estimate: {values}")
         return out
 
     def document(self) -> dict:
-        return {"bag": self.bag, "model": self.model, "body": self.body, "start_ns": self.start_ns,
-                "samples": self.samples, "warnings": list(self.warnings), "events": self.records(),
-                "estimate": {n: float(v) for n, v in zip(self.estimate.names, self.estimate.values)}}
+        return {
+            "bag": self.bag,
+            "model": self.model,
+            "body": self.body,
+            "start_ns": self.start_ns,
+            "samples": self.samples,
+            "warnings": list(self.warnings),
+            "events": self.records(),
+            "estimate": {n: float(v) for n, v in zip(self.estimate.names, self.estimate.values)},
+        }
 
 
 def _brief(fields: dict) -> str:
@@ -65,6 +74,7 @@ def _brief(fields: dict) -> str:
         if isinstance(v, list):
             return "[" + ", ".join(fmt(x) for x in v) + "]"
         return str(v)
+
     return "  ".join(f"{k}={fmt(v)}" for k, v in fields.items())
 
 
@@ -75,8 +85,11 @@ def _check_segment(segment: JointSamples, bag: str) -> None:
         raise ConfigError("the bag's joint states carry no effort: the payload needs the applied torques", bag=bag)
     dead = [j for j, ok in zip(segment.joint_names, np.isfinite(segment.effort).any(axis=0)) if not ok]
     if dead:
-        raise DataError(f"the effort of {', '.join(dead)} is never finite (NaN or inf in every message): "
-                        "the payload needs the applied torques", bag=bag)
+        raise DataError(
+            f"the effort of {', '.join(dead)} is never finite (NaN or inf in every message): "
+            "the payload needs the applied torques",
+            bag=bag,
+        )
     steps = np.diff(segment.time_ns)
     if len(steps) and steps.min() <= 0:
         row = int(np.argmax(steps <= 0)) + 1
@@ -90,9 +103,18 @@ def last_link(model: mujoco.MjModel) -> str:
     return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.jnt_bodyid[model.njnt - 1]))
 
 
-def replay_bag(bag: str | Path, model: str | Path, *, joints: Sequence[str] | None = None, body: str | None = None,
-               inertia: bool = True, topic: str | None = None, distro: str | None = None,
-               out: str | Path | None = None, chunk_s: float = 0.25) -> Replay:
+def replay_bag(
+    bag: str | Path,
+    model: str | Path,
+    *,
+    joints: Sequence[str] | None = None,
+    body: str | None = None,
+    inertia: bool = True,
+    topic: str | None = None,
+    distro: str | None = None,
+    out: str | Path | None = None,
+    chunk_s: float = 0.25,
+) -> Replay:
     """Run `payload_config(model, body)`'s estimator over the bag's joint states; write `out` (YAML) if given.
 
     `joints`, if given, must be the model's joints (the whole arm enters every window). Gaps in the bag
@@ -107,9 +129,11 @@ def replay_bag(bag: str | Path, model: str | Path, *, joints: Sequence[str] | No
     warnings = []
     blind = [n for n in (WITH_INERTIA if inertia else FIRST_MOMENTS) if n not in config.model.names]
     if blind:
-        warnings.append(f"the joint torques say nothing about {', '.join(blind)} of a payload on {body} (a single "
-                        f"joint or a planar arm); estimating {', '.join(config.model.names)} (first moments = mass "
-                        "x lever arm)")
+        warnings.append(
+            f"the joint torques say nothing about {', '.join(blind)} of a payload on {body} (a single "
+            f"joint or a planar arm); estimating {', '.join(config.model.names)} (first moments = mass "
+            "x lever arm)"
+        )
     wanted = config.joints
     if joints is not None and sorted(joints) != sorted(wanted):
         raise ConfigError(f"--joints must be the model's joints {list(wanted)}, got {list(joints)}")
@@ -117,8 +141,9 @@ def replay_bag(bag: str | Path, model: str | Path, *, joints: Sequence[str] | No
     for segment in read.segments:
         _check_segment(segment, str(bag))
     warnings += list(read.warnings)
-    unusable = sum(int((~np.isfinite(s.position).all(axis=1) | ~np.isfinite(s.effort).all(axis=1)).sum())
-                   for s in read.segments)
+    unusable = sum(
+        int((~np.isfinite(s.position).all(axis=1) | ~np.isfinite(s.effort).all(axis=1)).sum()) for s in read.segments
+    )
     if unusable:
         warnings.append(f"{unusable} rows with a non-finite position or effort left out")
     estimator = OnlineEstimator(config)
@@ -133,15 +158,28 @@ def replay_bag(bag: str | Path, model: str | Path, *, joints: Sequence[str] | No
     final = estimator.estimate
     missing = [n for n, v in zip(final.names, final.values) if not np.isfinite(v)]
     if len(missing) == len(final.names):
-        raise DataError("no window of the bag could be fitted: no estimate (too little motion, too short a bag, "
-                        "or positions and efforts that no rigid body explains)", bag=str(bag))
+        raise DataError(
+            "no window of the bag could be fitted: no estimate (too little motion, too short a bag, "
+            "or positions and efforts that no rigid body explains)",
+            bag=str(bag),
+        )
     if missing:
         warnings.append(f"no window could fit {', '.join(missing)}: no estimate for them")
     elif estimator.provisional:
-        warnings.append(f"no window pinned {', '.join(estimator.provisional)} to its precision: provisional "
-                        "values (too little motion, or too much noise)")
-    replay = Replay(str(bag), str(model), config.joint, int(read.segments[0].time_ns[0]), tuple(events),
-                    final, total, tuple(warnings))
+        warnings.append(
+            f"no window pinned {', '.join(estimator.provisional)} to its precision: provisional "
+            "values (too little motion, or too much noise)"
+        )
+    replay = Replay(
+        str(bag),
+        str(model),
+        config.joint,
+        int(read.segments[0].time_ns[0]),
+        tuple(events),
+        final,
+        total,
+        tuple(warnings),
+    )
     if out is not None:
         replace_file(out, yaml.safe_dump(replay.document(), sort_keys=False).encode())
     return replay

@@ -35,12 +35,19 @@ class Estimate:
         return dict(zip(self.names, self.values))
 
     def as_key_values(self) -> list[tuple[str, str]]:
-        out = [("joint", self.joint), ("time_ns", str(self.time_ns)),
-               ("excitation_requested", str(self.excitation_requested).lower())]
+        out = [
+            ("joint", self.joint),
+            ("time_ns", str(self.time_ns)),
+            ("excitation_requested", str(self.excitation_requested).lower()),
+        ]
         std = self.std or (float("nan"),) * len(self.names)
         for n, v, c, w, s in zip(self.names, self.values, self.confidence, self.weight, std):
-            out += [(f"{n}.value", repr(v)), (f"{n}.confidence", f"{c:.4f}"), (f"{n}.weight", f"{w:.4f}"),
-                    (f"{n}.std", repr(s))]
+            out += [
+                (f"{n}.value", repr(v)),
+                (f"{n}.confidence", f"{c:.4f}"),
+                (f"{n}.weight", f"{w:.4f}"),
+                (f"{n}.std", repr(s)),
+            ]
         return out
 
     def as_array(self) -> np.ndarray:
@@ -100,6 +107,7 @@ def event_record(event: Event) -> dict:
     fields = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(event).items()}
     return {"type": type(event).__name__, **fields}
 
+
 ACCEPTED, REPLACED, DISCARDED, PENDING, SETTLING = "accepted", "replaced", "discarded", "pending", "settling"
 
 
@@ -115,5 +123,3 @@ class WindowFit:
     decisions: tuple[str, ...]
     note: str = ""
     residual_scale: np.ndarray | None = None  # per joint: long-run std of the fit's residual (N m)
-
-

@@ -15,11 +15,12 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 UNIFORM_TOLERANCE = 0.05  # a step within this share of the median is uniform enough: no resampling
-REPEAT_FRACTION = 0.25    # a sample closer than this share of the median step to the previous one is a repeat
+REPEAT_FRACTION = 0.25  # a sample closer than this share of the median step to the previous one is a repeat
 
 
-def on_uniform_grid(time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray,
-                    tolerance: float = UNIFORM_TOLERANCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def on_uniform_grid(
+    time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, tolerance: float = UNIFORM_TOLERANCE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(times, positions, efforts) on a uniform grid: the samples as given when their steps are uniform to
     `tolerance`, else resampled (see the module docstring); repeats (a step under `REPEAT_FRACTION` of the
     median) and rows with a non-finite value are dropped first. Times must increase; q and tau are (N,) or (N, J)."""

@@ -54,7 +54,7 @@ def _filtered(x: np.ndarray, kernels: np.ndarray) -> list[np.ndarray]:
     finite = np.isfinite(x)
     filled = np.where(finite, x, 0.0)
     bad = convolve1d(np.asarray(~finite, dtype=float), np.ones(n), axis=0, mode="constant") > 0
-    bad[:half] = bad[len(x) - half:] = True
+    bad[:half] = bad[len(x) - half :] = True
     out = []
     for k in kernels:
         y = convolve1d(filled, k, axis=0, mode="nearest")
@@ -63,8 +63,15 @@ def _filtered(x: np.ndarray, kernels: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def _column_noise_covariance(config: OnlineConfig, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                             rows: np.ndarray, sigma_rad: float, kernels: np.ndarray) -> np.ndarray:
+def _column_noise_covariance(
+    config: OnlineConfig,
+    q: np.ndarray,
+    qd: np.ndarray,
+    qdd: np.ndarray,
+    rows: np.ndarray,
+    sigma_rad: float,
+    kernels: np.ndarray,
+) -> np.ndarray:
     """Per-row covariance of the regressor's noise, from white position noise through the filter.
 
     The filter turns noise sigma into (dq, dqd, dqdd) with covariance sigma^2 K K' (K: the kernels); each
@@ -83,8 +90,9 @@ def _column_noise_covariance(config: OnlineConfig, q: np.ndarray, qd: np.ndarray
     return np.einsum("rpi,ij,rqj->pq", jac_rows, k_cov, jac_rows) / max(len(base[0]), 1)
 
 
-def _hac_std(y: np.ndarray, phi: np.ndarray, rows: np.ndarray, theta: np.ndarray, a: np.ndarray,
-             lags: int) -> np.ndarray:
+def _hac_std(
+    y: np.ndarray, phi: np.ndarray, rows: np.ndarray, theta: np.ndarray, a: np.ndarray, lags: int
+) -> np.ndarray:
     """Standard errors that hold for correlated residuals: A^-1 S A^-1, S from overlapping block sums.
 
     y and rows are (N, J), phi (N, J, P): the joints' equations at one time are summed before blocking.
@@ -107,8 +115,9 @@ def _long_run(g: np.ndarray, lags: int) -> np.ndarray:
     return sums.T @ sums / block * (len(g) / max(len(sums), 1))
 
 
-def _halves_disagree(y: np.ndarray, phi: np.ndarray, rows: np.ndarray, cov: np.ndarray | None, lags: int,
-                     z_max: float) -> str:
+def _halves_disagree(
+    y: np.ndarray, phi: np.ndarray, rows: np.ndarray, cov: np.ndarray | None, lags: int, z_max: float
+) -> str:
     """Why the window's two halves fit different parameters (a change inside the window), or ''.
 
     A window that straddles a change fits neither model, yet its standard errors only see noise; the
@@ -137,18 +146,19 @@ class Prepared:
     """A stretch of samples ready for the linear fit: tau - known = phi theta on the `rows` (time, joint)."""
 
     end_ns: int
-    time_ns: np.ndarray    # (N,)
-    q: np.ndarray          # (N, J) raw positions
-    phi: np.ndarray        # (N, J, P)
-    y: np.ndarray          # (N, J) filtered torque minus the known part
-    rows: np.ndarray       # (N, J) equations used
-    lags: int              # derivative window, samples (residual correlation length)
+    time_ns: np.ndarray  # (N,)
+    q: np.ndarray  # (N, J) raw positions
+    phi: np.ndarray  # (N, J, P)
+    y: np.ndarray  # (N, J) filtered torque minus the known part
+    rows: np.ndarray  # (N, J) equations used
+    lags: int  # derivative window, samples (residual correlation length)
     derivatives: tuple[np.ndarray, np.ndarray, np.ndarray]
     kernels: np.ndarray
 
 
-def prepare(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray,
-            min_derivative_windows: int = 4) -> Prepared | WindowFit:
+def prepare(
+    config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, min_derivative_windows: int = 4
+) -> Prepared | WindowFit:
     """Savitzky-Golay derivatives, row selection and the model's columns for (N,) or (N, J) samples, or a
     discarded window saying why the stretch says nothing (fewer than `min_derivative_windows` derivative
     windows of samples, too few moving rows, free motion)."""
@@ -177,8 +187,13 @@ def prepare(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np.nd
     # at the end of every torque tape, when the joint swings out freely.
     torque_rms = float(np.sqrt(np.mean(np.square(tau2[rows]))))
     if not torque_rms >= config.min_torque_rms_nm:
-        return discarded(end, p, f"torque RMS {torque_rms:.3g} N m below {config.min_torque_rms_nm} N m: "
-                         "free motion does not scale the parameters", used)
+        return discarded(
+            end,
+            p,
+            f"torque RMS {torque_rms:.3g} N m below {config.min_torque_rms_nm} N m: "
+            "free motion does not scale the parameters",
+            used,
+        )
     y = y - known
     rows &= np.isfinite(y) & np.isfinite(phi).all(axis=-1)
     return Prepared(end, np.asarray(time_ns), q2, phi, y, rows, n, (qf, qd, qdd), kernels)
@@ -203,7 +218,7 @@ def joint_noise(prep: Prepared, passes: int = JOINT_WEIGHT_PASSES) -> np.ndarray
     y = np.where(prep.rows, np.nan_to_num(prep.y), 0.0)
     gram, score = np.einsum("tjp,tjq->jpq", x, x), np.einsum("tjp,tj->jp", x, y)  # per joint: normal equations
     for _ in range(passes):
-        weight = noise ** -2
+        weight = noise**-2
         theta = np.linalg.lstsq(np.einsum("j,jpq->pq", weight, gram), weight @ score, rcond=None)[0]
         measured = residual_scale(prep, theta)
         if not np.all(np.isfinite(measured)) or measured.max() <= 0:
@@ -212,8 +227,9 @@ def joint_noise(prep: Prepared, passes: int = JOINT_WEIGHT_PASSES) -> np.ndarray
     return noise
 
 
-def fit_window(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray,
-               scale: np.ndarray) -> WindowFit:
+def fit_window(
+    config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, scale: np.ndarray
+) -> WindowFit:
     """Fit one window ((N,) or (N, J) samples of the model's joints) and score each parameter against the
     larger of |scale| (the current estimate, NaN if none) and |its window value|, floored by the model's
     `scale_floor`.
@@ -241,9 +257,18 @@ def fit_window(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np
             cov = _column_noise_covariance(config, qf, qd, qdd, rows[:, 0], sigma, prep.kernels)
     time_index = np.repeat(np.arange(len(y)), y.shape[1])
     try:
-        fit = fit_linear(y.ravel(), phi.reshape(-1, p), names, rows=rows.ravel(), time_index=time_index,
-                         noise_covariance=cov, compensate_noise=cov is not None, bootstrap=_CHEAP_BOOTSTRAP,
-                         limits=FitThresholds(min_rows=config.min_rows), joint=config.joint)
+        fit = fit_linear(
+            y.ravel(),
+            phi.reshape(-1, p),
+            names,
+            rows=rows.ravel(),
+            time_index=time_index,
+            noise_covariance=cov,
+            compensate_noise=cov is not None,
+            bootstrap=_CHEAP_BOOTSTRAP,
+            limits=FitThresholds(min_rows=config.min_rows),
+            joint=config.joint,
+        )
     except DataError as exc:
         return discarded(end, p, str(exc), used)
     x = phi[rows]
@@ -257,5 +282,12 @@ def fit_window(config: OnlineConfig, time_ns: np.ndarray, q: np.ndarray, tau: np
     ref = np.maximum(np.nan_to_num(magnitude), config.model.floors()) * config.per_parameter("precision")
     confidence = 1.0 / (1.0 + (std / ref) ** 2)
     confidence = np.where(np.isfinite(confidence) & np.isfinite(fit.values), confidence, 0.0)
-    return WindowFit(end, fit.values.copy(), std, confidence, fit.rows_used, (ACCEPTED,) * p,
-                     residual_scale=residual_scale(prep, fit.values))
+    return WindowFit(
+        end,
+        fit.values.copy(),
+        std,
+        confidence,
+        fit.rows_used,
+        (ACCEPTED,) * p,
+        residual_scale=residual_scale(prep, fit.values),
+    )

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,17 +41,33 @@ def figure(title: str, xlabel: str, ylabel: str, height: int = 300, log_x: bool 
     import plotly.graph_objects as go
 
     axis = dict(gridcolor="#eee", showline=True, linecolor="#888", automargin=True)
-    fig = go.Figure(layout=dict(  # one layout dict: each update_* call validates the whole layout again
-        title={"text": title, "font": {"size": 14}}, height=height, margin=dict(l=70, r=20, t=40, b=45),
-        template="none", font=dict(family="sans-serif", size=11), plot_bgcolor="white",  # a template: 6.5 kB a plot
-        legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
-        xaxis=dict(axis, title=xlabel, zeroline=False, type="log" if log_x else None),
-        yaxis=dict(axis, title=ylabel, zerolinecolor="#ccc", type="log" if log_y else None)))
+    fig = go.Figure(
+        layout=dict(  # one layout dict: each update_* call validates the whole layout again
+            title={"text": title, "font": {"size": 14}},
+            height=height,
+            margin=dict(l=70, r=20, t=40, b=45),
+            template="none",
+            font=dict(family="sans-serif", size=11),
+            plot_bgcolor="white",  # a template: 6.5 kB a plot
+            legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+            xaxis=dict(axis, title=xlabel, zeroline=False, type="log" if log_x else None),
+            yaxis=dict(axis, title=ylabel, zerolinecolor="#ccc", type="log" if log_y else None),
+        )
+    )
     return fig
 
 
-def line(fig, x: Sequence[float], y: Sequence[float], name: str, dash: str | None = None, color: str | None = None,
-         mode: str = "lines", width: float = 1.3, **extra: Any):
+def line(
+    fig,
+    x: Sequence[float],
+    y: Sequence[float],
+    name: str,
+    dash: str | None = None,
+    color: str | None = None,
+    mode: str = "lines",
+    width: float = 1.3,
+    **extra: Any,
+):
     """Add a series: thinned to `MAX_POINTS` when a line, float32, evenly spaced x as a start and a step."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -61,8 +78,15 @@ def line(fig, x: Sequence[float], y: Sequence[float], name: str, dash: str | Non
         axis = dict(x0=float(x[0]), dx=float(steps[0]))  # evenly spaced: plotly rebuilds x, half the bytes
     else:
         axis = dict(x=x.astype(np.float32))
-    fig.add_scatter(**axis, y=y.astype(np.float32), name=name, mode=mode, marker=dict(color=color),
-                    line=dict(dash=dash, color=color, width=width), **extra)
+    fig.add_scatter(
+        **axis,
+        y=y.astype(np.float32),
+        name=name,
+        mode=mode,
+        marker=dict(color=color),
+        line=dict(dash=dash, color=color, width=width),
+        **extra,
+    )
     return fig
 
 
@@ -91,12 +115,46 @@ def mark_windows(fig, windows: Sequence[Window]) -> None:
     for k, (a, b, name) in enumerate(windows):
         if len(windows) > 1:
             if k % 2:
-                shapes.append(dict(type="rect", xref="x", yref="y domain", x0=a, x1=b, y0=0, y1=1,
-                                   fillcolor="#888", opacity=0.08, line_width=0, layer="below"))
-            shapes.append(dict(type="line", xref="x", yref="y domain", x0=a, x1=a, y0=0, y1=1,
-                               line=dict(width=0.6, dash="dot", color="#888")))
-        notes.append(dict(x=a, y=1, xref="x", yref="paper", text=name, showarrow=False, xanchor="left",
-                          yanchor="bottom", font=dict(size=9, color="#666")))
+                shapes.append(
+                    dict(
+                        type="rect",
+                        xref="x",
+                        yref="y domain",
+                        x0=a,
+                        x1=b,
+                        y0=0,
+                        y1=1,
+                        fillcolor="#888",
+                        opacity=0.08,
+                        line_width=0,
+                        layer="below",
+                    )
+                )
+            shapes.append(
+                dict(
+                    type="line",
+                    xref="x",
+                    yref="y domain",
+                    x0=a,
+                    x1=a,
+                    y0=0,
+                    y1=1,
+                    line=dict(width=0.6, dash="dot", color="#888"),
+                )
+            )
+        notes.append(
+            dict(
+                x=a,
+                y=1,
+                xref="x",
+                yref="paper",
+                text=name,
+                showarrow=False,
+                xanchor="left",
+                yanchor="bottom",
+                font=dict(size=9, color="#666"),
+            )
+        )
     fig.update_layout(shapes=list(fig.layout.shapes) + shapes, annotations=list(fig.layout.annotations) + notes)
 
 
@@ -121,8 +179,11 @@ class Page:
     def verdict(self, headline: str, level: str, lines: Sequence[str] = ()) -> None:
         """A coloured box: level is ok, warn, bad or none (no verdict given)."""
         body = "".join(f"<li>{html.escape(str(s))}</li>" for s in lines)
-        self.parts.append(f'<div class="verdict {level}"><b>{html.escape(headline)}</b>'
-                          + (f"<ul>{body}</ul>" if body else "") + "</div>")
+        self.parts.append(
+            f'<div class="verdict {level}"><b>{html.escape(headline)}</b>'
+            + (f"<ul>{body}</ul>" if body else "")
+            + "</div>"
+        )
 
     def table(self, header: Sequence[str], rows: Sequence[Sequence[Any]], flagged: Sequence[bool] = ()) -> None:
         head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
@@ -137,10 +198,12 @@ class Page:
         self.figures.append(fig)
         div = f"plot{self.plots}"
         fig_json = fig.to_json(engine="json")
-        self.parts.append(f'<div id="{div}" class="{PLOT_CLASS}"></div>'
-                          f'<script>(function(){{var f={fig_json};'
-                          f'Plotly.newPlot("{div}",f.data,f.layout,{{responsive:true,displaylogo:false}});}})();'
-                          f"</script>")
+        self.parts.append(
+            f'<div id="{div}" class="{PLOT_CLASS}"></div>'
+            f"<script>(function(){{var f={fig_json};"
+            f'Plotly.newPlot("{div}",f.data,f.layout,{{responsive:true,displaylogo:false}});}})();'
+            f"</script>"
+        )
 
     @property
     def plots(self) -> int:
@@ -150,8 +213,10 @@ class Page:
         from plotly.offline import get_plotlyjs
 
         script = f"<script>{get_plotlyjs()}</script>" if self.plots else ""
-        return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(self.title)}</title>'
-                f"<style>{_STYLE}</style>{script}</head><body>\n" + "\n".join(self.parts) + "\n</body></html>\n")
+        return (
+            f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(self.title)}</title>'
+            f"<style>{_STYLE}</style>{script}</head><body>\n" + "\n".join(self.parts) + "\n</body></html>\n"
+        )
 
     def write(self, path: str | Path) -> Path:
         """Write the page whole or not at all (`replace_file`: the old one intact on a failure)."""

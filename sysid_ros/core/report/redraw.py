@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..errors import DataError
 from . import identification, tuning
 
 
 def _kinds() -> list[tuple[str, Callable[[Path], Path]]]:
-    return [("identified.yaml", identification.regenerate), ("proposal.yaml", tuning.write_tuning_report),
-            ("canary.yaml", tuning.write_canary_report)]
+    return [
+        ("identified.yaml", identification.regenerate),
+        ("proposal.yaml", tuning.write_tuning_report),
+        ("canary.yaml", tuning.write_canary_report),
+    ]
 
 
 def redraw(folder: str | Path) -> Path:
@@ -24,7 +27,8 @@ def redraw(folder: str | Path) -> Path:
             try:
                 return regenerate(folder)
             except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as exc:
-                raise DataError(f"{folder / marker} (or a file beside it) is malformed: {type(exc).__name__}: "
-                                f"{exc}") from None
+                raise DataError(
+                    f"{folder / marker} (or a file beside it) is malformed: {type(exc).__name__}: {exc}"
+                ) from None
     names = ", ".join(marker for marker, _ in _kinds())
     raise DataError(f"{folder} holds no results to draw a report from (none of: {names})")

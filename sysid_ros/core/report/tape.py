@@ -5,14 +5,13 @@ of the whole arm the tape moves, its plan too (`tapes.plan`: condition number, p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
 from ..errors import SysidRosError
-from ..tapes import Tape, plan, probe_times, sample
-from ..tapes import Envelope
+from ..tapes import Envelope, Tape, plan, probe_times, sample
 from ..tuner import inverse_dynamics, nominal_model
 from .page import Page, figure, line
 
@@ -37,24 +36,42 @@ def tape_page(tape: Tape, envelopes: Mapping[str, Envelope], model: str | None =
     got = sample(tape, t)
     torque = got.effort if tape.interface == "effort" else (nominal_torque(model, tape, t) if model else None)
     page = Page(f"Tape {tape.name} ({tape.kind}, seed {tape.seed}, {tape.interface})")
-    page.text(f"{t[-1]:.2f} s at {tape.command_rate_hz:g} Hz; joints {', '.join(tape.joints)}. Dashed red: the "
-              "envelope's limits." + ("" if torque is not None or tape.interface == "effort" else
-                                      " No model named: the torque a position tape needs is not shown."))
+    page.text(
+        f"{t[-1]:.2f} s at {tape.command_rate_hz:g} Hz; joints {', '.join(tape.joints)}. Dashed red: the "
+        "envelope's limits."
+        + (
+            ""
+            if torque is not None or tape.interface == "effort"
+            else " No model named: the torque a position tape needs is not shown."
+        )
+    )
     if model and tape.interface == "position":
         plan_section(page, tape, envelopes, model)
     for j, joint in enumerate(tape.joints):
         env = envelopes[joint]
-        page.heading(f"{joint}: travel {env.lower_rad:.3g} .. {env.upper_rad:.3g} rad, speed {env.max_speed_rad_s:g}"
-                     f" rad/s, torque {env.max_torque_nm:g} N m", 3)
+        page.heading(
+            f"{joint}: travel {env.lower_rad:.3g} .. {env.upper_rad:.3g} rad, speed {env.max_speed_rad_s:g}"
+            f" rad/s, torque {env.max_torque_nm:g} N m",
+            3,
+        )
         rows = []
         if tape.interface == "position":
             accel = env.max_accel_rad_s2
-            rows = [("position", "rad", got.position[:, j], env.lower_rad, env.upper_rad),
-                    ("velocity", "rad/s", got.velocity[:, j], -env.max_speed_rad_s, env.max_speed_rad_s),
-                    ("acceleration", "rad/s^2", got.acceleration[:, j], -accel if accel else None, accel)]
+            rows = [
+                ("position", "rad", got.position[:, j], env.lower_rad, env.upper_rad),
+                ("velocity", "rad/s", got.velocity[:, j], -env.max_speed_rad_s, env.max_speed_rad_s),
+                ("acceleration", "rad/s^2", got.acceleration[:, j], -accel if accel else None, accel),
+            ]
         if torque is not None:
-            rows.append(("torque" if tape.interface == "effort" else "torque (nominal model)", "N m", torque[:, j],
-                         -env.max_torque_nm, env.max_torque_nm))
+            rows.append(
+                (
+                    "torque" if tape.interface == "effort" else "torque (nominal model)",
+                    "N m",
+                    torque[:, j],
+                    -env.max_torque_nm,
+                    env.max_torque_nm,
+                )
+            )
         for what, unit, values, lower, upper in rows:
             fig = figure(f"{joint}: {what}", "time [s]", f"{what.split()[0]} [{unit}]", height=230)
             line(fig, t, values, what)
@@ -63,8 +80,9 @@ def tape_page(tape: Tape, envelopes: Mapping[str, Envelope], model: str | None =
     return page
 
 
-def plan_section(page: Page, tape: Tape, envelopes: Mapping[str, Envelope], model: str,
-                 torque_noise_nm: float = 0.1) -> None:
+def plan_section(
+    page: Page, tape: Tape, envelopes: Mapping[str, Envelope], model: str, torque_noise_nm: float = 0.1
+) -> None:
     """The tape's plan for the whole arm: its figures, each joint's margins, and the predicted relative intervals."""
     page.heading("Plan: what this tape tells the whole-arm identification", 3)
     try:
@@ -73,11 +91,18 @@ def plan_section(page: Page, tape: Tape, envelopes: Mapping[str, Envelope], mode
         page.text(f"No plan: {exc}")
         return
     page.items(got.summary()[:2] + [got.summary()[-1]])
-    page.table(["joint", "travel", "speed", "acceleration", "torque"],
-               [[joint, *(f"{v:.0%}" for v in m.values())] for joint, m in got.margins.items()],
-               [min(m.values()) < 0.05 for m in got.margins.values()])
-    fig = figure("predicted 95 % half-width / |model value| per base parameter", "base parameter", "relative",
-                 height=300, log_y=True)
+    page.table(
+        ["joint", "travel", "speed", "acceleration", "torque"],
+        [[joint, *(f"{v:.0%}" for v in m.values())] for joint, m in got.margins.items()],
+        [min(m.values()) < 0.05 for m in got.margins.values()],
+    )
+    fig = figure(
+        "predicted 95 % half-width / |model value| per base parameter",
+        "base parameter",
+        "relative",
+        height=300,
+        log_y=True,
+    )
     line(fig, np.arange(len(got.base_names)), np.minimum(got.relative_half_width, 1e6), "predicted")
     page.plot(fig)
 

@@ -11,12 +11,24 @@
 from .. import front_door
 
 EXPORTS = {
-    "Derivatives": ".derivatives", "JointCommands": ".arrays", "JointSamples": ".arrays",
-    "MAX_ABS_POSITION": ".plausible", "MAX_ABS_RATE": ".plausible", "MAX_GRID_POINTS": ".size_bounds",
-    "Trajectory": ".joint_trajectory", "estimate_position_noise": ".derivatives", "finite_differences": ".derivatives",
-    "grid_points": ".size_bounds", "hold_differences": ".derivatives", "hold_kernel": ".derivatives",
-    "quartic_derivatives": ".derivatives", "same_filter": ".derivatives", "samples_derivatives": ".derivatives",
-    "savgol_derivatives": ".derivatives", "smooth_like_acceleration": ".derivatives", "uniform_dt_s": ".derivatives",
+    "Derivatives": ".derivatives",
+    "JointCommands": ".arrays",
+    "JointSamples": ".arrays",
+    "MAX_ABS_POSITION": ".plausible",
+    "MAX_ABS_RATE": ".plausible",
+    "MAX_GRID_POINTS": ".size_bounds",
+    "Trajectory": ".joint_trajectory",
+    "estimate_position_noise": ".derivatives",
+    "finite_differences": ".derivatives",
+    "grid_points": ".size_bounds",
+    "hold_differences": ".derivatives",
+    "hold_kernel": ".derivatives",
+    "quartic_derivatives": ".derivatives",
+    "same_filter": ".derivatives",
+    "samples_derivatives": ".derivatives",
+    "savgol_derivatives": ".derivatives",
+    "smooth_like_acceleration": ".derivatives",
+    "uniform_dt_s": ".derivatives",
     "window_samples": ".derivatives",
 }
 """Name -> the module that defines it, imported on first use (callers pay only for what they use)."""

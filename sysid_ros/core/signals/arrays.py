@@ -61,21 +61,28 @@ class JointSamples:
             raise DataError("joint not in these samples", joint=joint, source=self.source or None)
         return array[:, self.joint_names.index(joint)]
 
-    def select(self, joints: list[str] | tuple[str, ...]) -> "JointSamples":
+    def select(self, joints: list[str] | tuple[str, ...]) -> JointSamples:
         """The same samples with columns for `joints`, in that order."""
         missing = [j for j in joints if j not in self.joint_names]
         if missing:
             raise DataError(f"joints not in these samples: {missing}", source=self.source or None)
         idx = [self.joint_names.index(j) for j in joints]
         pick = lambda a: None if a is None else a[:, idx]  # noqa: E731
-        return JointSamples(tuple(joints), self.time_ns, pick(self.position), pick(self.velocity),
-                            pick(self.effort), self.source)
+        return JointSamples(
+            tuple(joints), self.time_ns, pick(self.position), pick(self.velocity), pick(self.effort), self.source
+        )
 
-    def slice(self, start: int, stop: int) -> "JointSamples":
+    def slice(self, start: int, stop: int) -> JointSamples:
         """Rows start:stop."""
         cut = lambda a: None if a is None else a[start:stop]  # noqa: E731
-        return JointSamples(self.joint_names, self.time_ns[start:stop], cut(self.position),
-                            cut(self.velocity), cut(self.effort), self.source)
+        return JointSamples(
+            self.joint_names,
+            self.time_ns[start:stop],
+            cut(self.position),
+            cut(self.velocity),
+            cut(self.effort),
+            self.source,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,8 +103,10 @@ class JointCommands:
         object.__setattr__(self, "time_ns", _as_times(self.time_ns))
         values = np.asarray(self.values, dtype=np.float64)
         if values.shape != (len(self.time_ns), len(self.joint_names)):
-            raise DataError(f"values have shape {values.shape}, expected "
-                            f"{(len(self.time_ns), len(self.joint_names))}", source=self.source or None)
+            raise DataError(
+                f"values have shape {values.shape}, expected {(len(self.time_ns), len(self.joint_names))}",
+                source=self.source or None,
+            )
         if self.interface not in ("effort", "position", "velocity"):
             raise DataError(f"unknown command interface {self.interface!r}", source=self.source or None)
         object.__setattr__(self, "values", values)

@@ -52,14 +52,21 @@ class Derivatives:
     def filter_window_s(self) -> float:
         return self.window_samples * self.dt_s
 
-    def column(self, j: int) -> "Derivatives":
+    def column(self, j: int) -> Derivatives:
         """One joint's (N,) derivatives out of an (N, J) set."""
         if self.q.ndim != 2:
             raise DataError("these derivatives are one joint's already")
         noise = self.position_noise_rad
         raw = None if self.position_raw is None else self.position_raw[:, j]
-        return replace(self, q=self.q[:, j], qd=self.qd[:, j], qdd=self.qdd[:, j], valid=self.valid[:, j],
-                       position_noise_rad=float(noise[j]) if np.ndim(noise) else noise, position_raw=raw)
+        return replace(
+            self,
+            q=self.q[:, j],
+            qd=self.qd[:, j],
+            qdd=self.qdd[:, j],
+            valid=self.valid[:, j],
+            position_noise_rad=float(noise[j]) if np.ndim(noise) else noise,
+            position_raw=raw,
+        )
 
 
 def window_samples(filter_window_s: float, dt_s: float, polyorder: int) -> int:
@@ -82,7 +89,7 @@ def _mask_edges(arrays: list[np.ndarray], half: int, finite_input: np.ndarray) -
     n = arrays[0].shape[0]
     valid = np.zeros(arrays[0].shape, dtype=bool)
     if n > 2 * half:
-        valid[half:n - half] = True
+        valid[half : n - half] = True
     for a in arrays:
         valid &= np.isfinite(a)
     bad_input = ~finite_input
@@ -100,15 +107,28 @@ def savgol_derivatives(q: np.ndarray, dt_s: float, filter_window_s: float = 0.1,
     positions = _checked_positions(q)
     n = window_samples(filter_window_s, dt_s, polyorder)
     if positions.shape[0] < n:
-        raise DataError(f"{positions.shape[0]} samples are fewer than one derivative window ({n})",
-                        filter_window_s=filter_window_s)
+        raise DataError(
+            f"{positions.shape[0]} samples are fewer than one derivative window ({n})", filter_window_s=filter_window_s
+        )
     finite = np.isfinite(positions)
     filled = np.where(finite, positions, 0.0)
     out = [savgol_filter(filled, n, polyorder, deriv=d, delta=dt_s, axis=0, mode="nearest") for d in (0, 1, 2)]
     valid = _mask_edges(out, n // 2, finite)
     gains = [float(np.linalg.norm(savgol_coeffs(n, polyorder, deriv=d, delta=dt_s))) for d in (1, 2)]
-    return Derivatives(out[0], out[1], out[2], valid, float(dt_s), SAVGOL, n, polyorder, gains[0], gains[1],
-                       _noise_or_nan(positions), positions.copy())
+    return Derivatives(
+        out[0],
+        out[1],
+        out[2],
+        valid,
+        float(dt_s),
+        SAVGOL,
+        n,
+        polyorder,
+        gains[0],
+        gains[1],
+        _noise_or_nan(positions),
+        positions.copy(),
+    )
 
 
 def quartic_derivatives(q: np.ndarray, dt_s: float, filter_window_s: float = 0.11) -> Derivatives:
@@ -126,9 +146,20 @@ def finite_differences(q: np.ndarray, dt_s: float) -> Derivatives:
     out = [positions.copy(), qd, np.gradient(qd, dt_s, axis=0)]
     valid = _mask_edges(out, 2, finite)
     # velocity (x[k+1] - x[k-1]) / 2h; acceleration (x[k+2] - 2 x[k] + x[k-2]) / 4h^2
-    return Derivatives(out[0], out[1], out[2], valid, float(dt_s), FINITE_DIFFERENCES, 5, 2,
-                       float(np.sqrt(2) / (2 * dt_s)), float(np.sqrt(6) / (4 * dt_s**2)), _noise_or_nan(positions),
-                       positions.copy())
+    return Derivatives(
+        out[0],
+        out[1],
+        out[2],
+        valid,
+        float(dt_s),
+        FINITE_DIFFERENCES,
+        5,
+        2,
+        float(np.sqrt(2) / (2 * dt_s)),
+        float(np.sqrt(6) / (4 * dt_s**2)),
+        _noise_or_nan(positions),
+        positions.copy(),
+    )
 
 
 def _noise_or_nan(positions: np.ndarray) -> float | np.ndarray:
@@ -180,8 +211,9 @@ def smooth_like_acceleration(derivatives: Derivatives, x: np.ndarray) -> np.ndar
     out = np.full(array.shape, np.nan)
     if array.shape[0] >= len(g):  # centred: an even kernel has one more sample behind than ahead
         before = len(g) // 2
-        out[before:before + array.shape[0] - len(g) + 1] = \
+        out[before : before + array.shape[0] - len(g) + 1] = (
             np.lib.stride_tricks.sliding_window_view(array, len(g), axis=0) @ g
+        )
     return out
 
 
@@ -193,8 +225,10 @@ def hold_differences(derivatives: Derivatives) -> tuple[np.ndarray, np.ndarray, 
     exactly the filter's acceleration. NaN where a neighbour is missing.
     """
     if derivatives.position_raw is None:
-        raise DataError("these derivatives do not carry their raw positions (make them with savgol_derivatives, "
-                        "quartic_derivatives or finite_differences)")
+        raise DataError(
+            "these derivatives do not carry their raw positions (make them with savgol_derivatives, "
+            "quartic_derivatives or finite_differences)"
+        )
     q = np.asarray(derivatives.position_raw, dtype=np.float64)
     h = derivatives.dt_s
     v = np.full(q.shape, np.nan)
@@ -233,13 +267,16 @@ def uniform_dt_s(time_ns: np.ndarray, tolerance: float = 0.05) -> float:
         raise DataError("times do not increase", dt_ns=dt_ns)
     worst = int(np.argmax(np.abs(steps - dt_ns)))
     if abs(steps[worst] - dt_ns) > tolerance * dt_ns:
-        raise DataError(f"samples are not uniform: step {steps[worst]} ns against {dt_ns:.0f} ns; resample first",
-                        time_s=round(float(times[worst] - times[0]) * 1e-9, 6))
+        raise DataError(
+            f"samples are not uniform: step {steps[worst]} ns against {dt_ns:.0f} ns; resample first",
+            time_s=round(float(times[worst] - times[0]) * 1e-9, 6),
+        )
     return dt_ns * 1e-9
 
 
-def samples_derivatives(samples: JointSamples, joints: Sequence[str] | None = None, filter_window_s: float = 0.2,
-                        polyorder: int = 4) -> Derivatives:
+def samples_derivatives(
+    samples: JointSamples, joints: Sequence[str] | None = None, filter_window_s: float = 0.2, polyorder: int = 4
+) -> Derivatives:
     """Derivatives of measured positions in `JointSamples` (uniform times checked), columns in `joints` order."""
     chosen = samples.select(list(joints)) if joints is not None else samples
     if chosen.position is None:

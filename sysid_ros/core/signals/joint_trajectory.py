@@ -49,8 +49,9 @@ class Trajectory:
     def end_ns(self) -> int:
         return self.start_ns + int(round(self.times_s[-1] * 1e9))
 
-    def sample(self, time_ns: int, start_position: np.ndarray, start_velocity: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sample(
+        self, time_ns: int, start_position: np.ndarray, start_velocity: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (position, velocity, effort) at `time_ns`, starting from the given state at `start_ns`."""
         t = (time_ns - self.start_ns) * 1e-9
         zeros = np.zeros(len(self.joint_names))

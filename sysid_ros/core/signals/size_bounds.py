@@ -15,6 +15,9 @@ def grid_points(span_ns: int, step_ns: int, what: str, **where: object) -> int:
     """The number of `step_ns` steps in `span_ns`; DataError when above MAX_GRID_POINTS."""
     points = int(span_ns) // max(int(step_ns), 1) + 1
     if points > MAX_GRID_POINTS:
-        raise DataError(f"{what} spans {span_ns * 1e-9:.6g} s = {points:.3g} steps of {step_ns * 1e-9:.3g} s, "
-                        f"more than {MAX_GRID_POINTS:.0e}: is one stamp far from the others?", **where)
+        raise DataError(
+            f"{what} spans {span_ns * 1e-9:.6g} s = {points:.3g} steps of {step_ns * 1e-9:.3g} s, "
+            f"more than {MAX_GRID_POINTS:.0e}: is one stamp far from the others?",
+            **where,
+        )
     return points

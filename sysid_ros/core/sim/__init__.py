@@ -7,9 +7,17 @@
 from .. import front_door
 
 EXPORTS = {
-    "DriveEncoder": ".robot", "Feedback": ".robot", "FeedbackNoise": ".robot", "SimRobot": ".robot",
-    "SmoothFriction": ".robot", "constant_bias": ".motors", "effort_offset": ".motors", "effort_offsets": ".motors",
-    "joint_motor": ".motors", "load_spec": ".robot", "set_effort_offset": ".motors",
+    "DriveEncoder": ".robot",
+    "Feedback": ".robot",
+    "FeedbackNoise": ".robot",
+    "SimRobot": ".robot",
+    "SmoothFriction": ".robot",
+    "constant_bias": ".motors",
+    "effort_offset": ".motors",
+    "effort_offsets": ".motors",
+    "joint_motor": ".motors",
+    "load_spec": ".robot",
+    "set_effort_offset": ".motors",
 }
 """Name -> the module that defines it, imported on first use (callers pay only for what they use)."""
 

@@ -40,8 +40,9 @@ def effort_offsets(model: mujoco.MjModel) -> np.ndarray:
     """Per DOF, the effort offset its joint motors hold in a compiled model."""
     out = np.zeros(model.nv)
     for a in range(model.nu):
-        if (int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)
-                and int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE)):
+        if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT) and int(model.actuator_biastype[a]) == int(
+            mujoco.mjtBias.mjBIAS_AFFINE
+        ):
             dof = int(model.jnt_dofadr[model.actuator_trnid[a, 0]])
             out[dof] -= float(model.actuator_gear[a, 0] * model.actuator_biasprm[a, 0])
     return out

@@ -85,8 +85,14 @@ class SmoothFriction:
             values = getattr(self, name)
             if len(values) not in ((n,) if name == "velocity_scale_rad_s" else (0, n)):
                 raise ConfigError(f"smooth friction {name} has {len(values)} values for {n} joints")
-        if not all(math.isfinite(v) for name in ("coulomb_nm", "effort_offset_nm", "stribeck_nm")
-                   for v in getattr(self, name)) or min(self.coulomb_nm, default=0.0) < 0:
+        if (
+            not all(
+                math.isfinite(v)
+                for name in ("coulomb_nm", "effort_offset_nm", "stribeck_nm")
+                for v in getattr(self, name)
+            )
+            or min(self.coulomb_nm, default=0.0) < 0
+        ):
             raise ConfigError("smooth friction torques must be finite and the Coulomb levels >= 0")
         if not all(v > 0 and math.isfinite(v) for v in (*self.velocity_scale_rad_s, self.stribeck_velocity_rad_s)):
             raise ConfigError("smooth friction velocity scales must be finite and > 0")
@@ -96,7 +102,7 @@ class SmoothFriction:
         s = np.tanh(velocity / np.asarray(self.velocity_scale_rad_s))
         out = np.asarray(self.coulomb_nm) * s
         if self.stribeck_nm:
-            out = out + np.asarray(self.stribeck_nm) * s * np.exp(-(velocity / self.stribeck_velocity_rad_s) ** 2)
+            out = out + np.asarray(self.stribeck_nm) * s * np.exp(-((velocity / self.stribeck_velocity_rad_s) ** 2))
         return out
 
     def offset(self, n: int) -> np.ndarray:
@@ -128,30 +134,46 @@ class SimRobot:
 
     trajectory_effort = True  # the drive adds trajectory points' effort (False: ignores it, as some controllers)
 
-    def __init__(self, model: str | Path = "pendulum", joints: list[str] | None = None, *,
-                 physics_dt_s: float = 0.0, command_rate_hz: float = 500.0, publish_rate_hz: float = 500.0,
-                 noise: FeedbackNoise = FeedbackNoise(), seed: int = 0,
-                 torque_limits_nm: list[float] | None = None, gain_guard: GainGuard = GainGuard(),
-                 initial_positions: list[float] | None = None, physics: dict[str, float] | None = None,
-                 start_time_ns: int = 0, drive_encoder: DriveEncoder | None = None,
-                 friction: SmoothFriction | None = None) -> None:
+    def __init__(
+        self,
+        model: str | Path = "pendulum",
+        joints: list[str] | None = None,
+        *,
+        physics_dt_s: float = 0.0,
+        command_rate_hz: float = 500.0,
+        publish_rate_hz: float = 500.0,
+        noise: FeedbackNoise = FeedbackNoise(),
+        seed: int = 0,
+        torque_limits_nm: list[float] | None = None,
+        gain_guard: GainGuard = GainGuard(),
+        initial_positions: list[float] | None = None,
+        physics: dict[str, float] | None = None,
+        start_time_ns: int = 0,
+        drive_encoder: DriveEncoder | None = None,
+        friction: SmoothFriction | None = None,
+    ) -> None:
         """`noise` is what the feedback adds to the truth; `drive_encoder` (exclusive with `noise`) makes the
         PID itself see a late, noisy encoder and the feedback report what the drive saw; `friction` adds a
         real joint's smooth friction and a torque sensor offset (hidden physics beyond the model file)."""
         if drive_encoder is not None and noise != FeedbackNoise():
-            raise ConfigError("give either feedback noise or a drive encoder: with a drive encoder the feedback "
-                              "reports what the drive measured")
+            raise ConfigError(
+                "give either feedback noise or a drive encoder: with a drive encoder the feedback "
+                "reports what the drive measured"
+            )
         spec = load_spec(model)
         if physics_dt_s:
             if not math.isfinite(physics_dt_s) or physics_dt_s <= 0:
                 raise ConfigError(f"physics_dt_s must be > 0, got {physics_dt_s}")
             spec.option.timestep = physics_dt_s
-        available = [j.name for j in spec.joints if j.type in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)]
+        available = [
+            j.name for j in spec.joints if j.type in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+        ]
         self.joint_names: tuple[str, ...] = tuple(joints or available)
         unknown = [j for j in self.joint_names if j not in available]
         if unknown or not self.joint_names:
-            raise ConfigError(f"joints {unknown or '[]'} are not hinge or slide joints of the model; "
-                              f"it has {available}")
+            raise ConfigError(
+                f"joints {unknown or '[]'} are not hinge or slide joints of the model; it has {available}"
+            )
         self._add_missing_motors(spec)
         try:
             self.model = spec.compile()
@@ -183,8 +205,9 @@ class SimRobot:
         self.friction = friction
         finite = np.isfinite(self.torque_limits_nm)  # the motors apply exactly the limit the drive reports
         m.actuator_ctrllimited[self._act[finite]] = 1
-        m.actuator_ctrlrange[self._act[finite]] = np.c_[-self.torque_limits_nm, self.torque_limits_nm][finite] / \
-            self._gear[finite, None]
+        m.actuator_ctrlrange[self._act[finite]] = (
+            np.c_[-self.torque_limits_nm, self.torque_limits_nm][finite] / self._gear[finite, None]
+        )
         self.dt_ns = int(round(m.opt.timestep * 1e9))
         self.control_steps = _rate_steps(command_rate_hz, self.dt_ns, "command_rate_hz")
         self.publish_steps = _rate_steps(publish_rate_hz, self.dt_ns, "publish_rate_hz")
@@ -234,8 +257,11 @@ class SimRobot:
         for a in range(m.nu):
             if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and m.actuator_trnid[a, 0] == joint_id:
                 offset = constant_bias(m.actuator_biastype[a], m.actuator_biasprm[a])  # an identified effort offset
-                if (m.actuator_biastype[a] != mujoco.mjtBias.mjBIAS_NONE and not offset
-                        or m.actuator_gainprm[a, 0] != 1.0):
+                if (
+                    m.actuator_biastype[a] != mujoco.mjtBias.mjBIAS_NONE
+                    and not offset
+                    or m.actuator_gainprm[a, 0] != 1.0
+                ):
                     raise ModelError(f"actuator {m.actuator(a).name} is not a plain torque motor")
                 return a
         raise ModelError(f"joint {m.joint(joint_id).name} has no motor")
@@ -292,8 +318,9 @@ class SimRobot:
     def _finite(self, values: np.ndarray, what: str) -> np.ndarray:
         array = np.asarray(values, dtype=np.float64)
         if array.shape != (len(self.joint_names),):
-            raise DataError(f"{what} has {array.size} values, expected {len(self.joint_names)} "
-                            f"(joints {list(self.joint_names)})")
+            raise DataError(
+                f"{what} has {array.size} values, expected {len(self.joint_names)} (joints {list(self.joint_names)})"
+            )
         bad = ~np.isfinite(array)
         if bad.any():
             raise DataError(f"{what} is not finite for joints {[self.joint_names[i] for i in np.flatnonzero(bad)]}")
@@ -329,8 +356,14 @@ class SimRobot:
         idx = [self.joint_names.index(j) for j in trajectory.joint_names]
         start = max(trajectory.start_ns, self.time_ns)
         if start != trajectory.start_ns:
-            trajectory = Trajectory(trajectory.joint_names, start, trajectory.times_s, trajectory.positions,
-                                    trajectory.velocities, trajectory.efforts)
+            trajectory = Trajectory(
+                trajectory.joint_names,
+                start,
+                trajectory.times_s,
+                trajectory.positions,
+                trajectory.velocities,
+                trajectory.efforts,
+            )
         self._traj_idx = np.array(idx)
         self._traj_start_state = (self._setpoint[idx].copy(), np.zeros(len(idx)))
         self._trajectory = trajectory

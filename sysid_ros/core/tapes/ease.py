@@ -14,8 +14,12 @@ from .tape import ChirpCurve, Curve, FourierCurve, KnotCurve, SineCurve, Tape
 
 def _stretch_curve(curve: Curve, k: float) -> Curve:
     if isinstance(curve, KnotCurve):
-        return KnotCurve(tuple(k * t for t in curve.time_s), curve.position, tuple(v / k for v in curve.velocity),
-                         tuple(a / k**2 for a in curve.acceleration))
+        return KnotCurve(
+            tuple(k * t for t in curve.time_s),
+            curve.position,
+            tuple(v / k for v in curve.velocity),
+            tuple(a / k**2 for a in curve.acceleration),
+        )
     if isinstance(curve, FourierCurve):
         return replace(curve, start_s=k * curve.start_s, period_s=k * curve.period_s, end_s=k * curve.end_s)
     times = {name: k * getattr(curve, name) for name in ("start_s", "duration_s", "taper_s", "end_s")}
@@ -27,14 +31,22 @@ def _stretch_curve(curve: Curve, k: float) -> Curve:
 def _shrink_curve(curve: Curve, f: float) -> Curve:
     if isinstance(curve, KnotCurve):
         start = curve.position[0]
-        return KnotCurve(curve.time_s, tuple(start + f * (p - start) for p in curve.position),
-                         tuple(f * v for v in curve.velocity), tuple(f * a for a in curve.acceleration))
+        return KnotCurve(
+            curve.time_s,
+            tuple(start + f * (p - start) for p in curve.position),
+            tuple(f * v for v in curve.velocity),
+            tuple(f * a for a in curve.acceleration),
+        )
     if isinstance(curve, SineCurve):
         return replace(curve, amplitudes=tuple(f * a for a in curve.amplitudes))
     if isinstance(curve, FourierCurve):  # about its rest position (offset + the cosines)
         start = curve.offset + sum(curve.cosines)
-        return replace(curve, offset=start + f * (curve.offset - start), sines=tuple(f * s for s in curve.sines),
-                       cosines=tuple(f * c for c in curve.cosines))
+        return replace(
+            curve,
+            offset=start + f * (curve.offset - start),
+            sines=tuple(f * s for s in curve.sines),
+            cosines=tuple(f * c for c in curve.cosines),
+        )
     assert isinstance(curve, ChirpCurve)
     return replace(curve, amplitude=f * curve.amplitude)
 

@@ -15,7 +15,6 @@ import numpy as np
 from ..errors import ConfigError, EnvelopeError
 from .tape import Tape, probe_times, sample
 
-
 # With no acceleration limit, smooth tapes are designed to reach top speed in 0.15 s along a smoothstep
 # (peak acceleration 1.5 v / 0.15 s = 10 v per second); an operator who knows better sets max_accel_rad_s2.
 DEFAULT_RISE_S = 0.15
@@ -64,7 +63,7 @@ class Envelope:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object], joint: str | None = None) -> "Envelope":
+    def from_dict(cls, data: Mapping[str, object], joint: str | None = None) -> Envelope:
         """An envelope from a plain mapping (a YAML block); unknown or missing keys raise ConfigError."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"an envelope must be a mapping, got {type(data).__name__}", joint=joint)
@@ -86,8 +85,9 @@ def _exceeds(values: np.ndarray, limit: float) -> np.ndarray:
     return np.abs(values) > limit * (1.0 + 1e-9) + 1e-12
 
 
-def _raise_first(tape: Tape, joint: str, limit: str, unit: str, values: np.ndarray, t_s: np.ndarray,
-                 bound: float) -> None:
+def _raise_first(
+    tape: Tape, joint: str, limit: str, unit: str, values: np.ndarray, t_s: np.ndarray, bound: float
+) -> None:
     over = np.flatnonzero(_exceeds(values, bound))
     if len(over) == 0:
         return
@@ -95,7 +95,12 @@ def _raise_first(tape: Tape, joint: str, limit: str, unit: str, values: np.ndarr
     raise EnvelopeError(
         f"tape leaves the {limit} limit: {abs(values[first]):.6g} {unit} > {bound:.6g} {unit} first at "
         f"t={t_s[first]:.4f} s (peak {abs(values[peak]):.6g} {unit} at t={t_s[peak]:.4f} s)",
-        tape=tape.name, joint=joint, limit=limit, value=float(abs(values[first])), time_s=float(t_s[first]))
+        tape=tape.name,
+        joint=joint,
+        limit=limit,
+        value=float(abs(values[first])),
+        time_s=float(t_s[first]),
+    )
 
 
 def check_tape(tape: Tape, envelopes: Mapping[str, Envelope], *, step_s: float = 1e-3) -> None:
@@ -120,45 +125,67 @@ def check_tape(tape: Tape, envelopes: Mapping[str, Envelope], *, step_s: float =
             checks = [("torque", "N m", got.effort[:, j], envelope.max_torque_nm)]
             rest = [("torque", got.effort[:, j], envelope.max_torque_nm)]
         else:
-            checks = [("travel", "rad", got.position[:, j] - envelope.origin_rad, envelope.travel_rad),
-                      ("speed", "rad/s", got.velocity[:, j], envelope.max_speed_rad_s)]
+            checks = [
+                ("travel", "rad", got.position[:, j] - envelope.origin_rad, envelope.travel_rad),
+                ("speed", "rad/s", got.velocity[:, j], envelope.max_speed_rad_s),
+            ]
             if envelope.max_accel_rad_s2 is not None:
                 checks.append(("acceleration", "rad/s^2", got.acceleration[:, j], envelope.max_accel_rad_s2))
-            rest = [("speed", got.velocity[:, j], envelope.max_speed_rad_s),
-                    ("acceleration", got.acceleration[:, j], envelope.design_accel_rad_s2)]
+            rest = [
+                ("speed", got.velocity[:, j], envelope.max_speed_rad_s),
+                ("acceleration", got.acceleration[:, j], envelope.design_accel_rad_s2),
+            ]
         for limit, unit, values, bound in checks:
             bad = np.flatnonzero(~np.isfinite(values))
             if len(bad):
-                raise EnvelopeError(f"tape {limit} is not finite", tape=tape.name, joint=joint, limit=limit,
-                                    time_s=float(t_s[bad[0]]))
+                raise EnvelopeError(
+                    f"tape {limit} is not finite", tape=tape.name, joint=joint, limit=limit, time_s=float(t_s[bad[0]])
+                )
             _raise_first(tape, joint, limit, unit, values, t_s, bound)
         for what, values, scale in rest:
             for index in (0, -1):
                 if abs(values[index]) > 1e-9 * scale:
-                    raise EnvelopeError(f"tape does not start and end at rest: {what} {values[index]:.3g}",
-                                        tape=tape.name, joint=joint, limit="rest", value=float(values[index]),
-                                        time_s=float(t_s[index]))
+                    raise EnvelopeError(
+                        f"tape does not start and end at rest: {what} {values[index]:.3g}",
+                        tape=tape.name,
+                        joint=joint,
+                        limit="rest",
+                        value=float(values[index]),
+                        time_s=float(t_s[index]),
+                    )
 
 
-def check_sample(envelope: Envelope, position_rad: float | None = None, velocity_rad_s: float | None = None,
-                 effort_nm: float | None = None, *, travel_margin_rad: float = 0.0,
-                 speed_margin_frac: float = 0.0, torque_margin_frac: float = 0.0) -> str | None:
+def check_sample(
+    envelope: Envelope,
+    position_rad: float | None = None,
+    velocity_rad_s: float | None = None,
+    effort_nm: float | None = None,
+    *,
+    travel_margin_rad: float = 0.0,
+    speed_margin_frac: float = 0.0,
+    torque_margin_frac: float = 0.0,
+) -> str | None:
     """Why one live feedback sample is outside the envelope (plus margins), or None if it is inside.
 
     None or NaN means not measured and is not judged; an infinite value is outside. Margins widen the
     limits to absorb measurement noise: travel by `travel_margin_rad`, speed and torque by a fraction.
     """
-    for name, margin in (("travel_margin_rad", travel_margin_rad), ("speed_margin_frac", speed_margin_frac),
-                         ("torque_margin_frac", torque_margin_frac)):
+    for name, margin in (
+        ("travel_margin_rad", travel_margin_rad),
+        ("speed_margin_frac", speed_margin_frac),
+        ("torque_margin_frac", torque_margin_frac),
+    ):
         if not (math.isfinite(margin) and margin >= 0.0):
             raise ConfigError(f"{name} must be finite and >= 0, got {margin}", parameter=name)
     if position_rad is not None and not math.isnan(position_rad):
         offset = position_rad - envelope.origin_rad
         allowed = envelope.travel_rad + travel_margin_rad
         if not abs(offset) <= allowed:
-            return (f"position {position_rad:.6g} rad is {abs(offset):.6g} rad from origin "
-                    f"{envelope.origin_rad:.6g} rad, beyond travel {envelope.travel_rad:.6g} + margin "
-                    f"{travel_margin_rad:.6g} rad")
+            return (
+                f"position {position_rad:.6g} rad is {abs(offset):.6g} rad from origin "
+                f"{envelope.origin_rad:.6g} rad, beyond travel {envelope.travel_rad:.6g} + margin "
+                f"{travel_margin_rad:.6g} rad"
+            )
     if velocity_rad_s is not None and not math.isnan(velocity_rad_s):
         allowed = envelope.max_speed_rad_s * (1.0 + speed_margin_frac)
         if not abs(velocity_rad_s) <= allowed:

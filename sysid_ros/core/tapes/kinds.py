@@ -45,33 +45,58 @@ def _rng(seed: int, kind: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(kind.encode())])
 
 
-def _finish(name: str, kind: str, interface: str, joints: tuple[str, ...], curves: tuple[Curve, ...],
-            rate: float, seed: int, envelopes: Mapping[str, Envelope]) -> Tape:
-    tape = Tape(name=name, kind=kind, interface=interface, joints=joints, curves=curves, command_rate_hz=rate,
-                seed=seed)
+def _finish(
+    name: str,
+    kind: str,
+    interface: str,
+    joints: tuple[str, ...],
+    curves: tuple[Curve, ...],
+    rate: float,
+    seed: int,
+    envelopes: Mapping[str, Envelope],
+) -> Tape:
+    tape = Tape(
+        name=name, kind=kind, interface=interface, joints=joints, curves=curves, command_rate_hz=rate, seed=seed
+    )
     check_tape(tape, envelopes)
     return tape
 
 
-def _knot_tape(name: str, kind: str, path: KnotPath, joints: tuple[str, ...], rate: float, seed: int,
-               envelopes: Mapping[str, Envelope]) -> Tape:
+def _knot_tape(
+    name: str,
+    kind: str,
+    path: KnotPath,
+    joints: tuple[str, ...],
+    rate: float,
+    seed: int,
+    envelopes: Mapping[str, Envelope],
+) -> Tape:
     path.move([r.start for r in path.rooms])  # end where it started
     return _finish(name, kind, "position", joints, path.curves(), rate, seed, envelopes)
 
 
 # ---- identification: plateaus, fast moves, chirp ------------------------------------------------------
 
-def plateau_speeds_rad_s(r: Room, min_cruise_s: float = 0.2,
-                         fractions: tuple[float, ...] = PLATEAU_FRACTIONS) -> tuple[float, ...]:
+
+def plateau_speeds_rad_s(
+    r: Room, min_cruise_s: float = 0.2, fractions: tuple[float, ...] = PLATEAU_FRACTIONS
+) -> tuple[float, ...]:
     """Plateau speeds: `fractions` of 80 % of top speed, lowered if the room cannot hold a `min_cruise_s` cruise."""
     span, k = r.high - r.low, 1.5 / r.accel  # a pass of speed v needs k v^2 (ramps) + min_cruise_s v (cruise)
     reach = (-min_cruise_s + math.sqrt(min_cruise_s**2 + 4 * k * span)) / (2 * k)
     return tuple(f * min(r.speed, reach) for f in fractions)
 
 
-def plateaus(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start: Mapping[str, float] | None = None,
-             name: str = "ident-sweeps", hold_s: float = 0.5, min_cruise_s: float = 0.2,
-             max_cruise_s: float = 3.0) -> Tape:
+def plateaus(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    *,
+    start: Mapping[str, float] | None = None,
+    name: str = "ident-sweeps",
+    hold_s: float = 0.5,
+    min_cruise_s: float = 0.2,
+    max_cruise_s: float = 3.0,
+) -> Tape:
     """Constant-speed passes both ways at 20-100 % of 80 % of top speed (Coulomb vs viscous friction)."""
     rate = _rate(command_rate_hz)
     joints, rooms_ = rooms(envelopes, start)
@@ -92,9 +117,15 @@ def plateaus(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start
     return _finish(name, "plateaus", "position", joints, tuple(curves), rate, 0, envelopes)
 
 
-def fast_moves(envelopes: Mapping[str, Envelope], command_rate_hz: float, *,
-               start: Mapping[str, float] | None = None, name: str = "ident-fast",
-               amplitudes: tuple[float, ...] = (1.0, 0.5, 0.25), hold_s: float = 0.3) -> Tape:
+def fast_moves(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    *,
+    start: Mapping[str, float] | None = None,
+    name: str = "ident-fast",
+    amplitudes: tuple[float, ...] = (1.0, 0.5, 0.25),
+    hold_s: float = 0.3,
+) -> Tape:
     """Shortest moves out, across and back at shrinking `amplitudes` of the room (inertia)."""
     rate = _rate(command_rate_hz)
     joints, rooms_ = rooms(envelopes, start)
@@ -110,14 +141,14 @@ def fast_moves(envelopes: Mapping[str, Envelope], command_rate_hz: float, *,
 def _peaks(curve: SineCurve | ChirpCurve, top_hz: float) -> tuple[float, float, float]:
     """Peak |value - offset|, |d/dt| and |d2/dt2| of a curve on a grid of 100 points per top period."""
     step = min(1e-3, 0.01 / max(top_hz, 1e-6))
-    t = np.linspace(curve.start_s, curve.start_s + curve.duration_s,
-                    int(math.ceil(curve.duration_s / step)) + 1)
+    t = np.linspace(curve.start_s, curve.start_s + curve.duration_s, int(math.ceil(curve.duration_s / step)) + 1)
     value, d1, d2 = curve.evaluate(t)
     return (float(np.max(np.abs(value - curve.offset))), float(np.max(np.abs(d1))), float(np.max(np.abs(d2))))
 
 
-def _position_scale(unit: SineCurve | ChirpCurve, r: Room, top_hz: float, joint: str,
-                    max_amplitude: float = math.inf) -> float:
+def _position_scale(
+    unit: SineCurve | ChirpCurve, r: Room, top_hz: float, joint: str, max_amplitude: float = math.inf
+) -> float:
     """The largest factor that keeps a unit-amplitude curve about r.start inside the room (and max_amplitude)."""
     travel = min(r.high - r.start, r.start - r.low, max_amplitude)
     p, v, a = _peaks(unit, top_hz)
@@ -127,9 +158,17 @@ def _position_scale(unit: SineCurve | ChirpCurve, r: Room, top_hz: float, joint:
     return scale
 
 
-def chirp(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start: Mapping[str, float] | None = None,
-          name: str = "ident-chirp", f0_hz: float = 0.1, duration_s: float = 20.0, taper_s: float = 1.0,
-          pad_s: float = 0.5) -> Tape:
+def chirp(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    *,
+    start: Mapping[str, float] | None = None,
+    name: str = "ident-chirp",
+    f0_hz: float = 0.1,
+    duration_s: float = 20.0,
+    taper_s: float = 1.0,
+    pad_s: float = 0.5,
+) -> Tape:
     """A position chirp from f0_hz up to min(2 Hz, command rate / 50), as large as the envelope allows."""
     rate = _rate(command_rate_hz)
     joints, rooms_ = rooms(envelopes, start)
@@ -145,10 +184,23 @@ def chirp(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start: M
 
 # ---- sums of sines: multisine and dither ---------------------------------------------------------------
 
-def _sine_tape(kind: str, name: str, envelopes: Mapping[str, Envelope], rate: float, seed: int, interface: str,
-               start: Mapping[str, float] | None, draw: Callable[[np.random.Generator], tuple[np.ndarray, ...]],
-               duration_s: float, taper_s: float, pad_s: float, top_hz: float, effort_frac: float,
-               travel_frac: float = math.inf) -> Tape:
+
+def _sine_tape(
+    kind: str,
+    name: str,
+    envelopes: Mapping[str, Envelope],
+    rate: float,
+    seed: int,
+    interface: str,
+    start: Mapping[str, float] | None,
+    draw: Callable[[np.random.Generator], tuple[np.ndarray, ...]],
+    duration_s: float,
+    taper_s: float,
+    pad_s: float,
+    top_hz: float,
+    effort_frac: float,
+    travel_frac: float = math.inf,
+) -> Tape:
     if interface not in ("position", "effort"):
         raise ConfigError(f"interface must be position or effort, got {interface!r}")
     joints, rooms_ = rooms(envelopes, start)
@@ -162,15 +214,26 @@ def _sine_tape(kind: str, name: str, envelopes: Mapping[str, Envelope], rate: fl
             scale = effort_frac * envelopes[joint].max_torque_nm / _peaks(unit, top_hz)[0]
         else:
             scale = _position_scale(unit, r, top_hz, joint, travel_frac * envelopes[joint].travel_rad)
-        curves.append(SineCurve(pad_s, duration_s, taper_s, duration_s + 2 * pad_s, offset,
-                                tuple(scale * weights), freqs, phases))
+        curves.append(
+            SineCurve(pad_s, duration_s, taper_s, duration_s + 2 * pad_s, offset, tuple(scale * weights), freqs, phases)
+        )
     return _finish(name, kind, interface, joints, tuple(curves), rate, seed, envelopes)
 
 
-def multisine(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, seed: int = 0,
-              interface: str = "position", start: Mapping[str, float] | None = None, name: str | None = None,
-              n_sines: int = 5, band_hz: tuple[float, float] = (0.2, 3.0), duration_s: float = 10.0,
-              taper_s: float = 1.0, pad_s: float = 0.5) -> Tape:
+def multisine(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    *,
+    seed: int = 0,
+    interface: str = "position",
+    start: Mapping[str, float] | None = None,
+    name: str | None = None,
+    n_sines: int = 5,
+    band_hz: tuple[float, float] = (0.2, 3.0),
+    duration_s: float = 10.0,
+    taper_s: float = 1.0,
+    pad_s: float = 0.5,
+) -> Tape:
     """Equal-weight sines at seeded frequencies in band_hz (top clipped to rate / 50) and phases."""
     rate = _rate(command_rate_hz)
     top = min(band_hz[1], rate / RATE_PER_TOP_HZ)
@@ -182,14 +245,25 @@ def multisine(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, seed
         return np.full(n_sines, 1.0 / n_sines), rng.uniform(low, top, n_sines), rng.uniform(0, 2 * np.pi, n_sines)
 
     label = name or (f"multisine-s{seed}" if interface == "position" else f"multisine-torque-s{seed}")
-    return _sine_tape("multisine", label, envelopes, rate, seed, interface, start, draw, duration_s, taper_s,
-                      pad_s, top, TORQUE_USE)
+    return _sine_tape(
+        "multisine", label, envelopes, rate, seed, interface, start, draw, duration_s, taper_s, pad_s, top, TORQUE_USE
+    )
 
 
-def dither(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, seed: int = 0,
-           interface: str = "position", start: Mapping[str, float] | None = None, name: str | None = None,
-           amplitude_frac: float = 0.02, freq_hz: float = 1.0, duration_s: float = 4.0, taper_s: float = 0.5,
-           pad_s: float = 0.25) -> Tape:
+def dither(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    *,
+    seed: int = 0,
+    interface: str = "position",
+    start: Mapping[str, float] | None = None,
+    name: str | None = None,
+    amplitude_frac: float = 0.02,
+    freq_hz: float = 1.0,
+    duration_s: float = 4.0,
+    taper_s: float = 0.5,
+    pad_s: float = 0.25,
+) -> Tape:
     """A small sine about the start: amplitude_frac of travel (position) or of the torque limit (effort)."""
     rate = _rate(command_rate_hz)
     freq = min(freq_hz, rate / RATE_PER_TOP_HZ)
@@ -199,15 +273,38 @@ def dither(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, seed: i
     def draw(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
         return np.ones(1), np.array([freq]), rng.uniform(0, 2 * np.pi, 1)
 
-    return _sine_tape("dither", name or f"dither-s{seed}", envelopes, rate, seed, interface, start, draw,
-                      duration_s, taper_s, pad_s, freq, min(amplitude_frac, TORQUE_USE), amplitude_frac)
+    return _sine_tape(
+        "dither",
+        name or f"dither-s{seed}",
+        envelopes,
+        rate,
+        seed,
+        interface,
+        start,
+        draw,
+        duration_s,
+        taper_s,
+        pad_s,
+        freq,
+        min(amplitude_frac, TORQUE_USE),
+        amplitude_frac,
+    )
 
 
 # ---- the servo sweep's step tape ------------------------------------------------------------------------
 
-def steps(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start: Mapping[str, float] | None = None,
-          name: str = "steps", small_frac: float = 0.05, large_frac: float = 0.15, hold_s: float = 0.8,
-          lead_s: float = 0.8) -> Tape:
+
+def steps(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    *,
+    start: Mapping[str, float] | None = None,
+    name: str = "steps",
+    small_frac: float = 0.05,
+    large_frac: float = 0.15,
+    hold_s: float = 0.8,
+    lead_s: float = 0.8,
+) -> Tape:
     """Six steps into holds: four of small_frac of travel as sharp as two command intervals and the envelope
     allow (only its own acceleration limit, if any), and two of large_frac (out and back) across the
     friction band."""
@@ -232,9 +329,10 @@ def steps(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start: M
 
 # ---- evaluation tapes (seeded) ----------------------------------------------------------------------------
 
-def _eval_start(kind: str, envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int,
-                start: Mapping[str, float] | None
-                ) -> tuple[float, np.random.Generator, tuple[str, ...], list[Room], KnotPath]:
+
+def _eval_start(
+    kind: str, envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, start: Mapping[str, float] | None
+) -> tuple[float, np.random.Generator, tuple[str, ...], list[Room], KnotPath]:
     """Rate, seeded generator, joints, rooms and a path that has rested LEAD_S: what every evaluation tape needs."""
     rate = _rate(command_rate_hz)
     rng = _rng(seed, kind)
@@ -248,22 +346,38 @@ def _speeds(rooms_: list[Room], fraction: float) -> list[float]:
     return [fraction * r.speed for r in rooms_]
 
 
-def pickplace(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, *,
-              start: Mapping[str, float] | None = None, name: str | None = None, pairs: int = 3) -> Tape:
+def pickplace(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    seed: int,
+    *,
+    start: Mapping[str, float] | None = None,
+    name: str | None = None,
+    pairs: int = 3,
+) -> Tape:
     """Pick on one side, place on the other, with dwells (stops), `pairs` times; seeded positions and speeds."""
     rate, rng, joints, rooms_, path = _eval_start("pickplace", envelopes, command_rate_hz, seed, start)
     for _ in range(pairs):
         side = rng.choice([-1.0, 1.0], len(rooms_))
         for sign in (side, -side):
             reach = rng.uniform(0.3, 0.9, len(rooms_))
-            path.move([r.origin + s * f * r.half_span for r, s, f in zip(rooms_, sign, reach)],
-                      _speeds(rooms_, rng.uniform(0.6, 1.0)))
+            path.move(
+                [r.origin + s * f * r.half_span for r, s, f in zip(rooms_, sign, reach)],
+                _speeds(rooms_, rng.uniform(0.6, 1.0)),
+            )
             path.hold(rng.uniform(0.4, 0.7))
     return _knot_tape(name or f"pickplace-s{seed}", "pickplace", path, joints, rate, seed, envelopes)
 
 
-def cycle(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, *,
-          start: Mapping[str, float] | None = None, name: str | None = None, cycles: int = 4) -> Tape:
+def cycle(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    seed: int,
+    *,
+    start: Mapping[str, float] | None = None,
+    name: str | None = None,
+    cycles: int = 4,
+) -> Tape:
     """Out-and-back moves from the start, alternating sides; seeded reach, speed and dwells."""
     rate, rng, joints, rooms_, path = _eval_start("cycle", envelopes, command_rate_hz, seed, start)
     sign = rng.choice([-1.0, 1.0])
@@ -278,8 +392,15 @@ def cycle(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, 
     return _knot_tape(name or f"cycle-s{seed}", "cycle", path, joints, rate, seed, envelopes)
 
 
-def jog(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, *,
-        start: Mapping[str, float] | None = None, name: str | None = None, jogs: int = 10) -> Tape:
+def jog(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    seed: int,
+    *,
+    start: Mapping[str, float] | None = None,
+    name: str | None = None,
+    jogs: int = 10,
+) -> Tape:
     """Small jogs of 2-8 % of travel, a random walk kept inside half the room; seeded."""
     rate, rng, joints, rooms_, path = _eval_start("jog", envelopes, command_rate_hz, seed, start)
     travel = np.array([envelopes[j].travel_rad for j in joints])
@@ -294,8 +415,14 @@ def jog(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, *,
     return _knot_tape(name or f"jog-s{seed}", "jog", path, joints, rate, seed, envelopes)
 
 
-def sweep(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, *,
-          start: Mapping[str, float] | None = None, name: str | None = None) -> Tape:
+def sweep(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    seed: int,
+    *,
+    start: Mapping[str, float] | None = None,
+    name: str | None = None,
+) -> Tape:
     """One slow sweep across 70-90 % of the room at 20-35 % of the tape speed; seeded."""
     rate, rng, joints, rooms_, path = _eval_start("sweep", envelopes, command_rate_hz, seed, start)
     sign = rng.choice([-1.0, 1.0])
@@ -309,14 +436,24 @@ def sweep(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, 
 
 
 BUILDERS: dict[str, Callable[..., Tape]] = {
-    "multisine": multisine, "chirp": chirp, "plateaus": plateaus, "fast_moves": fast_moves, "steps": steps,
-    "pickplace": pickplace, "cycle": cycle, "jog": jog, "sweep": sweep, "dither": dither, "optimal": optimal,
+    "multisine": multisine,
+    "chirp": chirp,
+    "plateaus": plateaus,
+    "fast_moves": fast_moves,
+    "steps": steps,
+    "pickplace": pickplace,
+    "cycle": cycle,
+    "jog": jog,
+    "sweep": sweep,
+    "dither": dither,
+    "optimal": optimal,
 }
 SEEDED = ("multisine", "dither", "pickplace", "cycle", "jog", "sweep", "optimal")
 
 
-def build(kind: str, envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int = 0,
-          **options: object) -> Tape:
+def build(
+    kind: str, envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int = 0, **options: object
+) -> Tape:
     """A tape of `kind` (one of model.KINDS); `seed` is used by the seeded kinds and ignored by the others."""
     if kind not in BUILDERS:
         raise ConfigError(f"unknown tape kind {kind!r}; expected one of {tuple(BUILDERS)}")

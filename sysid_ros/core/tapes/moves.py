@@ -39,8 +39,7 @@ class Room:
         return 0.5 * (self.high - self.low)
 
 
-def room(envelope: Envelope, start: float | None = None, *, joint: str | None = None,
-         sharp: bool = False) -> Room:
+def room(envelope: Envelope, start: float | None = None, *, joint: str | None = None, sharp: bool = False) -> Room:
     """A joint's usable room; `sharp` designs to the envelope's own acceleration limit (none if unset)."""
     half = TRAVEL_USE * envelope.travel_rad
     start_rad = envelope.origin_rad if start is None else float(start)
@@ -50,12 +49,19 @@ def room(envelope: Envelope, start: float | None = None, *, joint: str | None = 
         accel = math.inf if envelope.max_accel_rad_s2 is None else ACCEL_USE * envelope.max_accel_rad_s2
     else:
         accel = ACCEL_USE * envelope.design_accel_rad_s2
-    return Room(envelope.origin_rad, envelope.origin_rad - half, envelope.origin_rad + half,
-                SPEED_USE * envelope.max_speed_rad_s, accel, start_rad)
+    return Room(
+        envelope.origin_rad,
+        envelope.origin_rad - half,
+        envelope.origin_rad + half,
+        SPEED_USE * envelope.max_speed_rad_s,
+        accel,
+        start_rad,
+    )
 
 
-def rooms(envelopes: Mapping[str, Envelope], start: Mapping[str, float] | None = None,
-          *, sharp: bool = False) -> tuple[tuple[str, ...], list[Room]]:
+def rooms(
+    envelopes: Mapping[str, Envelope], start: Mapping[str, float] | None = None, *, sharp: bool = False
+) -> tuple[tuple[str, ...], list[Room]]:
     """Joint names and their rooms, in the mapping's order."""
     if not envelopes:
         raise ConfigError("a tape needs at least one joint envelope")
@@ -97,16 +103,18 @@ class KnotPath:
         for knots, p in zip(self.knots, self.position):
             knots.append((self.t, p, 0.0, 0.0))
 
-    def move(self, targets: Sequence[float], speeds: Sequence[float] | None = None,
-             min_duration_s: float = 0.0) -> float:
+    def move(
+        self, targets: Sequence[float], speeds: Sequence[float] | None = None, min_duration_s: float = 0.0
+    ) -> float:
         """Move every joint to its target together (each at most at its speed); return the move's seconds."""
         speeds = [r.speed for r in self.rooms] if speeds is None else list(speeds)
         targets = [min(max(float(x), r.low), r.high) for x, r in zip(targets, self.rooms)]
         # a target within rounding of where the joint is counts as staying put (no sliver segments)
         targets = [p if abs(x - p) <= 1e-12 * (1.0 + abs(p)) else x for x, p in zip(targets, self.position)]
         distances = [abs(x - p) for x, p in zip(targets, self.position)]
-        duration = max([min_duration_s] + [min_move_time_s(d, v, r.accel)
-                                           for d, v, r in zip(distances, speeds, self.rooms)])
+        duration = max(
+            [min_duration_s] + [min_move_time_s(d, v, r.accel) for d, v, r in zip(distances, speeds, self.rooms)]
+        )
         if duration <= 0.0:
             return 0.0
         t0, self.t = self.t, self.t + duration

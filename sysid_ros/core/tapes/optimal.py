@@ -36,9 +36,7 @@ import yaml
 from scipy.optimize import minimize
 
 from ..errors import ConfigError, EnvelopeError, SysidRosError
-from ..files import model_path
-from ..files import load_yaml, read_bytes
-from ..files import replace_file
+from ..files import load_yaml, model_path, read_bytes, replace_file
 from .envelope import Envelope, check_tape
 from .moves import TORQUE_USE, Room, rooms
 from .plan import ArmModel, arm_model, self_collisions
@@ -79,8 +77,9 @@ class Design:
         if self.criterion not in CRITERIA:
             raise ConfigError(f"criterion must be one of {CRITERIA}, got {self.criterion!r}", parameter="criterion")
         if self.design_samples < 4 * self.harmonics:
-            raise ConfigError(f"design_samples must be at least 4 x harmonics ({4 * self.harmonics})",
-                              parameter="design_samples")
+            raise ConfigError(
+                f"design_samples must be at least 4 x harmonics ({4 * self.harmonics})", parameter="design_samples"
+            )
 
     @property
     def period_s(self) -> float:
@@ -95,8 +94,14 @@ def _null_basis(weights: np.ndarray) -> np.ndarray:
 class _Problem:
     """The design's objective on a grid of one period: criterion plus envelope penalties, in unscaled units."""
 
-    def __init__(self, am: ArmModel, joints: tuple[str, ...], rooms_: list[Room], envelopes: Mapping[str, Envelope],
-                 design: Design) -> None:
+    def __init__(
+        self,
+        am: ArmModel,
+        joints: tuple[str, ...],
+        rooms_: list[Room],
+        envelopes: Mapping[str, Envelope],
+        design: Design,
+    ) -> None:
         self.am, self.design, self.joints = am, design, joints
         order = np.arange(1, design.harmonics + 1)
         self.omega = 2 * math.pi * design.base_hz * order
@@ -143,8 +148,12 @@ class _Problem:
         return float(np.mean(np.log(np.sum(inv**2, axis=0))))
 
     def penalty(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, torque: np.ndarray) -> float:
-        over = [np.maximum(q - self.high, self.low - q) / (0.5 * (self.high - self.low)),
-                np.abs(qd) / self.speed - 1.0, np.abs(qdd) / self.accel - 1.0, np.abs(torque) / self.torque - 1.0]
+        over = [
+            np.maximum(q - self.high, self.low - q) / (0.5 * (self.high - self.low)),
+            np.abs(qd) / self.speed - 1.0,
+            np.abs(qdd) / self.accel - 1.0,
+            np.abs(torque) / self.torque - 1.0,
+        ]
         return float(sum(np.sum(np.maximum(o, 0.0) ** 2) for o in over))
 
     def objective(self, x: np.ndarray) -> float:
@@ -159,9 +168,15 @@ class _Problem:
         q, qd, qdd = self.motion(sines, cosines, tau)
         up, down = q.max(axis=0) - self.start, self.start - q.min(axis=0)
         with np.errstate(divide="ignore"):
-            f = np.minimum.reduce([np.ones(len(self.start)), np.where(up > 0, (self.high - self.start) / up, np.inf),
-                                   np.where(down > 0, (self.start - self.low) / down, np.inf),
-                                   self.speed / np.abs(qd).max(axis=0), self.accel / np.abs(qdd).max(axis=0)])
+            f = np.minimum.reduce(
+                [
+                    np.ones(len(self.start)),
+                    np.where(up > 0, (self.high - self.start) / up, np.inf),
+                    np.where(down > 0, (self.start - self.low) / down, np.inf),
+                    self.speed / np.abs(qd).max(axis=0),
+                    self.accel / np.abs(qdd).max(axis=0),
+                ]
+            )
         f = 0.999 * np.nan_to_num(f, nan=1.0, posinf=1.0)
         return sines * f[:, None], cosines * f[:, None]
 
@@ -178,8 +193,14 @@ def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(b"optimal")])
 
 
-def design_coefficients(am: ArmModel, joints: tuple[str, ...], rooms_: list[Room],
-                        envelopes: Mapping[str, Envelope], design: Design, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def design_coefficients(
+    am: ArmModel,
+    joints: tuple[str, ...],
+    rooms_: list[Room],
+    envelopes: Mapping[str, Envelope],
+    design: Design,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """(J, L) sine and cosine coefficients about each joint's start: optimised, then made to fit the envelope."""
     problem = _Problem(am, joints, rooms_, envelopes, design)
     rng = _rng(seed)
@@ -187,8 +208,9 @@ def design_coefficients(am: ArmModel, joints: tuple[str, ...], rooms_: list[Room
     for _ in range(design.starts):  # random shapes, each scaled into the room: the best one is refined
         x = rng.normal(0.0, 1.0, (len(joints), 2, problem.n_free))
         s, c = problem.fit_kinematics(*problem.coefficients(x))
-        x = np.concatenate([(s / problem.unit[:, None]) @ problem.ns, (c / problem.unit[:, None]) @ problem.nc],
-                           axis=1).ravel()
+        x = np.concatenate(
+            [(s / problem.unit[:, None]) @ problem.ns, (c / problem.unit[:, None]) @ problem.nc], axis=1
+        ).ravel()
         candidates.append((problem.objective(x), x))
     best = min(candidates, key=lambda item: item[0])[1]
     if design.max_iters:
@@ -200,8 +222,11 @@ def design_coefficients(am: ArmModel, joints: tuple[str, ...], rooms_: list[Room
             break
         sines, cosines = 0.95 * sines, 0.95 * cosines
     else:
-        raise EnvelopeError("no optimal motion keeps the model's torque inside the envelope: the start pose itself "
-                            "needs more than the torque limit allows", limit="torque")
+        raise EnvelopeError(
+            "no optimal motion keeps the model's torque inside the envelope: the start pose itself "
+            "needs more than the torque limit allows",
+            limit="torque",
+        )
     for _ in range(40):  # and until the arm stays clear of itself
         tau = np.linspace(0.0, 1.0 / design.base_hz, 40 * design.harmonics + 1)
         q_model = np.zeros((len(tau), am.model.nq))
@@ -210,21 +235,36 @@ def design_coefficients(am: ArmModel, joints: tuple[str, ...], rooms_: list[Room
         if not hits:
             return sines, cosines
         sines, cosines = 0.9 * sines, 0.9 * cosines
-    raise EnvelopeError(f"no optimal motion keeps the arm clear of itself: {hits[0]} at the start pose", limit="collision")
+    raise EnvelopeError(
+        f"no optimal motion keeps the arm clear of itself: {hits[0]} at the start pose", limit="collision"
+    )
 
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sysid_ros" / "tapes"
 
 
-def cache_key(model: str | Path, envelopes: Mapping[str, Envelope], start: Mapping[str, float] | None,
-              command_rate_hz: float, seed: int, design: Design, name: str) -> str:
+def cache_key(
+    model: str | Path,
+    envelopes: Mapping[str, Envelope],
+    start: Mapping[str, float] | None,
+    command_rate_hz: float,
+    seed: int,
+    design: Design,
+    name: str,
+) -> str:
     """A hash of everything the design depends on: the model file's bytes, envelopes, start, rate, seed, design."""
     path = model_path(str(model))
-    inputs = {"version": DESIGN_VERSION, "model": hashlib.sha256(read_bytes(path, "model file")).hexdigest(),
-              "envelopes": {j: e.to_dict() for j, e in envelopes.items()},
-              "start": {j: float(v) for j, v in (start or {}).items()}, "rate": float(command_rate_hz),
-              "seed": int(seed), "design": asdict(design), "name": name}
+    inputs = {
+        "version": DESIGN_VERSION,
+        "model": hashlib.sha256(read_bytes(path, "model file")).hexdigest(),
+        "envelopes": {j: e.to_dict() for j, e in envelopes.items()},
+        "start": {j: float(v) for j, v in (start or {}).items()},
+        "rate": float(command_rate_hz),
+        "seed": int(seed),
+        "design": asdict(design),
+        "name": name,
+    }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -240,9 +280,18 @@ def _cached(path: Path, envelopes: Mapping[str, Envelope]) -> Tape | None:
     return tape
 
 
-def optimal(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, model: str | Path | None = None,
-            seed: int = 0, start: Mapping[str, float] | None = None, name: str | None = None,
-            design: Design = Design(), cache_dir: str | Path | None = None, cache: bool = True) -> Tape:
+def optimal(
+    envelopes: Mapping[str, Envelope],
+    command_rate_hz: float,
+    *,
+    model: str | Path | None = None,
+    seed: int = 0,
+    start: Mapping[str, float] | None = None,
+    name: str | None = None,
+    design: Design = Design(),
+    cache_dir: str | Path | None = None,
+    cache: bool = True,
+) -> Tape:
     """A Fourier-series tape designed for `model`'s base regressor inside `envelopes` (see the module)."""
     if not model:
         raise ConfigError("an optimal tape is designed for a model: name one (tape_recorder: the model parameter)")
@@ -258,11 +307,21 @@ def optimal(envelopes: Mapping[str, Envelope], command_rate_hz: float, *, model:
     am = arm_model(model, joints)
     sines, cosines = design_coefficients(am, joints, rooms_, envelopes, design, seed)
     end = LEAD_S + design.periods * design.period_s + LEAD_S
-    curves = tuple(FourierCurve(LEAD_S, design.period_s, design.periods, end, r.start - float(np.sum(c)),
-                                tuple(float(v) for v in s), tuple(float(v) for v in c))
-                   for r, s, c in zip(rooms_, sines, cosines))
-    tape = Tape(name=label, kind="optimal", interface="position", joints=joints, curves=curves,
-                command_rate_hz=rate, seed=seed)
+    curves = tuple(
+        FourierCurve(
+            LEAD_S,
+            design.period_s,
+            design.periods,
+            end,
+            r.start - float(np.sum(c)),
+            tuple(float(v) for v in s),
+            tuple(float(v) for v in c),
+        )
+        for r, s, c in zip(rooms_, sines, cosines)
+    )
+    tape = Tape(
+        name=label, kind="optimal", interface="position", joints=joints, curves=curves, command_rate_hz=rate, seed=seed
+    )
     check_tape(tape, envelopes)
     if cache:
         folder.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError, ModelError
 from ..files import load_spec
-from ..linear import ArmRegressor, BaseParameters, structural_base_parameters
-from ..linear import RowSelection, condition_number
+from ..linear import ArmRegressor, BaseParameters, RowSelection, condition_number, structural_base_parameters
 from .envelope import Envelope
 from .tape import FourierCurve, Tape, duration_s, sample
 
@@ -63,8 +62,11 @@ def arm_model(model: str | Path, joints: tuple[str, ...]) -> ArmModel:
     missing = [j for j in joints if j not in arm.joint_names]
     unmoved = [j for j in arm.joint_names if j not in joints]
     if missing or unmoved:
-        raise ConfigError(f"a plan or optimal tape covers the whole arm: joints {missing} are not in the model, "
-                          f"model joints {unmoved} are not in the tape", model=str(model))
+        raise ConfigError(
+            f"a plan or optimal tape covers the whole arm: joints {missing} are not in the model, "
+            f"model joints {unmoved} are not in the tape",
+            model=str(model),
+        )
     dof = np.array([arm.joint_names.index(j) for j in joints])
     return ArmModel(compiled, arm, structural_base_parameters(arm), arm.true_parameters(), dof)
 
@@ -89,13 +91,15 @@ def self_collisions(model: mujoco.MjModel, q: np.ndarray, clearance_m: float = 0
         d.qpos[:] = row
         mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
-        for g1, g2, dist in zip(d.contact.geom1[:d.ncon], d.contact.geom2[:d.ncon], d.contact.dist[:d.ncon]):
+        for g1, g2, dist in zip(d.contact.geom1[: d.ncon], d.contact.geom2[: d.ncon], d.contact.dist[: d.ncon]):
             if dist >= clearance_m or m.geom_type[g1] in flat or m.geom_type[g2] in flat:
                 continue
             b1, b2 = weld[m.geom_bodyid[g1]], weld[m.geom_bodyid[g2]]
             if b1 == b2 or weld[parent[b1]] == b2 or weld[parent[b2]] == b1:
                 continue
-            names = tuple(sorted(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(b)) or f"body{b}" for b in (b1, b2)))
+            names = tuple(
+                sorted(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(b)) or f"body{b}" for b in (b1, b2))
+            )
             found.setdefault(names, k)  # type: ignore[arg-type]
     return tuple(f"{a} / {b} at sample {k}" for (a, b), k in found.items())
 
@@ -139,20 +143,34 @@ class ExcitationPlan:
 
     def summary(self) -> list[str]:
         """The plan as lines of text."""
-        lines = [(f"tape {self.tape_name}: {self.motion_s:.2f} s of motion ({self.periods} period(s)), "
-                  f"{len(self.base_names)} base parameters, condition number {self.condition_number:.3g}"),
-                 (f"predicted 95 % half-widths for {np.max(self.torque_noise_nm):.3g} N m torque noise at "
-                  f"{self.sample_rate_hz:g} Hz: median {np.median(self.half_width_95):.3g}, "
-                  f"median relative {np.median(self.relative_half_width):.3g}")]
+        lines = [
+            (
+                f"tape {self.tape_name}: {self.motion_s:.2f} s of motion ({self.periods} period(s)), "
+                f"{len(self.base_names)} base parameters, condition number {self.condition_number:.3g}"
+            ),
+            (
+                f"predicted 95 % half-widths for {np.max(self.torque_noise_nm):.3g} N m torque noise at "
+                f"{self.sample_rate_hz:g} Hz: median {np.median(self.half_width_95):.3g}, "
+                f"median relative {np.median(self.relative_half_width):.3g}"
+            ),
+        ]
         for joint, m in self.margins.items():
             lines.append(f"  {joint}: margins " + ", ".join(f"{k} {v:.0%}" for k, v in m.items()))
         lines.append(f"self-collision ({self.geoms} geoms): " + ("; ".join(self.collisions) or "clear"))
         return lines
 
 
-def plan(tape: Tape, envelopes: Mapping[str, Envelope], model: str | Path, *, torque_noise_nm: float | np.ndarray = 0.1,
-         sample_rate_hz: float | None = None, selection: RowSelection = KEPT_ROWS, clearance_m: float = 0.01,
-         am: ArmModel | None = None) -> ExcitationPlan:
+def plan(
+    tape: Tape,
+    envelopes: Mapping[str, Envelope],
+    model: str | Path,
+    *,
+    torque_noise_nm: float | np.ndarray = 0.1,
+    sample_rate_hz: float | None = None,
+    selection: RowSelection = KEPT_ROWS,
+    clearance_m: float = 0.01,
+    am: ArmModel | None = None,
+) -> ExcitationPlan:
     """The tape's `ExcitationPlan` for `model` (a position tape over every joint of the arm)."""
     if tape.interface != "position":
         raise ConfigError("a plan is for position tapes: an effort tape's motion depends on the plant", tape=tape.name)
@@ -180,16 +198,28 @@ def plan(tape: Tape, envelopes: Mapping[str, Envelope], model: str | Path, *, to
     for j, joint in enumerate(tape.joints):
         env = envelopes[joint]
         accel = env.max_accel_rad_s2 or env.design_accel_rad_s2
-        margins[joint] = {"travel": 1 - np.max(np.abs(got.position[:, j] - env.origin_rad)) / env.travel_rad,
-                          "speed": 1 - np.max(np.abs(got.velocity[:, j])) / env.max_speed_rad_s,
-                          "acceleration": 1 - np.max(np.abs(got.acceleration[:, j])) / accel,
-                          "torque": 1 - np.max(np.abs(torque[:, j])) / env.max_torque_nm}
+        margins[joint] = {
+            "travel": 1 - np.max(np.abs(got.position[:, j] - env.origin_rad)) / env.travel_rad,
+            "speed": 1 - np.max(np.abs(got.velocity[:, j])) / env.max_speed_rad_s,
+            "acceleration": 1 - np.max(np.abs(got.acceleration[:, j])) / accel,
+            "torque": 1 - np.max(np.abs(torque[:, j])) / env.max_torque_nm,
+        }
         margins[joint] = {k: float(v) for k, v in margins[joint].items()}
     q_model = np.zeros((len(t), am.model.nq))
     q_model[:, am.dof_of_joint] = got.position
     every = max(1, len(t) // 400)
-    return ExcitationPlan(tape.name, am.base.base_names, am.base.values(am.theta), half,
-                          condition_number(rows) if len(rows) else math.inf, np.array(sigma), rate,
-                          periods * period if periods > 1 or isinstance(tape.curves[0], FourierCurve)
-                          else duration_s(tape), periods, int(periods * len(rows)), margins,
-                          self_collisions(am.model, q_model[::every], clearance_m), int(am.model.ngeom))
+    return ExcitationPlan(
+        tape.name,
+        am.base.base_names,
+        am.base.values(am.theta),
+        half,
+        condition_number(rows) if len(rows) else math.inf,
+        np.array(sigma),
+        rate,
+        periods * period if periods > 1 or isinstance(tape.curves[0], FourierCurve) else duration_s(tape),
+        periods,
+        int(periods * len(rows)),
+        margins,
+        self_collisions(am.model, q_model[::every], clearance_m),
+        int(am.model.ngeom),
+    )

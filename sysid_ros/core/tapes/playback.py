@@ -37,8 +37,7 @@ class SafetyMargins:
 class Playback:
     """One play of `tape` from `start_ns`; refuses a tape outside the envelope before anything moves."""
 
-    def __init__(self, tape: Tape, envelopes: Mapping[str, Envelope], margins: SafetyMargins,
-                 start_ns: int) -> None:
+    def __init__(self, tape: Tape, envelopes: Mapping[str, Envelope], margins: SafetyMargins, start_ns: int) -> None:
         missing = [j for j in tape.joints if j not in envelopes]
         if missing:
             raise EnvelopeError(f"no envelope for joints {missing}", tape=tape.name)
@@ -72,8 +71,9 @@ class Playback:
             raise ConfigError("an effort tape has no positions to send as a trajectory", tape=self.tape.name)
         return got.position, got.velocity
 
-    def check(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
-              effort: Sequence[float]) -> str | None:
+    def check(
+        self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float], effort: Sequence[float]
+    ) -> str | None:
         """Why this feedback sample must stop the motion (names the joint), or None."""
         index = {name: k for k, name in enumerate(names)}
         m = self.margins
@@ -84,8 +84,13 @@ class Playback:
             values = [v[k] if k < len(v) else None for v in (position, velocity, effort)]
             if any(v is not None and math.isnan(v) for v in values) or values[0] is None:
                 return f"joint {joint}: feedback is not a number"
-            reason = check_sample(envelope, *values, travel_margin_rad=m.travel_margin_rad,
-                                  speed_margin_frac=m.speed_margin_frac, torque_margin_frac=m.torque_margin_frac)
+            reason = check_sample(
+                envelope,
+                *values,
+                travel_margin_rad=m.travel_margin_rad,
+                speed_margin_frac=m.speed_margin_frac,
+                torque_margin_frac=m.torque_margin_frac,
+            )
             if reason:
                 return f"joint {joint}: {reason}"
         return None

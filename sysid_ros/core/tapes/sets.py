@@ -11,15 +11,20 @@ from .kinds import chirp, cycle, fast_moves, jog, pickplace, plateaus, sweep
 from .tape import Tape, duration_s
 
 
-def identification(envelopes: Mapping[str, Envelope], command_rate_hz: float, *,
-                   start: Mapping[str, float] | None = None) -> list[Tape]:
+def identification(
+    envelopes: Mapping[str, Envelope], command_rate_hz: float, *, start: Mapping[str, float] | None = None
+) -> list[Tape]:
     """Plateau sweeps (Coulomb vs viscous), fast moves (inertia) and a chirp (everything, up to rate / 50)."""
-    return [plateaus(envelopes, command_rate_hz, start=start), fast_moves(envelopes, command_rate_hz, start=start),
-            chirp(envelopes, command_rate_hz, start=start)]
+    return [
+        plateaus(envelopes, command_rate_hz, start=start),
+        fast_moves(envelopes, command_rate_hz, start=start),
+        chirp(envelopes, command_rate_hz, start=start),
+    ]
 
 
-def evaluation(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, *,
-               start: Mapping[str, float] | None = None) -> list[Tape]:
+def evaluation(
+    envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: int, *, start: Mapping[str, float] | None = None
+) -> list[Tape]:
     """Pick-and-place, out-and-back cycles, small jogs and one slow sweep, drawn from `seed`.
 
     Refine plays seed 0; verify plays a seed no stage has seen, so its tapes are held out.
@@ -27,8 +32,9 @@ def evaluation(envelopes: Mapping[str, Envelope], command_rate_hz: float, seed: 
     return [builder(envelopes, command_rate_hz, seed, start=start) for builder in (pickplace, cycle, jog, sweep)]
 
 
-def plan_seconds(tapes_by_stage: Mapping[str, Sequence[Tape]],
-                 repeats: int | Mapping[str, int] = 1) -> dict[str, float]:
+def plan_seconds(
+    tapes_by_stage: Mapping[str, Sequence[Tape]], repeats: int | Mapping[str, int] = 1
+) -> dict[str, float]:
     """Seconds of motion per stage: the stage's tape durations times its repeats (a mapping defaults to 1)."""
     out = {}
     for stage, tapes in tapes_by_stage.items():

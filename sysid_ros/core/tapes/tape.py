@@ -22,8 +22,19 @@ from scipy.interpolate import PPoly
 from ..errors import ConfigError
 from ..signals import JointCommands
 
-KINDS = ("multisine", "chirp", "plateaus", "fast_moves", "steps", "pickplace", "cycle", "jog", "sweep", "dither",
-         "optimal")
+KINDS = (
+    "multisine",
+    "chirp",
+    "plateaus",
+    "fast_moves",
+    "steps",
+    "pickplace",
+    "cycle",
+    "jog",
+    "sweep",
+    "dither",
+    "optimal",
+)
 EFFORT_KINDS = ("multisine", "dither")
 MODEL_KINDS = ("optimal",)  # designed for a robot model: their builders need `model=`
 INTERFACES = ("position", "effort")
@@ -214,10 +225,13 @@ class FourierCurve:
             raise ConfigError("a fourier curve needs equal numbers (>= 1) of sine and cosine coefficients")
         order = np.arange(1, len(self.sines) + 1)
         s, c = np.array(self.sines), np.array(self.cosines)
-        if (abs(order @ s) > 1e-9 * (order @ np.abs(s)) + 1e-12
-                or abs(order**2 @ c) > 1e-9 * (order**2 @ np.abs(c)) + 1e-12):
-            raise ConfigError("a fourier curve must be at rest where its periods start: sum l sines_l and "
-                              "sum l^2 cosines_l must be 0")
+        if (
+            abs(order @ s) > 1e-9 * (order @ np.abs(s)) + 1e-12
+            or abs(order**2 @ c) > 1e-9 * (order**2 @ np.abs(c)) + 1e-12
+        ):
+            raise ConfigError(
+                "a fourier curve must be at rest where its periods start: sum l sines_l and sum l^2 cosines_l must be 0"
+            )
 
     @property
     def motion_end_s(self) -> float:
@@ -240,8 +254,12 @@ class FourierCurve:
 
 
 def _check_window(curve: SineCurve | ChirpCurve) -> None:
-    if not (curve.start_s >= 0.0 and curve.duration_s > 0.0 and 0.0 < 2 * curve.taper_s <= curve.duration_s
-            and curve.end_s >= curve.start_s + curve.duration_s):
+    if not (
+        curve.start_s >= 0.0
+        and curve.duration_s > 0.0
+        and 0.0 < 2 * curve.taper_s <= curve.duration_s
+        and curve.end_s >= curve.start_s + curve.duration_s
+    ):
         raise ConfigError("curve window needs start_s >= 0, 0 < 2 taper_s <= duration_s, end_s after the window")
 
 
@@ -293,20 +311,28 @@ class Tape:
             kind = next(k for k, cls in _CURVE_TYPES.items() if isinstance(curve, cls))
             body = {f.name: (list(v) if isinstance(v := getattr(curve, f.name), tuple) else v) for f in fields(curve)}
             curves.append({"type": kind, **body})
-        return {"format": FORMAT_VERSION, "name": self.name, "kind": self.kind, "interface": self.interface,
-                "joints": list(self.joints), "command_rate_hz": self.command_rate_hz, "seed": self.seed,
-                "curves": curves}
+        return {
+            "format": FORMAT_VERSION,
+            "name": self.name,
+            "kind": self.kind,
+            "interface": self.interface,
+            "joints": list(self.joints),
+            "command_rate_hz": self.command_rate_hz,
+            "seed": self.seed,
+            "curves": curves,
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> "Tape":
+    def from_dict(cls, data: Mapping[str, object]) -> Tape:
         """The inverse of `to_dict`; raises ConfigError naming what is missing or wrong."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"a tape must be a mapping, got {type(data).__name__}")
         name = data.get("name")
         if data.get("format") != FORMAT_VERSION:
             raise ConfigError(f"unsupported tape format {data.get('format')!r}", tape=name)
-        missing = [k for k in ("name", "kind", "interface", "joints", "command_rate_hz", "seed", "curves")
-                   if k not in data]
+        missing = [
+            k for k in ("name", "kind", "interface", "joints", "command_rate_hz", "seed", "curves") if k not in data
+        ]
         if missing:
             raise ConfigError(f"tape is missing {missing}", tape=name)
         if not isinstance(data["joints"], (list, tuple)) or not isinstance(data["curves"], (list, tuple)):
@@ -320,9 +346,15 @@ class Tape:
             if set(raw) - {"type"} != keys:
                 raise ConfigError(f"{raw['type']} curve needs exactly the keys {sorted(keys)}", tape=name)
             curves.append(curve_cls(**{k: raw[k] for k in keys}))
-        return cls(name=str(name), kind=str(data["kind"]), interface=str(data["interface"]),
-                   joints=tuple(data["joints"]), curves=tuple(curves),  # type: ignore[arg-type]
-                   command_rate_hz=data["command_rate_hz"], seed=data["seed"])  # type: ignore[arg-type]
+        return cls(
+            name=str(name),
+            kind=str(data["kind"]),
+            interface=str(data["interface"]),
+            joints=tuple(data["joints"]),
+            curves=tuple(curves),  # type: ignore[arg-type]
+            command_rate_hz=data["command_rate_hz"],
+            seed=data["seed"],
+        )  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -348,8 +380,7 @@ def sample(tape: Tape, t_s: np.ndarray | Sequence[float]) -> TapeSample:
     if not np.all(np.isfinite(t)):
         raise ConfigError("sample times must be finite", tape=tape.name)
     columns = [curve.evaluate(t) for curve in tape.curves]
-    stacked = [np.column_stack([c[k] for c in columns]) if len(t) else np.zeros((0, len(columns)))
-               for k in range(3)]
+    stacked = [np.column_stack([c[k] for c in columns]) if len(t) else np.zeros((0, len(columns))) for k in range(3)]
     if tape.interface == "effort":
         return TapeSample(tape.joints, t, effort=stacked[0])
     return TapeSample(tape.joints, t, position=stacked[0], velocity=stacked[1], acceleration=stacked[2])

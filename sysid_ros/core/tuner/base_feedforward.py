@@ -20,8 +20,9 @@ from .plants.joint import Plant, Telemetry
 from .servo import Controller
 
 
-def joint_base_feedforward(nominal: mujoco.MjModel, joints: tuple[str, ...], joint: str,
-                           home: dict[str, float]) -> JointModel:
+def joint_base_feedforward(
+    nominal: mujoco.MjModel, joints: tuple[str, ...], joint: str, home: dict[str, float]
+) -> JointModel:
     """mj_inverse's torque on `joint` as it moves alone (the other `joints` at `home`), as a JointModel."""
     data = mujoco.MjData(nominal)
     for name in joints:
@@ -47,8 +48,9 @@ def plus(a: JointModel | None, b: JointModel) -> JointModel:
     """The sum of two joint models' terms (`a`'s Coulomb band)."""
     if a is None:
         return b
-    values = {f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(JointModel)
-              if f.name != "coulomb_band_rad_s"}
+    values = {
+        f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(JointModel) if f.name != "coulomb_band_rad_s"
+    }
     return JointModel(**values, coulomb_band_rad_s=a.coulomb_band_rad_s)
 
 
@@ -63,5 +65,6 @@ class WithBase:
         return getattr(self.plant, name)
 
     def play(self, tape: Tape, controller: Controller) -> Telemetry:
-        return self.plant.play(tape, Controller(controller.gains, plus(controller.feedforward, self.base),
-                                                controller.label))
+        return self.plant.play(
+            tape, Controller(controller.gains, plus(controller.feedforward, self.base), controller.label)
+        )

@@ -22,11 +22,11 @@ from ..linear import ALL_TERMS, REVOLUTE_TERMS, JointModel, joint_columns
 from ..signals import quartic_derivatives
 from ..tapes import Tape
 from .canary import CanaryVerdict, judge_canary
-from .stages.identification import fit_model
 from .plants.joint import Plant, Telemetry, twin_plant
-from .stages.refine import evaluate
 from .scoring import cost, gate_failures, score
 from .servo import Controller, Goal, Servo, gains_for, loop_of
+from .stages.identification import fit_model
+from .stages.refine import evaluate
 from .stages.sweep import limits_from
 
 TWIN_TOLERANCE = 0.30
@@ -72,8 +72,9 @@ def _tel(item: Log | Telemetry) -> Telemetry:
     return item.telemetry if isinstance(item, Log) else item
 
 
-def learn_feedforward(logs: Sequence[Log], base: JointModel | None,
-                      terms: Sequence[str] = REVOLUTE_TERMS) -> JointModel:
+def learn_feedforward(
+    logs: Sequence[Log], base: JointModel | None, terms: Sequence[str] = REVOLUTE_TERMS
+) -> JointModel:
     """Feedback-error learning: regress tau - tau_ff on the reference's regressor and add it to `base`."""
     rows, targets = [], []
     for log in logs:
@@ -93,10 +94,17 @@ def learn_feedforward(logs: Sequence[Log], base: JointModel | None,
     return start.replace_terms({t: getattr(start, t) + d for t, d in zip(terms, delta)})
 
 
-def fine_tune(servo: Servo, deployed: Controller, logs: Sequence[Log],
-              twin: Callable[[JointModel, float], Plant] | None = None, *,
-              commissioning: JointModel | None = None, command_rate_hz: float | None = None,
-              torque_sample_phase: float = 0.5, goal: Goal = Goal()) -> FineTuneResult:
+def fine_tune(
+    servo: Servo,
+    deployed: Controller,
+    logs: Sequence[Log],
+    twin: Callable[[JointModel, float], Plant] | None = None,
+    *,
+    commissioning: JointModel | None = None,
+    command_rate_hz: float | None = None,
+    torque_sample_phase: float = 0.5,
+    goal: Goal = Goal(),
+) -> FineTuneResult:
     """Steps 1-5 above. `commissioning` defaults to servo.priors; `twin(model, noise_rad)` builds the twin."""
     if not logs:
         raise DataError("fine_tune needs logged plays", joint=servo.name)
@@ -111,18 +119,28 @@ def fine_tune(servo: Servo, deployed: Controller, logs: Sequence[Log],
     for term in ALL_TERMS:
         new = float(getattr(model, term))
         old = float(getattr(commissioning, term)) if commissioning is not None else float("nan")
-        drift[term] = {"commissioning": old, "now": new,
-                       "change": (new - old) / abs(old) if old else (math.inf if new else 0.0)}
+        drift[term] = {
+            "commissioning": old,
+            "now": new,
+            "change": (new - old) / abs(old) if old else (math.inf if new else 0.0),
+        }
     learned = learn_feedforward(logs, deployed.feedforward)
-    build = twin or (lambda m, noise: twin_plant(servo.name, m, servo.envelope, command_rate_hz=rate,
-                                                 torque_limit_nm=servo.torque_limit_nm, delay_s=servo.delay_s,
-                                                 noise_rad=noise))
+    build = twin or (
+        lambda m, noise: twin_plant(
+            servo.name,
+            m,
+            servo.envelope,
+            command_rate_hz=rate,
+            torque_limit_nm=servo.torque_limit_nm,
+            delay_s=servo.delay_s,
+            noise_rad=noise,
+        )
+    )
     plant = build(model, 1e-3 * before.noise_mrad)
     tapes_ = [log.tape for log in logs]
     replay = evaluate(plant, deployed, tapes_)
     ratio = replay.tracking_rms_mrad / max(before.tracking_rms_mrad, 1e-12)
-    empty = FineTuneResult(deployed, before, drift, model, learned, ratio, (), None, 1.0,
-                           goal.stop_allocation_mrad, ())
+    empty = FineTuneResult(deployed, before, drift, model, learned, ratio, (), None, 1.0, goal.stop_allocation_mrad, ())
     if abs(ratio - 1.0) > TWIN_TOLERANCE:
         notes.append(f"the twin's tracking error is {ratio:.2f}x the logs': not within 30 %, nothing proposed")
         return FineTuneResult(**{**empty.__dict__, "notes": tuple(notes)})
@@ -137,13 +155,25 @@ def fine_tune(servo: Servo, deployed: Controller, logs: Sequence[Log],
                     scaled = None if ff is None else ff.replace_terms({"coulomb_nm": ff.coulomb_nm * ck})
                     c = Controller(gains, scaled, f"wn x{wn_k} zeta {dz:+.1f} {name} ff coulomb x{ck}")
                     got = evaluate(plant, c, tapes_)
-                    tried.append((c, cost(got, replay, limits.stop_allocation_mrad),
-                                  gate_failures(got, replay, limits)))
+                    tried.append(
+                        (c, cost(got, replay, limits.stop_allocation_mrad), gate_failures(got, replay, limits))
+                    )
     ok = [t for t in tried if not t[2]]
     best = min(ok, key=lambda t: t[1]) if ok else None
     predicted = best[1] / 2.0 if best else 1.0
     proposal = best[0] if best and predicted <= PROPOSE_BELOW else None
     if proposal is None:
         notes.append(f"predicted ratio {predicted:.3f} is not a 10 % improvement: keep the deployed controller")
-    return FineTuneResult(deployed, before, drift, model, learned, ratio, tuple(tried), proposal, predicted,
-                          goal.stop_allocation_mrad, tuple(notes))
+    return FineTuneResult(
+        deployed,
+        before,
+        drift,
+        model,
+        learned,
+        ratio,
+        tuple(tried),
+        proposal,
+        predicted,
+        goal.stop_allocation_mrad,
+        tuple(notes),
+    )

@@ -8,18 +8,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 
 from ..linear import JointModel
 from ..tapes import Tape, chirp, evaluation, identification, steps
 from ..tapes import plan_seconds as tape_seconds
 from .base_feedforward import WithBase
-from .stages.identification import Identification, identify_servo
 from .plants.joint import Plant, twin_plant
-from .stages.refine import COULOMB_SCALES, WN_FRACTIONS, ZETAS, Judge, RefineResult, evaluate, refine
 from .scoring import Score, SweepLimits, score
 from .servo import Controller, Goal, Servo, loop_of
+from .stages.identification import Identification, identify_servo
+from .stages.refine import COULOMB_SCALES, WN_FRACTIONS, ZETAS, Judge, RefineResult, evaluate, refine
 from .stages.sweep import SweepResult, eased, limits_from, run_sweep
 from .stages.verify import VerifyResult, verify
 
@@ -49,8 +49,9 @@ class TuneResult:
         return self.verify.chosen.score
 
 
-def stage_tapes(servo: Servo, command_rate_hz: float, goal: Goal,
-                model: JointModel | None = None) -> dict[str, list[Tape]]:
+def stage_tapes(
+    servo: Servo, command_rate_hz: float, goal: Goal, model: JointModel | None = None
+) -> dict[str, list[Tape]]:
     """The tapes of each stage (eased to `model` when given)."""
     envelopes = servo.envelopes()
     ease = (lambda t: eased(t, model, servo.torque_limit_nm)) if model is not None else (lambda t: t)
@@ -62,8 +63,9 @@ def stage_tapes(servo: Servo, command_rate_hz: float, goal: Goal,
     }
 
 
-def tuning_plan_seconds(servo: Servo, command_rate_hz: float, goal: Goal = Goal(),
-                        seed: Controller | None = None) -> dict[str, float]:
+def tuning_plan_seconds(
+    servo: Servo, command_rate_hz: float, goal: Goal = Goal(), seed: Controller | None = None
+) -> dict[str, float]:
     """Seconds of motion per stage at worst-case rung and candidate counts; tapes eased to the servo's priors
     when it has them (the identified model eases them again, so the real plan can differ a little)."""
     tapes_ = stage_tapes(servo, command_rate_hz, goal, servo.priors)
@@ -71,11 +73,19 @@ def tuning_plan_seconds(servo: Servo, command_rate_hz: float, goal: Goal = Goal(
     n_seed = (1 + n_ff) if seed is not None else 0
     n_wn = 1 + len(WN_FRACTIONS) + (1 if seed is not None else 0)
     candidates = 1 + n_ff + n_seed + n_wn * len(ZETAS) + n_ff  # + the as-found run
-    repeats = {"identify": 1, "sweep": goal.max_rungs + 2, "refine": candidates * goal.repeats,
-               "verify": (2 + (1 if seed is not None else 0)) * goal.repeats}
+    repeats = {
+        "identify": 1,
+        "sweep": goal.max_rungs + 2,
+        "refine": candidates * goal.repeats,
+        "verify": (2 + (1 if seed is not None else 0)) * goal.repeats,
+    }
     out = tape_seconds(tapes_, repeats)
-    return {"identify": out["identify"], "sweep (worst case)": out["sweep"], "refine": out["refine"],
-            "verify": out["verify"]}
+    return {
+        "identify": out["identify"],
+        "sweep (worst case)": out["sweep"],
+        "refine": out["refine"],
+        "verify": out["verify"],
+    }
 
 
 @contextmanager
@@ -86,8 +96,9 @@ def _motion_seconds(plant: Plant, seconds: dict[str, float], stage: str) -> Iter
     seconds[stage] = plant.motion_s - mark
 
 
-def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | None = None,
-         twin: Plant | bool | None = None) -> TuneResult:
+def tune(
+    servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | None = None, twin: Plant | bool | None = None
+) -> TuneResult:
     """Tune one joint through `plant`. `seed` (e.g. the analytic start) starts the sweep, joins the search and
     is the incumbent at verify; `twin=True` (default: `goal.twin_screening`) screens the sweep's start and the
     refine candidates on a MuJoCo twin of the identified model; a Plant given as `twin` is used as the twin."""
@@ -112,9 +123,19 @@ def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | 
     twin_base = None
     start_wn = loop_of((seed or as_found).gains, model).wn_rad_s
     if twin:
-        twin_ = twin if not isinstance(twin, bool) else twin_plant(
-            servo.name, model, servo.envelope, command_rate_hz=plant.command_rate_hz,
-            torque_limit_nm=plant.torque_limit_nm, delay_s=ident.delay_s, noise_rad=1e-3 * af_eval.noise_mrad)
+        twin_ = (
+            twin
+            if not isinstance(twin, bool)
+            else twin_plant(
+                servo.name,
+                model,
+                servo.envelope,
+                command_rate_hz=plant.command_rate_hz,
+                torque_limit_nm=plant.torque_limit_nm,
+                delay_s=ident.delay_s,
+                noise_rad=1e-3 * af_eval.noise_mrad,
+            )
+        )
         base = getattr(plant, "base_feedforward", None)
         if isinstance(twin, bool) and base is not None:  # the plant adds an arm model's torque: so must its twin
             twin_ = WithBase(twin_, base)
@@ -122,27 +143,58 @@ def tune(servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | 
         if seed is None:  # the twin's own sweep says where the plant's can start
             pre = run_sweep(servo, twin_, model, limits, goal, start_wn, tapes_["sweep"][0])
             if pre.wn_quiet_rad_s is not None:
-                near = pre.wn_quiet_rad_s / goal.rung_ratio ** goal.twin_sweep_margin_rungs
+                near = pre.wn_quiet_rad_s / goal.rung_ratio**goal.twin_sweep_margin_rungs
                 if near > start_wn:
-                    notes.append(f"the twin's sweep was quiet to wn {pre.wn_quiet_rad_s:.4g}: the plant's sweep "
-                                 f"starts {goal.twin_sweep_margin_rungs} rungs below, at {near:.4g} rad/s")
+                    notes.append(
+                        f"the twin's sweep was quiet to wn {pre.wn_quiet_rad_s:.4g}: the plant's sweep "
+                        f"starts {goal.twin_sweep_margin_rungs} rungs below, at {near:.4g} rad/s"
+                    )
                     start_wn = near
 
     with timed("sweep"):
         sweep = run_sweep(servo, plant, model, limits, goal, start_wn, tapes_["sweep"][0])
 
-    judge = Judge(plant=plant, tapes=tapes_["refine"], model=model, limits=limits, as_found=af_eval,
-                  wn_max_rad_s=sweep.wn_max_rad_s, goal=goal, twin=twin_, twin_as_found=twin_base,
-                  as_found_gains=as_found.gains)
+    judge = Judge(
+        plant=plant,
+        tapes=tapes_["refine"],
+        model=model,
+        limits=limits,
+        as_found=af_eval,
+        wn_max_rad_s=sweep.wn_max_rad_s,
+        goal=goal,
+        twin=twin_,
+        twin_as_found=twin_base,
+        as_found_gains=as_found.gains,
+    )
     with timed("refine"):
         refined = refine(judge, servo, seed, plant.feedforward_terms)
 
     pick = refined.pick.controller if refined.pick else None
     with timed("verify"):
-        checked = verify(plant, tapes_["verify"], model=model, limits=limits, wn_max_rad_s=sweep.wn_max_rad_s,
-                         as_found=as_found, pick=pick, start=seed, repeats=goal.repeats)
+        checked = verify(
+            plant,
+            tapes_["verify"],
+            model=model,
+            limits=limits,
+            wn_max_rad_s=sweep.wn_max_rad_s,
+            as_found=as_found,
+            pick=pick,
+            start=seed,
+            repeats=goal.repeats,
+        )
     seconds["total"] = sum(seconds.values())
     if not math.isfinite(sweep.wn_max_rad_s):
         notes.append("no finite deploy ceiling")
-    return TuneResult(servo, ident, limits, af_eval, sweep, refined, checked, checked.chosen.controller,
-                      checked.improved, seconds, tuple(notes) + sweep.notes + refined.notes + checked.notes)
+    return TuneResult(
+        servo,
+        ident,
+        limits,
+        af_eval,
+        sweep,
+        refined,
+        checked,
+        checked.chosen.controller,
+        checked.improved,
+        seconds,
+        tuple(notes) + sweep.notes + refined.notes + checked.notes,
+    )

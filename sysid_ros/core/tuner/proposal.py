@@ -18,17 +18,16 @@ import yaml
 
 from ..errors import ConfigError
 from ..files import load_yaml
-from ..gains import ControllerStyle, get_style
-from ..gains import parameter_name, split_parameter_name
+from ..gains import ControllerStyle, get_style, parameter_name, split_parameter_name
 from ..linear import ALL_TERMS, REVOLUTE_TERMS, JointModel
 from ..tapes import Tape
-from .whole_arm import ArmResult
 from .pipeline import TuneResult
 from .scoring import Score, cost
 from .servo import Controller, DriveGains, loop_of, to_pid_gains
+from .whole_arm import ArmResult
 
 CONTROLLER_NAME = re.compile(r"/?(\*\*/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
-"""A controller's node name as a parameter file names it: `arm_controller`, `/ns/arm_controller`, `/**/arm_controller`."""
+"""A controller's node name as a parameter file names it: `arm_controller`, `/ns/arm_controller`, `/**/arm_ctl`."""
 TUNED_GAINS = ("p", "i", "d", "i_clamp")  # what the tuner sets; ff_velocity_scale stays as the drive has it
 
 FORMAT = "sysid_ros.servo_proposal/1"
@@ -59,10 +58,13 @@ def controller_dict(joint: str, controller: Controller, model: JointModel) -> di
     """A controller as drive parameters, host feed-forward and its (wn, zeta) on the model."""
     pid = to_pid_gains(controller.gains)
     loop = loop_of(controller.gains, model)
-    return {"label": controller.label,
-            "drive_parameters": {parameter_name(joint, k): v for k, v in pid.as_dict().items()},
-            "host_feedforward": feedforward_dict(controller.feedforward),
-            "wn_rad_s": loop.wn_rad_s, "zeta": loop.zeta}
+    return {
+        "label": controller.label,
+        "drive_parameters": {parameter_name(joint, k): v for k, v in pid.as_dict().items()},
+        "host_feedforward": feedforward_dict(controller.feedforward),
+        "wn_rad_s": loop.wn_rad_s,
+        "zeta": loop.zeta,
+    }
 
 
 def proposal(result: TuneResult) -> dict[str, Any]:
@@ -74,18 +76,26 @@ def proposal(result: TuneResult) -> dict[str, Any]:
         "format": FORMAT,
         "joint": joint,
         "improved": result.improved,
-        "summary": (f"{joint}: {'change' if result.improved else 'keep as found'}; held-out cost "
-                    f"{before.cost:.3f} -> {after.cost:.3f} (stop p90 {before.score.stop_p90_mrad:.3g} -> "
-                    f"{after.score.stop_p90_mrad:.3g} mrad, tracking {before.score.tracking_rms_mrad:.3g} -> "
-                    f"{after.score.tracking_rms_mrad:.3g} mrad)"),
+        "summary": (
+            f"{joint}: {'change' if result.improved else 'keep as found'}; held-out cost "
+            f"{before.cost:.3f} -> {after.cost:.3f} (stop p90 {before.score.stop_p90_mrad:.3g} -> "
+            f"{after.score.stop_p90_mrad:.3g} mrad, tracking {before.score.tracking_rms_mrad:.3g} -> "
+            f"{after.score.tracking_rms_mrad:.3g} mrad)"
+        ),
         "as_found": controller_dict(joint, result.servo.as_found, model),
         "proposed": controller_dict(joint, result.deployed, model),
         "model": result.identification.as_dict(),
-        "limits": {"ringing_mrad": result.limits.ringing_mrad, "chatter_nm": result.limits.chatter_nm,
-                   "stop_allocation_mrad": result.limits.stop_allocation_mrad,
-                   "torque_limit_nm": result.limits.torque_limit_nm},
-        "deploy_ceiling": {"wn_max_rad_s": result.sweep.wn_max_rad_s, "rule": result.sweep.rule,
-                           "wn_quiet_rad_s": result.sweep.wn_quiet_rad_s},
+        "limits": {
+            "ringing_mrad": result.limits.ringing_mrad,
+            "chatter_nm": result.limits.chatter_nm,
+            "stop_allocation_mrad": result.limits.stop_allocation_mrad,
+            "torque_limit_nm": result.limits.torque_limit_nm,
+        },
+        "deploy_ceiling": {
+            "wn_max_rad_s": result.sweep.wn_max_rad_s,
+            "rule": result.sweep.rule,
+            "wn_quiet_rad_s": result.sweep.wn_quiet_rad_s,
+        },
         "held_out": [e.as_dict() for e in result.verify.entries],
         "rungs": [r.as_dict() for r in result.sweep.rungs],
         "candidates": [c.as_dict() for c in result.refine.candidates],
@@ -106,8 +116,12 @@ def gains_from_proposal(data: dict[str, Any]) -> tuple[str, DriveGains, dict[str
         raise ConfigError(f"not a servo proposal (format {data.get('format') if isinstance(data, dict) else None})")
     joint = data["joint"]
     params = data["proposed"]["drive_parameters"]
-    gains = DriveGains(kp=params[parameter_name(joint, "p")], kd=params[parameter_name(joint, "d")],
-                       ki=params[parameter_name(joint, "i")], i_clamp_nm=params[parameter_name(joint, "i_clamp")])
+    gains = DriveGains(
+        kp=params[parameter_name(joint, "p")],
+        kd=params[parameter_name(joint, "d")],
+        ki=params[parameter_name(joint, "i")],
+        i_clamp_nm=params[parameter_name(joint, "i_clamp")],
+    )
     return joint, gains, data["proposed"]["host_feedforward"]
 
 
@@ -149,8 +163,11 @@ class GainProposal:
         out = {}
         for joint in self.joints:
             p = {g: self.parameters.get(parameter_name(joint, g), 0.0) for g in ("p", "d", "i", "i_clamp")}
-            out[joint] = Controller(DriveGains(kp=p["p"], kd=p["d"], ki=p["i"], i_clamp_nm=p["i_clamp"]),
-                                    self.feedforward.get(joint), "proposed")
+            out[joint] = Controller(
+                DriveGains(kp=p["p"], kd=p["d"], ki=p["i"], i_clamp_nm=p["i_clamp"]),
+                self.feedforward.get(joint),
+                "proposed",
+            )
         return out
 
     def live_ratio(self, after: dict[str, Score]) -> tuple[float, str | None]:
@@ -162,31 +179,47 @@ class GainProposal:
         return live / base, failure
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean({
-            "format": APPLY_FORMAT, "summary": self.summary, "joints": list(self.joints),
-            "improved": self.improved, "parameters": self.parameters, "as_found": self.as_found,
-            "host_feedforward": {j: (asdict(m) if m is not None else None) for j, m in self.feedforward.items()},
-            "predicted_cost_ratio": self.predicted_ratio,
-            "canary": {"before": {j: s.as_dict() for j, s in self.before.items()},
-                       "allocation_mrad": self.allocation_mrad,
-                       "tapes": [t.to_dict() for t in self.canary_tapes]},
-            "details": self.details})
+        return _clean(
+            {
+                "format": APPLY_FORMAT,
+                "summary": self.summary,
+                "joints": list(self.joints),
+                "improved": self.improved,
+                "parameters": self.parameters,
+                "as_found": self.as_found,
+                "host_feedforward": {j: (asdict(m) if m is not None else None) for j, m in self.feedforward.items()},
+                "predicted_cost_ratio": self.predicted_ratio,
+                "canary": {
+                    "before": {j: s.as_dict() for j, s in self.before.items()},
+                    "allocation_mrad": self.allocation_mrad,
+                    "tapes": [t.to_dict() for t in self.canary_tapes],
+                },
+                "details": self.details,
+            }
+        )
 
     @classmethod
-    def from_dict(cls, data: Any) -> "GainProposal":
+    def from_dict(cls, data: Any) -> GainProposal:
         if not isinstance(data, dict) or data.get("format") != APPLY_FORMAT:
-            raise ConfigError(f"not a gain proposal (format {data.get('format') if isinstance(data, dict) else None},"
-                              f" expected {APPLY_FORMAT})")
+            raise ConfigError(
+                f"not a gain proposal (format {data.get('format') if isinstance(data, dict) else None},"
+                f" expected {APPLY_FORMAT})"
+            )
         try:
             canary = data["canary"]
-            return cls(tuple(data["joints"]), bool(data["improved"]),
-                       {k: float(v) for k, v in data["parameters"].items()},
-                       {k: float(v) for k, v in data["as_found"].items()},
-                       {j: (JointModel(**m) if m else None) for j, m in data["host_feedforward"].items()},
-                       tuple(Tape.from_dict(t) for t in canary["tapes"]),
-                       {j: Score(**{**s, "aborted": s.get("aborted")}) for j, s in canary["before"].items()},
-                       {j: float(v) for j, v in canary["allocation_mrad"].items()},
-                       float(data["predicted_cost_ratio"]), str(data.get("summary", "")), data.get("details") or {})
+            return cls(
+                tuple(data["joints"]),
+                bool(data["improved"]),
+                {k: float(v) for k, v in data["parameters"].items()},
+                {k: float(v) for k, v in data["as_found"].items()},
+                {j: (JointModel(**m) if m else None) for j, m in data["host_feedforward"].items()},
+                tuple(Tape.from_dict(t) for t in canary["tapes"]),
+                {j: Score(**{**s, "aborted": s.get("aborted")}) for j, s in canary["before"].items()},
+                {j: float(v) for j, v in canary["allocation_mrad"].items()},
+                float(data["predicted_cost_ratio"]),
+                str(data.get("summary", "")),
+                data.get("details") or {},
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"gain proposal is incomplete or malformed: {exc!r}") from exc
 
@@ -204,11 +237,19 @@ def from_tune(result: TuneResult, canary_tapes: Sequence[Tape]) -> GainProposal:
     """The proposal of one tuned joint; the canary replays its held-out verify tapes."""
     joint = result.servo.name
     before, after = result.verify.entries[0], result.verify.chosen
-    return GainProposal((joint,), result.improved, gain_parameters({joint: result.deployed}),
-                        gain_parameters({joint: result.servo.as_found}), {joint: result.deployed.feedforward},
-                        tuple(canary_tapes), {joint: before.score},
-                        {joint: result.limits.stop_allocation_mrad}, after.cost / before.cost,
-                        proposal(result)["summary"], {joint: proposal(result)})
+    return GainProposal(
+        (joint,),
+        result.improved,
+        gain_parameters({joint: result.deployed}),
+        gain_parameters({joint: result.servo.as_found}),
+        {joint: result.deployed.feedforward},
+        tuple(canary_tapes),
+        {joint: before.score},
+        {joint: result.limits.stop_allocation_mrad},
+        after.cost / before.cost,
+        proposal(result)["summary"],
+        {joint: proposal(result)},
+    )
 
 
 def from_arm(result: ArmResult, canary_tapes: Sequence[Tape]) -> GainProposal:
@@ -217,23 +258,34 @@ def from_arm(result: ArmResult, canary_tapes: Sequence[Tape]) -> GainProposal:
     delivered = next((r for r in result.rounds if r.controllers == result.delivered), result.as_found)
     predicted = sum(delivered.costs.values()) / sum(result.as_found.costs.values())
     as_found = {j: o.servo.as_found for j, o in result.outcomes.items()}
-    summary = (f"{', '.join(joints)}: {'change' if result.improved else 'keep as found'}; whole-arm check cost "
-               f"{sum(result.as_found.costs.values()):.3f} -> {sum(delivered.costs.values()):.3f}")
+    summary = (
+        f"{', '.join(joints)}: {'change' if result.improved else 'keep as found'}; whole-arm check cost "
+        f"{sum(result.as_found.costs.values()):.3f} -> {sum(delivered.costs.values()):.3f}"
+    )
     details = {j: proposal(o.result) for j, o in result.outcomes.items() if o.result is not None}
     details["arm_notes"] = list(result.notes)
-    return GainProposal(joints, result.improved, gain_parameters(result.delivered), gain_parameters(as_found),
-                        {j: c.feedforward for j, c in result.delivered.items()}, tuple(canary_tapes),
-                        dict(result.as_found.scores),
-                        {j: o.limits.stop_allocation_mrad for j, o in result.outcomes.items()}, predicted,
-                        summary, details)
+    return GainProposal(
+        joints,
+        result.improved,
+        gain_parameters(result.delivered),
+        gain_parameters(as_found),
+        {j: c.feedforward for j, c in result.delivered.items()},
+        tuple(canary_tapes),
+        dict(result.as_found.scores),
+        {j: o.limits.stop_allocation_mrad for j, o in result.outcomes.items()},
+        predicted,
+        summary,
+        details,
+    )
 
 
 def load_proposal(path: str | Path) -> GainProposal:
     return GainProposal.from_dict(load_yaml(path, "gain proposal"))
 
 
-def proposal_target(path: str | Path, controller: str | None = None,
-                    style: str = "auto") -> tuple[GainProposal, str, ControllerStyle]:
+def proposal_target(
+    path: str | Path, controller: str | None = None, style: str = "auto"
+) -> tuple[GainProposal, str, ControllerStyle]:
     """A proposal file with the controller it is for and that controller's parameter style.
 
     `controller` and `style` default ("auto") to what the servo_tuner recorded in the file
@@ -245,8 +297,11 @@ def proposal_target(path: str | Path, controller: str | None = None,
     if not controller:
         raise ConfigError(f"{path} does not name its controller: give --controller")
     if not isinstance(controller, str) or not CONTROLLER_NAME.fullmatch(controller):
-        raise ConfigError(f"controller must be a ROS node name (e.g. arm_controller or /ns/arm_controller), got "
-                          f"{str(controller)[:60]!r}", file=str(path))
+        raise ConfigError(
+            f"controller must be a ROS node name (e.g. arm_controller or /ns/arm_controller), got "
+            f"{str(controller)[:60]!r}",
+            file=str(path),
+        )
     if style == "auto":
         style = document.get("controller_style") or ""
         if not style:
@@ -271,8 +326,9 @@ def proven_parameters(path: str | Path, gains_only: bool = False) -> tuple[dict[
         return dict(proposal.parameters), ""  # measured: the plays ran on the gains alone
     found = document.get("ff_velocity_scale_as_found") or {}
     held: dict[str, float] = {}
-    lost = [f"the nominal inverse dynamics of {document['base_feedforward']}"] if document.get("base_feedforward") \
-        else []
+    lost = (
+        [f"the nominal inverse dynamics of {document['base_feedforward']}"] if document.get("base_feedforward") else []
+    )
     for joint, model in proposal.feedforward.items():
         terms = {t: v for t, v in asdict(model).items() if t in ALL_TERMS and v} if model is not None else {}
         scale = parameter_name(joint, "ff_velocity_scale")
@@ -284,7 +340,9 @@ def proven_parameters(path: str | Path, gains_only: bool = False) -> tuple[dict[
         return {**proposal.parameters, **held}, ""
     what = "; ".join(lost)
     if not gains_only:
-        raise ConfigError(f"the canary proved these gains together with a host feed-forward the controller's "
-                          f"parameters cannot hold ({what}): the gains alone were never tried on the robot. Send "
-                          f"that feed-forward from the host, or give --gains-only to write the gains anyway")
+        raise ConfigError(
+            f"the canary proved these gains together with a host feed-forward the controller's "
+            f"parameters cannot hold ({what}): the gains alone were never tried on the robot. Send "
+            f"that feed-forward from the host, or give --gains-only to write the gains anyway"
+        )
     return dict(proposal.parameters), f"the host feed-forward the canary also ran with is not written: {what}"

@@ -131,12 +131,18 @@ def score(tels: Sequence[Telemetry]) -> Score:
     me = np.concatenate(move_err) if move_err else np.zeros(0)
     jt = np.concatenate(jitter) if jitter else np.zeros(0)
     return Score(
-        ringing_mrad=1e3 * ringing, crossings=crossings,
+        ringing_mrad=1e3 * ringing,
+        crossings=crossings,
         chatter_nm=float(np.std(jt) / math.sqrt(2.0)) if len(jt) > 2 else 0.0,
         saturation=sat / max(total, 1),
         tracking_rms_mrad=1e3 * float(np.sqrt(np.mean(me**2))) if len(me) else 0.0,
         stop_p90_mrad=1e3 * float(np.percentile(se, 90)) if len(se) else math.inf,
-        stops=n_stops, noise_mrad=noise, aborted=aborted, finite=finite, seconds=seconds)
+        stops=n_stops,
+        noise_mrad=noise,
+        aborted=aborted,
+        finite=finite,
+        seconds=seconds,
+    )
 
 
 def cost(candidate: Score, as_found: Score, allocation_mrad: float) -> float:
@@ -147,8 +153,13 @@ def cost(candidate: Score, as_found: Score, allocation_mrad: float) -> float:
     return value if math.isfinite(value) else math.inf
 
 
-def gate_failures(candidate: Score, as_found: Score, limits: SweepLimits, wn_rad_s: float | None = None,
-                  wn_max_rad_s: float | None = None) -> tuple[str, ...]:
+def gate_failures(
+    candidate: Score,
+    as_found: Score,
+    limits: SweepLimits,
+    wn_rad_s: float | None = None,
+    wn_max_rad_s: float | None = None,
+) -> tuple[str, ...]:
     """Every gate a candidate fails against the as-found run (empty when it passes them all)."""
     out = []
     if candidate.aborted:
@@ -164,11 +175,12 @@ def gate_failures(candidate: Score, as_found: Score, limits: SweepLimits, wn_rad
     if candidate.saturation > max(0.02, 1.1 * as_found.saturation):
         out.append(f"saturation {candidate.saturation:.1%} > max(2 %, 1.1 x as found {as_found.saturation:.1%})")
     if candidate.tracking_rms_mrad > 1.1 * as_found.tracking_rms_mrad:
-        out.append(f"tracking {candidate.tracking_rms_mrad:.3g} > 1.1 x as found "
-                   f"{as_found.tracking_rms_mrad:.3g} mrad")
+        out.append(f"tracking {candidate.tracking_rms_mrad:.3g} > 1.1 x as found {as_found.tracking_rms_mrad:.3g} mrad")
     if candidate.stop_p90_mrad > max(limits.stop_allocation_mrad, as_found.stop_p90_mrad):
-        out.append(f"stop p90 {candidate.stop_p90_mrad:.3g} mrad over the allocation "
-                   f"{limits.stop_allocation_mrad:.3g} and as found {as_found.stop_p90_mrad:.3g}")
+        out.append(
+            f"stop p90 {candidate.stop_p90_mrad:.3g} mrad over the allocation "
+            f"{limits.stop_allocation_mrad:.3g} and as found {as_found.stop_p90_mrad:.3g}"
+        )
     if wn_rad_s is not None and wn_max_rad_s is not None and wn_rad_s > wn_max_rad_s * (1 + 1e-9):
         out.append(f"wn {wn_rad_s:.4g} above the deploy ceiling {wn_max_rad_s:.4g} rad/s")
     return tuple(out)

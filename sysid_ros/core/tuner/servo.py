@@ -45,7 +45,7 @@ class Controller:
     feedforward: JointModel | None = None
     label: str = ""
 
-    def with_label(self, label: str) -> "Controller":
+    def with_label(self, label: str) -> Controller:
         return replace(self, label=label)
 
 
@@ -90,8 +90,12 @@ class Servo:
 
     def clip_gains(self, gains: DriveGains) -> DriveGains:
         """The gains pulled inside the guard."""
-        return DriveGains(min(max(gains.kp, self.kp_min_nm_rad), self.kp_max_nm_rad),
-                          min(gains.kd, self.kd_max_nm_s_rad), gains.ki, gains.i_clamp_nm)
+        return DriveGains(
+            min(max(gains.kp, self.kp_min_nm_rad), self.kp_max_nm_rad),
+            min(gains.kd, self.kd_max_nm_s_rad),
+            gains.ki,
+            gains.i_clamp_nm,
+        )
 
     def wn_ceiling_rad_s(self, inertia_kg_m2: float) -> float:
         """The guard's bandwidth ceiling sqrt(kp_max / J)."""
@@ -151,8 +155,9 @@ def loop_of(gains: DriveGains, model: JointModel) -> Loop:
     return Loop(wn, zeta)
 
 
-def gains_for(wn_rad_s: float, zeta: float, model: JointModel, servo: Servo,
-              base: DriveGains | None = None) -> tuple[DriveGains, tuple[str, ...]]:
+def gains_for(
+    wn_rad_s: float, zeta: float, model: JointModel, servo: Servo, base: DriveGains | None = None
+) -> tuple[DriveGains, tuple[str, ...]]:
     """kp = J wn^2, kd = max(0, 2 zeta wn J - b), clipped into the guard; a note when clipping lowers zeta."""
     inertia = model.inertia_kg_m2
     kp = inertia * wn_rad_s**2
@@ -171,12 +176,12 @@ def gains_for(wn_rad_s: float, zeta: float, model: JointModel, servo: Servo,
 
 def to_pid_gains(gains: DriveGains, ff_velocity_scale: float = 0.0) -> PidGains:
     """Drive gains as ros2_control's PID parameters (p, i, d, i_clamp, ff_velocity_scale): the one mapping."""
-    return PidGains(p=gains.kp, i=gains.ki, d=gains.kd, i_clamp=gains.i_clamp_nm,
-                    ff_velocity_scale=ff_velocity_scale)
+    return PidGains(p=gains.kp, i=gains.ki, d=gains.kd, i_clamp=gains.i_clamp_nm, ff_velocity_scale=ff_velocity_scale)
 
 
-def feedforward_from(model: JointModel, coulomb_scale: float = 1.0,
-                     terms: tuple[str, ...] = FEEDFORWARD_TERMS) -> JointModel:
+def feedforward_from(
+    model: JointModel, coulomb_scale: float = 1.0, terms: tuple[str, ...] = FEEDFORWARD_TERMS
+) -> JointModel:
     """The model's feed-forward with Coulomb scaled, cut to the `terms` the plant can send."""
     values = {t: (getattr(model, t) if t in terms else 0.0) for t in ALL_TERMS}
     values["coulomb_nm"] *= coulomb_scale

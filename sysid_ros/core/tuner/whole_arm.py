@@ -19,12 +19,12 @@ import numpy as np
 from ..errors import ConfigError
 from ..linear import JointModel
 from ..tapes import Tape, duration_s, pickplace, sample, stretched
-from .plants.arm import Arm
 from .pipeline import TuneResult, tune
+from .plants.arm import Arm
 from .plants.joint import Plant, Telemetry
-from .stages.refine import ceiling_gate_wn
 from .scoring import Score, SweepLimits, cost, detrended_std, gate_failures, score
 from .servo import Controller, Goal, Servo, gains_for, loop_of
+from .stages.refine import ceiling_gate_wn
 
 ARM_CHECK_SEEDS = (101, 102, 103, 104)
 BACK_OFF = 0.8
@@ -44,8 +44,9 @@ class JointOutcome:
 
 
 def outcome_of(result: TuneResult) -> JointOutcome:
-    return JointOutcome(result.servo, result.identification.model, result.deployed, result.sweep.wn_max_rad_s,
-                        result.limits, result)
+    return JointOutcome(
+        result.servo, result.identification.model, result.deployed, result.sweep.wn_max_rad_s, result.limits, result
+    )
 
 
 TuneJoint = Callable[[Servo, Plant, Goal], JointOutcome]
@@ -95,9 +96,11 @@ def arm_check_tapes(arm: Arm, models: dict[str, JointModel], use: float = 0.8) -
         while factor < 20.0:
             candidate = stretched(tape, factor)
             got = sample(candidate, t * factor)
-            worst = max(float(np.max(np.abs(models[j].torque(got.position[:, c], got.velocity[:, c],
-                                                             got.acceleration[:, c])))) / arm.caps[j]
-                        for c, j in enumerate(tape.joints))
+            worst = max(
+                float(np.max(np.abs(models[j].torque(got.position[:, c], got.velocity[:, c], got.acceleration[:, c]))))
+                / arm.caps[j]
+                for c, j in enumerate(tape.joints)
+            )
             if worst <= use:
                 break
             factor *= 1.1
@@ -115,15 +118,18 @@ def _stretches(tel: Telemetry, mask: np.ndarray, min_s: float = 0.2) -> list[tup
     edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
     moved = np.flatnonzero(np.abs(tel.reference_velocity) > 0)
     first = moved[0] if len(moved) else len(mask)
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])
-            if a > first and (b - a) / tel.command_rate_hz >= min_s]
+    return [
+        (int(a), int(b))
+        for a, b in zip(edges[::2], edges[1::2])
+        if a > first and (b - a) / tel.command_rate_hz >= min_s
+    ]
 
 
 def _ringing_over(tel: Telemetry, mask: np.ndarray, min_s: float = 0.2) -> float:
     """Ringing (mrad) over stretches of `mask` at least `min_s` long: sqrt 2 x detrended std of each tail half."""
     worst = 0.0
     for a, b in _stretches(tel, mask, min_s):
-        worst = max(worst, math.sqrt(2.0) * detrended_std(tel.error[a + (b - a) // 2:b]))
+        worst = max(worst, math.sqrt(2.0) * detrended_std(tel.error[a + (b - a) // 2 : b]))
     return 1e3 * worst
 
 
@@ -131,9 +137,15 @@ def _run(arm: Arm, tapes_: Sequence[Tape], controllers: dict[str, Controller]) -
     return [arm.play(tape, controllers) for tape in tapes_]
 
 
-def offences(arm: Arm, tapes_: Sequence[Tape], runs: list[dict[str, Telemetry]],
-             base_runs: list[dict[str, Telemetry]], controllers: dict[str, Controller],
-             outcomes: dict[str, JointOutcome], goal: Goal) -> ArmRound:
+def offences(
+    arm: Arm,
+    tapes_: Sequence[Tape],
+    runs: list[dict[str, Telemetry]],
+    base_runs: list[dict[str, Telemetry]],
+    controllers: dict[str, Controller],
+    outcomes: dict[str, JointOutcome],
+    goal: Goal,
+) -> ArmRound:
     """Judge every joint of one whole-arm run against the as-found arm's run: above its deploy ceiling, never
     seen still, ringing over the cap (in company, and alone with its partners still), or worse than as found."""
     changed = {j for j in arm.joints if controllers[j] != outcomes[j].servo.as_found}
@@ -195,8 +207,9 @@ def _only(tape: Tape, joint: str) -> Tape:
     return replace(tape, joints=(joint,), curves=(tape.curves[k],))
 
 
-def tune_arm(servos: Sequence[Servo], arm: Arm, goal: Goal = Goal(), *,
-             tune_joint: TuneJoint = _default_tune) -> ArmResult:
+def tune_arm(
+    servos: Sequence[Servo], arm: Arm, goal: Goal = Goal(), *, tune_joint: TuneJoint = _default_tune
+) -> ArmResult:
     """Tune `servos` (given base to tip) tip to base through `arm`, then check and back off the whole arm."""
     by_name = {s.name: s for s in servos}
     if set(by_name) != set(arm.joints):

@@ -13,8 +13,8 @@ autocorrelation up to the first lag M >= 5 tau(M)).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy.special import chdtri  # scipy.special, not scipy.stats: a node imports this (stats costs seconds)
@@ -58,7 +58,7 @@ def autocorrelation_time(series: Sequence[np.ndarray], window_c: float = 5.0) ->
         x = s - s.mean()
         size = 1 << int(2 * len(x) - 1).bit_length()
         f = np.fft.rfft(x, size)
-        acov[:len(x)] += np.fft.irfft(f * np.conj(f), size)[:len(x)]
+        acov[: len(x)] += np.fft.irfft(f * np.conj(f), size)[: len(x)]
     if acov[0] <= 0:
         return 1.0
     rho = acov / acov[0]
@@ -70,8 +70,13 @@ def autocorrelation_time(series: Sequence[np.ndarray], window_c: float = 5.0) ->
     return float(min(max(tau, 1.0), sum(len(s) for s in series)))
 
 
-def signal_fits(residuals: Sequence[np.ndarray], group_sizes: Sequence[int], signals: Sequence[str],
-                scales: Sequence[float], extra_variance: np.ndarray | None = None) -> list[SignalFit]:
+def signal_fits(
+    residuals: Sequence[np.ndarray],
+    group_sizes: Sequence[int],
+    signals: Sequence[str],
+    scales: Sequence[float],
+    extra_variance: np.ndarray | None = None,
+) -> list[SignalFit]:
     """Per signal: RMS and its chi-square allowance. `residuals` are the per-group residual vectors of a
     `batched_residual_fn` (segment-major, time, signal-minor), `signals` the column names, `scales` their noise."""
     m = len(signals)
@@ -83,8 +88,11 @@ def signal_fits(residuals: Sequence[np.ndarray], group_sizes: Sequence[int], sig
     for res, segments in zip(residuals, group_sizes):
         res = np.asarray(res, dtype=float)
         block = res.reshape(segments, -1, m)
-        extra = (np.zeros_like(block) if extra_variance is None
-                 else np.asarray(extra_variance[row:row + res.size], dtype=float).reshape(block.shape))
+        extra = (
+            np.zeros_like(block)
+            if extra_variance is None
+            else np.asarray(extra_variance[row : row + res.size], dtype=float).reshape(block.shape)
+        )
         row += res.size
         for k in range(m):
             per_signal[k] += [block[i, :, k] for i in range(segments)]
@@ -94,15 +102,23 @@ def signal_fits(residuals: Sequence[np.ndarray], group_sizes: Sequence[int], sig
             count[k] += block.shape[0] * block.shape[1]
     out = []
     for k, name in enumerate(signals):
-        sq = float(sum(np.sum(s ** 2) for s in per_signal[k]))
+        sq = float(sum(np.sum(s**2) for s in per_signal[k]))
         n = int(count[k])
         n_eff = n / autocorrelation_time(per_signal[k]) if n else 0.0
-        allowed = max(math.sqrt(chdtri(n_eff, RESIDUAL_P_VALUE) / n_eff) if n_eff > 0 else math.inf,
-                      RESIDUAL_RMS_RATIO)
+        allowed = max(math.sqrt(chdtri(n_eff, RESIDUAL_P_VALUE) / n_eff) if n_eff > 0 else math.inf, RESIDUAL_RMS_RATIO)
         ratio = math.sqrt(sq / expected[k]) if len(per_segment[k]) == 1 else math.sqrt(np.median(per_segment[k]))
-        out.append(SignalFit(name, scales[k] * math.sqrt(sq / n) if n else math.nan,
-                             scales[k] * math.sqrt(expected[k] / n) if n else math.nan, ratio, len(per_segment[k]),
-                             n, n_eff, allowed))
+        out.append(
+            SignalFit(
+                name,
+                scales[k] * math.sqrt(sq / n) if n else math.nan,
+                scales[k] * math.sqrt(expected[k] / n) if n else math.nan,
+                ratio,
+                len(per_segment[k]),
+                n,
+                n_eff,
+                allowed,
+            )
+        )
     return out
 
 
@@ -120,8 +136,9 @@ def block_sandwich(jac: np.ndarray, residual: np.ndarray, blocks: np.ndarray) ->
     return bread @ (scores.T @ scores) @ bread, len(labels)
 
 
-def time_blocks(residuals: Sequence[np.ndarray], group_sizes: Sequence[int], signals: int,
-                block_samples: int) -> np.ndarray:
+def time_blocks(
+    residuals: Sequence[np.ndarray], group_sizes: Sequence[int], signals: int, block_samples: int
+) -> np.ndarray:
     """A block label for every residual row: (segment, time // block_samples), in the stacked row order."""
     labels, segment = [], 0
     for res, segments in zip(residuals, group_sizes):

@@ -24,16 +24,16 @@ and honest (95 % coverage, 20 seeds); iiwa damping errors 0.55 % -> 0.20 % (5 se
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 from mujoco import sysid
 
 from ...errors import DataError
-from ...signals import JointSamples
-from ...signals import estimate_position_noise
+from ...signals import JointSamples, estimate_position_noise
 from ..rollout import sequences as sd
 
 
@@ -54,14 +54,22 @@ def _noise(signal: np.ndarray) -> float:
         return 0.0
 
 
-def _impulse_response(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples,
-                      starts: np.ndarray, smoothing: int, field: str, reach: int,
-                      velocity: str = "smoothed") -> np.ndarray:
+def _impulse_response(
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    samples: JointSamples,
+    starts: np.ndarray,
+    smoothing: int,
+    field: str,
+    reach: int,
+    velocity: str = "smoothed",
+) -> np.ndarray:
     """(len(starts), joints, 2, offsets): d(q0, v0) of each mapped joint / d(field sample at start + offset)."""
     n = len(samples)
     out = np.zeros((len(starts), len(maps), 2, 2 * reach + 1))
-    idx = [(model.jnt_qposadr[model.joint(m.mjcf_joint).id], model.jnt_dofadr[model.joint(m.mjcf_joint).id])
-           for m in maps]
+    idx = [
+        (model.jnt_qposadr[model.joint(m.mjcf_joint).id], model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps
+    ]
     cols = [samples.joint_names.index(m.ros_joint) for m in maps]
     zero = np.zeros((n, len(samples.joint_names)))
     base = replace(samples, position=zero, velocity=None if samples.velocity is None else zero)
@@ -79,9 +87,13 @@ def _impulse_response(model: mujoco.MjModel, maps: Sequence[sd.JointMap], sample
     return out
 
 
-def start_state_noise(model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                      sources: Sequence[tuple[sd.Segment, JointSamples]], smoothing_samples: int,
-                      velocity: str = "smoothed") -> StartStateNoise:
+def start_state_noise(
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    sources: Sequence[tuple[sd.Segment, JointSamples]],
+    smoothing_samples: int,
+    velocity: str = "smoothed",
+) -> StartStateNoise:
     """Covariance of each segment's measured start state, from the data's own noise and the smoothing."""
     idx = []
     for m in maps:
@@ -98,23 +110,33 @@ def start_state_noise(model: mujoco.MjModel, maps: Sequence[sd.JointMap],
     sig_v = np.zeros(len(maps))
     for samples, segs in by_part.values():
         sq = np.array([_noise(samples.column("position", m.ros_joint)) for m in maps])
-        sv = (np.array([_noise(samples.column("velocity", m.ros_joint)) for m in maps])
-              if samples.velocity is not None else np.zeros(len(maps)))
+        sv = (
+            np.array([_noise(samples.column("velocity", m.ros_joint)) for m in maps])
+            if samples.velocity is not None
+            else np.zeros(len(maps))
+        )
         sig_q, sig_v = np.maximum(sig_q, sq), np.maximum(sig_v, sv)
         starts = np.array([a for _, a in segs])
         # impulses of neighbouring segments must not reach each other's start: otherwise one at a time
         groups = [starts] if len(starts) < 2 or np.diff(starts).min() > 2 * reach + 1 else [s[None] for s in starts]
-        resp_q = np.concatenate([_impulse_response(model, maps, samples, g, smoothing_samples, "position", reach,
-                                                   velocity)
-                                 for g in groups])
-        resp_v = (np.concatenate([_impulse_response(model, maps, samples, g, smoothing_samples, "velocity", reach,
-                                                   velocity)
-                                  for g in groups]) if samples.velocity is not None else np.zeros_like(resp_q))
+        resp_q = np.concatenate(
+            [_impulse_response(model, maps, samples, g, smoothing_samples, "position", reach, velocity) for g in groups]
+        )
+        resp_v = (
+            np.concatenate(
+                [
+                    _impulse_response(model, maps, samples, g, smoothing_samples, "velocity", reach, velocity)
+                    for g in groups
+                ]
+            )
+            if samples.velocity is not None
+            else np.zeros_like(resp_q)
+        )
         for s, (name, _) in enumerate(segs):
             c = np.zeros((len(indices), len(indices)))
             for j in range(len(maps)):
                 aq, av = resp_q[s, j], resp_v[s, j]
-                c[2 * j:2 * j + 2, 2 * j:2 * j + 2] = sq[j] ** 2 * aq @ aq.T + sv[j] ** 2 * av @ av.T
+                c[2 * j : 2 * j + 2, 2 * j : 2 * j + 2] = sq[j] ** 2 * aq @ aq.T + sv[j] ** 2 * av @ av.T
             cov[name] = c
     return StartStateNoise(indices, cov, sig_q, sig_v)
 
@@ -126,9 +148,15 @@ class ShiftedStartRollout:
     def __init__(self) -> None:
         self.delta: np.ndarray | None = None
 
-    def __call__(self, models: Sequence[mujoco.MjModel], datas: Sequence[mujoco.MjData], control_signal: Sequence,
-                 initial_states: Sequence[np.ndarray], param_dicts: Sequence[sysid.ParameterDict],
-                 **mappings: Any) -> Sequence[sysid.SystemTrajectory]:
+    def __call__(
+        self,
+        models: Sequence[mujoco.MjModel],
+        datas: Sequence[mujoco.MjData],
+        control_signal: Sequence,
+        initial_states: Sequence[np.ndarray],
+        param_dicts: Sequence[sysid.ParameterDict],
+        **mappings: Any,
+    ) -> Sequence[sysid.SystemTrajectory]:
         if self.delta is None:
             states = list(initial_states)
         else:
@@ -150,10 +178,15 @@ def segment_rows(residuals: Sequence[np.ndarray], names: Sequence[str], groups: 
     return out
 
 
-def start_state_sensitivity(x_hat: np.ndarray, params: sysid.ParameterDict, residual_fn: Callable[..., Any],
-                            shifter: ShiftedStartRollout, state_size: int, noise: StartStateNoise,
-                            base: Sequence[np.ndarray] | None = None
-                            ) -> tuple[np.ndarray, np.ndarray, dict[str, slice]]:
+def start_state_sensitivity(
+    x_hat: np.ndarray,
+    params: sysid.ParameterDict,
+    residual_fn: Callable[..., Any],
+    shifter: ShiftedStartRollout,
+    state_size: int,
+    noise: StartStateNoise,
+    base: Sequence[np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict[str, slice]]:
     """(r0, S, rows): residual at `x_hat`, d r / d x0 (one-sided, a step of one start std), segment rows.
 
     `residual_fn` is a `batched_residual_fn` built with `shifter` as its custom rollout; `base` its
@@ -176,8 +209,13 @@ def start_state_sensitivity(x_hat: np.ndarray, params: sysid.ParameterDict, resi
     return r0, sens, rows
 
 
-def start_state_covariance(jac: np.ndarray, sens: np.ndarray, rows: dict[str, slice],
-                           noise: StartStateNoise, prior_jac: np.ndarray | None = None) -> np.ndarray:
+def start_state_covariance(
+    jac: np.ndarray,
+    sens: np.ndarray,
+    rows: dict[str, slice],
+    noise: StartStateNoise,
+    prior_jac: np.ndarray | None = None,
+) -> np.ndarray:
     """(J'J)^-1 [sum_w J_w' S_w Sigma0_w S_w' J_w] (J'J)^-1: the start states' share of the covariance
     (with a prior's rows `prior_jac`, J'J + Jp'Jp in the bread)."""
     jac = np.asarray(jac, dtype=float)
@@ -194,9 +232,14 @@ def _root(cov: np.ndarray) -> np.ndarray:
     return vec * np.sqrt(np.clip(lam, 0, None))
 
 
-def weighted_step(jac: np.ndarray, r0: np.ndarray, sens: np.ndarray, rows: dict[str, slice],
-                  noise: StartStateNoise, prior: tuple[np.ndarray, np.ndarray] | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, float]:
+def weighted_step(
+    jac: np.ndarray,
+    r0: np.ndarray,
+    sens: np.ndarray,
+    rows: dict[str, slice],
+    noise: StartStateNoise,
+    prior: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, float]:
     """One Gauss-Newton step of generalized least squares: each segment's residual weighted by
     (I + S_w Sigma0_w S_w')^-1 (white noise plus its start state's), from the plain least-squares optimum.
 
@@ -232,5 +275,5 @@ def start_state_row_variance(sens: np.ndarray, rows: dict[str, slice], noise: St
     out = np.zeros(sens.shape[0])
     for name, rs in rows.items():
         u = sens[rs] @ _root(noise.covariance[name])
-        out[rs] = np.sum(u ** 2, axis=1)
+        out[rs] = np.sum(u**2, axis=1)
     return out

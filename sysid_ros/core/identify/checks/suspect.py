@@ -13,10 +13,10 @@ docs/identification.md; false-alarm and detection rates in bench/bench_verdict.p
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from .misfit import SignalFit
 from ..results import ParameterResult
+from .misfit import SignalFit
 from .time_offset import OffsetScan
 
 BOUND_FRACTION = 1e-3
@@ -40,10 +40,12 @@ def residual_warnings(fits: Sequence[SignalFit], joints: Mapping[str, str]) -> l
         if f.too_large:
             name, factor, unit = _signal_text(f.signal, joints)
             median = f" (median over {f.segments} segments)" if f.segments > 1 else ""
-            out.append(f"{name}: training residual RMS {f.rms * factor:.3g} {unit} is {f.ratio:.3g}x{median} the "
-                       f"{f.expected_rms * factor:.3g} {unit} the declared noise explains (allowed "
-                       f"{f.allowed_ratio:.3g}x: chi-square p < 1e-3 with {f.effective_samples:.0f} effective "
-                       f"of {f.samples} samples)")
+            out.append(
+                f"{name}: training residual RMS {f.rms * factor:.3g} {unit} is {f.ratio:.3g}x{median} the "
+                f"{f.expected_rms * factor:.3g} {unit} the declared noise explains (allowed "
+                f"{f.allowed_ratio:.3g}x: chi-square p < 1e-3 with {f.effective_samples:.0f} effective "
+                f"of {f.samples} samples)"
+            )
     return out
 
 
@@ -63,8 +65,9 @@ def bound_warnings(parameters: Sequence[ParameterResult]) -> list[str]:
     return out
 
 
-def warm_start_warnings(parameters: Sequence[ParameterResult], regression: Mapping[str, tuple[float, float]]
-                        ) -> list[str]:
+def warm_start_warnings(
+    parameters: Sequence[ParameterResult], regression: Mapping[str, tuple[float, float]]
+) -> list[str]:
     """`regression`: parameter -> (regression estimate, its 95 % half-width), before clipping to the bounds."""
     out = []
     for p in parameters:
@@ -74,9 +77,11 @@ def warm_start_warnings(parameters: Sequence[ParameterResult], regression: Mappi
         joined = math.hypot(half, p.half_width_95[0]) if math.isfinite(p.half_width_95[0]) else math.inf
         gap = abs(value - p.value[0])
         if math.isfinite(value) and gap > WARM_START_Z * joined:
-            out.append(f"{p.name}: regression warm start {value:.6g} +- {half:.2g} and simulation fit "
-                       f"{p.value[0]:.6g} +- {p.half_width_95[0]:.2g} differ by {gap:.3g} "
-                       f"({gap / joined * 1.96:.3g} joined standard errors)")
+            out.append(
+                f"{p.name}: regression warm start {value:.6g} +- {half:.2g} and simulation fit "
+                f"{p.value[0]:.6g} +- {p.half_width_95[0]:.2g} differ by {gap:.3g} "
+                f"({gap / joined * 1.96:.3g} joined standard errors)"
+            )
     return out
 
 
@@ -84,5 +89,7 @@ def offset_warnings(scan: OffsetScan | None) -> list[str]:
     if scan is None or not scan.detected:
         return []
     span = max(abs(s) for s in scan.shifts_ms)
-    return [f"command/feedback time offset: the commands fit best acting {scan.offset_ms:+.3g} ms after their "
-            f"stamps (training cost x{scan.cost_ratio:.3g} of the unshifted one; scanned +-{span:.0f} ms)"]
+    return [
+        f"command/feedback time offset: the commands fit best acting {scan.offset_ms:+.3g} ms after their "
+        f"stamps (training cost x{scan.cost_ratio:.3g} of the unshifted one; scanned +-{span:.0f} ms)"
+    ]

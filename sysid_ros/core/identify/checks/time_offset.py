@@ -13,8 +13,9 @@ data in `bench/bench_verdict.py`: the best shift stays 0 there; a 2 ms shift rai
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -64,8 +65,9 @@ def _projector(jac: np.ndarray) -> np.ndarray:
     return u[:, s > 1e-10 * max(float(s.max()) if s.size else 0.0, 1e-300)]
 
 
-def scan_command_offset(timestep_s: float, jac: np.ndarray,
-                        residuals_at: Callable[[Sequence[int]], list[np.ndarray | None]]) -> OffsetScan | None:
+def scan_command_offset(
+    timestep_s: float, jac: np.ndarray, residuals_at: Callable[[Sequence[int]], list[np.ndarray | None]]
+) -> OffsetScan | None:
     """Scan command shifts; `residuals_at(shifts_ns)` gives the stacked residual at the optimum for each shift,
     with the control moved that much later (None where it cannot be built). None: no scan possible."""
     basis = _projector(jac)
@@ -74,8 +76,9 @@ def scan_command_offset(timestep_s: float, jac: np.ndarray,
     def evaluate(shifts_ms: Sequence[float]) -> None:
         todo = [s for s in dict.fromkeys(shifts_ms) if s not in costs]
         for s, r in zip(todo, residuals_at([int(round(s * 1e6)) for s in todo]) if todo else ()):
-            costs[s] = (float(r @ r - np.sum((basis.T @ r) ** 2))
-                        if r is not None and len(r) == basis.shape[0] else np.nan)
+            costs[s] = (
+                float(r @ r - np.sum((basis.T @ r) ** 2)) if r is not None and len(r) == basis.shape[0] else np.nan
+            )
 
     coarse = [0.0] + [s * sign for s in COARSE_MS for sign in (1.0, -1.0)]
     evaluate(coarse)  # all at once: one batched rollout
@@ -98,11 +101,16 @@ BATCH_STEPS = 2_000_000
 """Simulation steps rolled out together in the scan (shifts x segments): bounds the predictions held at once."""
 
 
-def residual_builder(ms: sysid.ModelSequences, sources: Sequence[tuple[sd.Segment, JointSamples]],
-                     commands: Mapping[int, JointCommands | None], model: mujoco.MjModel,
-                     maps: Sequence[sd.JointMap], residual_fn_for: Callable[[sysid.ModelSequences], Any],
-                     x_hat: np.ndarray, params: sysid.ParameterDict
-                     ) -> Callable[[Sequence[int]], list[np.ndarray | None]]:
+def residual_builder(
+    ms: sysid.ModelSequences,
+    sources: Sequence[tuple[sd.Segment, JointSamples]],
+    commands: Mapping[int, JointCommands | None],
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    residual_fn_for: Callable[[sysid.ModelSequences], Any],
+    x_hat: np.ndarray,
+    params: sysid.ParameterDict,
+) -> Callable[[Sequence[int]], list[np.ndarray | None]]:
     """`residuals_at` for `scan_command_offset`: `ms`'s segments (cut from `sources`, whose commands are
     `commands[id(samples)]`, None for the measured effort) with only the control moved, replayed at `x_hat`
     through `residual_fn_for(model sequences)`, several shifts in one batched rollout (up to `BATCH_STEPS`).
@@ -115,8 +123,13 @@ def residual_builder(ms: sysid.ModelSequences, sources: Sequence[tuple[sd.Segmen
         out = []
         try:
             for traj, (seg, samples) in zip(ms.measured_rollout, sources):
-                control = sd.held_control(model, maps, shifted_commands(samples, commands[id(samples)], shift_ns),
-                                          seg.start_ns, len(traj.control))
+                control = sd.held_control(
+                    model,
+                    maps,
+                    shifted_commands(samples, commands[id(samples)], shift_ns),
+                    seg.start_ns,
+                    len(traj.control),
+                )
                 traj = copy.copy(traj)
                 object.__setattr__(traj, "control", control)
                 out.append(traj)
@@ -140,7 +153,7 @@ def residual_builder(ms: sysid.ModelSequences, sources: Sequence[tuple[sd.Segmen
         per_batch = max(1, BATCH_STEPS // max(steps, 1))
         out: dict[int, np.ndarray] = {}
         for i in range(0, len(ready), per_batch):
-            out.update(run(ready[i:i + per_batch]))
+            out.update(run(ready[i : i + per_batch]))
         return [out.get(k) for k in range(len(shifts_ns))]
 
     return residuals_at

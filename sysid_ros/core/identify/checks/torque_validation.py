@@ -14,16 +14,15 @@ validation data, else the last quarter of the longest training record (then left
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from ...linear import ArmFrictionFit, concatenate, coulomb_columns, fit_arm_friction
-from ...linear import JOINT_TERMS, ArmRegressor
-from ...signals import JointCommands, JointSamples
-from ...signals import Derivatives, savgol_derivatives, smooth_like_acceleration
+from ...linear import JOINT_TERMS, ArmFrictionFit, ArmRegressor, concatenate, coulomb_columns, fit_arm_friction
+from ...signals import Derivatives, JointCommands, JointSamples, savgol_derivatives, smooth_like_acceleration
 from ..rollout import sequences as sd
 
 FRICTIONLOSS_BAND_RAD_S = 0.01
@@ -31,9 +30,14 @@ FRICTIONLOSS_BAND_RAD_S = 0.01
 Part = tuple[JointSamples, JointCommands | None]
 
 
-def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples,
-                commands: JointCommands | None, every: int = 1, filter_window_s: float = 0.05
-                ) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
+def torque_rows(
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    samples: JointSamples,
+    commands: JointCommands | None,
+    every: int = 1,
+    filter_window_s: float = 0.05,
+) -> tuple[Derivatives, np.ndarray, np.ndarray] | None:
     """Derivatives of the positions, the torque filtered the same way (in model DOF order), valid rows
     (every `every`-th); None for a record under 200 samples."""
     if len(samples) < 200:
@@ -55,8 +59,9 @@ def torque_rows(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: Joi
     return deriv, tau, ok
 
 
-def held_out_split(train: Sequence[tuple[str, list]], held_out: Sequence[tuple[str, list]] = ()
-                   ) -> tuple[list[Part], list[Part], str]:
+def held_out_split(
+    train: Sequence[tuple[str, list]], held_out: Sequence[tuple[str, list]] = ()
+) -> tuple[list[Part], list[Part], str]:
     """(parts to fit, parts to check, what the check uses): the validation data, else the last quarter of the
     longest training record (which the fit then leaves out)."""
     fit_parts = [part for _, parts in train for part in parts]
@@ -82,8 +87,9 @@ def measured_velocity(model: mujoco.MjModel, maps: Sequence[sd.JointMap], sample
     return v if np.isfinite(v).all() else None
 
 
-def torque_records(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part],
-                   filter_window_s: float = 0.05) -> tuple[Derivatives, np.ndarray, np.ndarray | None] | None:
+def torque_records(
+    model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], filter_window_s: float = 0.05
+) -> tuple[Derivatives, np.ndarray, np.ndarray | None] | None:
     """The parts' derivatives, torques (NaN where a row is not usable) and measured velocities (None unless
     every part has them) joined."""
     got, velocities = [], []
@@ -110,8 +116,11 @@ class TorqueValidation:
     samples: int
 
     def metrics(self) -> dict[str, Any]:
-        return {"held_out": self.held_out, "samples": self.samples,
-                **{label: {j: round(v, 6) for j, v in rms.items()} for label, rms in self.rms_nm.items()}}
+        return {
+            "held_out": self.held_out,
+            "samples": self.samples,
+            **{label: {j: round(v, 6) for j, v in rms.items()} for label, rms in self.rms_nm.items()},
+        }
 
     def friction_document(self) -> dict[str, Any]:
         """Per joint: the regression's offset, viscous, Coulomb (value and 95 % half-width), v_s; and the
@@ -120,21 +129,35 @@ class TorqueValidation:
             return {}
         out: dict[str, Any] = {}
         for name, jf in zip(self.joints, self.friction.joints):
-            terms = {t: ({"value": v[0], "half_width_95": v[1]} if v is not None else "combined with other "
-                         "parameters (see the base parameters)") for t, v in jf.terms.items()}
+            terms = {
+                t: (
+                    {"value": v[0], "half_width_95": v[1]}
+                    if v is not None
+                    else "combined with other parameters (see the base parameters)"
+                )
+                for t, v in jf.terms.items()
+            }
             coulomb = jf.value("coulomb")
-            out[name] = {**terms, "velocity_scale_rad_s": jf.velocity_scale_rad_s,
-                         "model": f"offset + viscous qd + coulomb tanh(v / {jf.velocity_scale_rad_s:.3g} rad/s)" + (
-                             ", v the measured velocity, the tanh filtered like the torque"
-                             if self.friction.filtered_friction else ", v the filtered velocity"),
-                         "mujoco": {"damping": jf.value("viscous"), "frictionloss": coulomb,
-                                    "joint_effort_offset": jf.value("offset"),
-                                    "not_representable": "the tanh's rise below about "
-                                    f"{2 * jf.velocity_scale_rad_s:.3g} rad/s (friction loss is a soft sign)"}}
+            out[name] = {
+                **terms,
+                "velocity_scale_rad_s": jf.velocity_scale_rad_s,
+                "model": f"offset + viscous qd + coulomb tanh(v / {jf.velocity_scale_rad_s:.3g} rad/s)"
+                + (
+                    ", v the measured velocity, the tanh filtered like the torque"
+                    if self.friction.filtered_friction
+                    else ", v the filtered velocity"
+                ),
+                "mujoco": {
+                    "damping": jf.value("viscous"),
+                    "frictionloss": coulomb,
+                    "joint_effort_offset": jf.value("offset"),
+                    "not_representable": "the tanh's rise below about "
+                    f"{2 * jf.velocity_scale_rad_s:.3g} rad/s (friction loss is a soft sign)",
+                },
+            }
             if jf.on_search_bound:
                 out[name]["note"] = "v_s on its search bound"
         return out
-
 
     def friction_notes(self, with_offset: set[str]) -> list[str]:
         """What the MuJoCo model cannot represent of the regression's friction, and offsets the data show on
@@ -142,15 +165,23 @@ class TorqueValidation:
         if self.friction is None:
             return []
         scales = [jf.velocity_scale_rad_s for jf in self.friction.joints]
-        out = [f"joint friction (regression, per joint under `friction`): its smooth Coulomb rise tanh(v / v_s), v_s "
-               f"{min(scales):.2g}-{max(scales):.2g} rad/s, is not representable in MuJoCo (friction loss is a soft "
-               "sign; no Stribeck term): damping, frictionloss and joint_effort_offset are the closest form"]
-        missing = [f"{name} {jf.terms['offset'][0]:+.3g} +- {jf.terms['offset'][1]:.2g} N m"
-                   for name, jf in zip(self.joints, self.friction.joints) if name not in with_offset
-                   and jf.terms.get("offset") is not None and abs(jf.terms["offset"][0]) > 2 * jf.terms["offset"][1]]
+        out = [
+            f"joint friction (regression, per joint under `friction`): its smooth Coulomb rise tanh(v / v_s), v_s "
+            f"{min(scales):.2g}-{max(scales):.2g} rad/s, is not representable in MuJoCo (friction loss is a soft "
+            "sign; no Stribeck term): damping, frictionloss and joint_effort_offset are the closest form"
+        ]
+        missing = [
+            f"{name} {jf.terms['offset'][0]:+.3g} +- {jf.terms['offset'][1]:.2g} N m"
+            for name, jf in zip(self.joints, self.friction.joints)
+            if name not in with_offset
+            and jf.terms.get("offset") is not None
+            and abs(jf.terms["offset"][0]) > 2 * jf.terms["offset"][1]
+        ]
         if missing:
-            out.append("the regression finds torque offsets on joints the problem gives no joint_effort_offset: "
-                       + ", ".join(missing))
+            out.append(
+                "the regression finds torque offsets on joints the problem gives no joint_effort_offset: "
+                + ", ".join(missing)
+            )
         return out
 
 
@@ -159,9 +190,14 @@ def rms_per_joint(err: np.ndarray, joints: Sequence[str]) -> dict[str, float]:
     return {j: float(np.sqrt(np.nanmean(err[:, k] ** 2))) for k, j in enumerate(joints)}
 
 
-def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train: Sequence[tuple[str, list]],
-                      held_out: Sequence[tuple[str, list]] = (), models: dict[str, mujoco.MjModel] | None = None,
-                      friction: bool = True) -> TorqueValidation | None:
+def torque_validation(
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    train: Sequence[tuple[str, list]],
+    held_out: Sequence[tuple[str, list]] = (),
+    models: dict[str, mujoco.MjModel] | None = None,
+    friction: bool = True,
+) -> TorqueValidation | None:
     """Held-out torque RMS per joint of `models` (label -> compiled model; default the nominal `model`) and,
     with `friction`, of the whole-arm regression with smooth friction fitted on the training part.
     None when the problem is not a whole arm (every DOF a mapped hinge or slide joint) or the data are short."""
@@ -185,20 +221,22 @@ def torque_validation(model: mujoco.MjModel, maps: Sequence[sd.JointMap], train:
         filtered = coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)[rows]
         for j, joint in enumerate(arm.joint_names):
             w[:, j, arm.names.index(f"{joint}.coulomb")] = filtered[:, j]
-    rms = {name: rms_per_joint(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
-           for name, m in (models or {"nominal": model}).items()}
+    rms = {
+        name: rms_per_joint(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
+        for name, m in (models or {"nominal": model}).items()
+    }
     fitted = None
     if friction:
         record = torque_records(model, maps, fit_parts)
         if record is not None:
             fit_deriv, fit_tau, fit_velocity = record
-            fitted = fit_arm_friction(model, fit_deriv, fit_tau,
-                                      friction_velocity=fit_velocity if velocity is not None else None)
-            predicted = fitted.predicted_torque(deriv, velocity if fitted.filtered_friction else None,
-                                                w_valid)[rows]
+            fitted = fit_arm_friction(
+                model, fit_deriv, fit_tau, friction_velocity=fit_velocity if velocity is not None else None
+            )
+            predicted = fitted.predicted_torque(deriv, velocity if fitted.filtered_friction else None, w_valid)[rows]
             rms["regression_friction"] = rms_per_joint(tau - predicted, joints)
     return TorqueValidation(tuple(joints), label, rms, fitted, int(rows.sum()))
 
 
 def total(rms: dict[str, float]) -> float:
-    return math.sqrt(sum(v ** 2 for v in rms.values()))
+    return math.sqrt(sum(v**2 for v in rms.values()))

@@ -13,11 +13,11 @@ import numpy as np
 from mujoco import sysid
 
 from ...errors import ConfigError, ModelError
-from ..problem.arm_models import with_full_inertia_text
-from ..problem.parameters import SIGNAL_KINDS
 from ...sim import joint_motor
-from ..problem.spec_values import full_precision, has_full_inertia, inertia_tensor, joint_value
+from ..problem.arm_models import with_full_inertia_text
 from ..problem.file import ParameterSpec
+from ..problem.parameters import SIGNAL_KINDS
+from ..problem.spec_values import full_precision, has_full_inertia, inertia_tensor, joint_value
 
 _URDF_JOINT_FIELDS = {"joint_damping": "damping", "joint_frictionloss": "friction"}
 
@@ -49,8 +49,10 @@ def identified_urdf(urdf: str | Path, spec: mujoco.MjSpec, specs: Sequence[Param
             inertial.find("origin").attrib = {"xyz": full_precision(body.ipos), "rpy": "0 0 0"}
             inertial.find("mass").attrib = {"value": repr(float(body.mass))}
             t = inertia_tensor(body)
-            inertial.find("inertia").attrib = {f"i{'xyz'[a]}{'xyz'[b]}": repr(float(t[a, b]))
-                                               for a, b in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))}
+            inertial.find("inertia").attrib = {
+                f"i{'xyz'[a]}{'xyz'[b]}": repr(float(t[a, b]))
+                for a, b in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+            }
         elif p.kind in _URDF_JOINT_FIELDS:
             joint = root.find(f"joint[@name='{p.target}']")
             if joint is None:
@@ -79,8 +81,9 @@ def identified_values(specs: Sequence[ParameterSpec], values: dict[str, tuple[fl
         elif p.kind == "body_mass_com":
             out.setdefault("bodies", {}).setdefault(p.target, {}).update(mass=v[0], com=list(v[1:4]))
         elif p.kind == "body_inertia":  # the tensor about the centre of mass: ixx iyy izz ixy ixz iyz
-            out.setdefault("bodies", {}).setdefault(p.target, {}).update(mass=v[0], com=list(v[1:4]),
-                                                                          inertia=list(v[4:10]))
+            out.setdefault("bodies", {}).setdefault(p.target, {}).update(
+                mass=v[0], com=list(v[1:4]), inertia=list(v[4:10])
+            )
         elif p.kind.startswith("joint_"):
             out.setdefault("joints", {}).setdefault(p.target, {})[p.kind.split("_", 1)[1]] = v[0]
         elif p.kind == "actuator_gain":

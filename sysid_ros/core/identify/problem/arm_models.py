@@ -42,8 +42,9 @@ class Payload:
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.mass_kg) and self.mass_kg > 0 and self.radius_m > 0):
-            raise ConfigError(f"payload mass and radius must be > 0, got {self.mass_kg} kg, {self.radius_m} m",
-                              body=self.name)
+            raise ConfigError(
+                f"payload mass and radius must be > 0, got {self.mass_kg} kg, {self.radius_m} m", body=self.name
+            )
 
 
 def pybullet_data_file(relative: str = IIWA_URDF) -> Path:
@@ -79,8 +80,7 @@ def explicit_inertials(spec: mujoco.MjSpec, bodies: Sequence[str] | None = None)
         body.fullinertia = np.array([np.nan, 0, 0, 0, 0, 0])
 
 
-def prepare_urdf_spec(spec: mujoco.MjSpec, torque_limits_nm: Sequence[float] | None = None,
-                      source: str = "") -> list:
+def prepare_urdf_spec(spec: mujoco.MjSpec, torque_limits_nm: Sequence[float] | None = None, source: str = "") -> list:
     """A URDF-loaded spec made ready to identify (see the module docstring): no fusing, contacts off,
     explicit principal inertials, no geoms or meshes, and a torque motor `<joint>_motor` on every hinge
     joint (its range: `torque_limits_nm`, else the URDF's effort limit). Returns the hinge joints."""
@@ -110,10 +110,15 @@ def prepare_urdf_spec(spec: mujoco.MjSpec, torque_limits_nm: Sequence[float] | N
     return joints
 
 
-def arm_spec_from_urdf(urdf: str | Path, *, payload: Payload | None = None,
-                       armature_kg_m2: float | Sequence[float] = 0.0,
-                       damping_nm_s_rad: float | Sequence[float] | None = None,
-                       torque_limits_nm: Sequence[float] | None = None, timestep_s: float = 0.002) -> mujoco.MjSpec:
+def arm_spec_from_urdf(
+    urdf: str | Path,
+    *,
+    payload: Payload | None = None,
+    armature_kg_m2: float | Sequence[float] = 0.0,
+    damping_nm_s_rad: float | Sequence[float] | None = None,
+    torque_limits_nm: Sequence[float] | None = None,
+    timestep_s: float = 0.002,
+) -> mujoco.MjSpec:
     """The URDF arm as an MjSpec ready for SimRobot and identification (see the module docstring).
 
     Hinge joints in URDF order get `armature_kg_m2` (reflected rotor inertia, known), optionally new
@@ -136,9 +141,15 @@ def arm_spec_from_urdf(urdf: str | Path, *, payload: Payload | None = None,
         parent = spec.body(payload.parent)
         if parent is None:
             raise ModelError("payload parent body not in the model", body=payload.parent, model=str(urdf))
-        inertia = 0.4 * payload.mass_kg * payload.radius_m ** 2
-        parent.add_body(name=payload.name, pos=[0, 0, 0], ipos=list(payload.com_m), mass=payload.mass_kg,
-                        inertia=[inertia] * 3, explicitinertial=True)
+        inertia = 0.4 * payload.mass_kg * payload.radius_m**2
+        parent.add_body(
+            name=payload.name,
+            pos=[0, 0, 0],
+            ipos=list(payload.com_m),
+            mass=payload.mass_kg,
+            inertia=[inertia] * 3,
+            explicitinertial=True,
+        )
     try:
         spec.copy().compile()
     except Exception as exc:
@@ -183,19 +194,31 @@ def with_full_inertia_text(spec: mujoco.MjSpec, xml: str) -> str:
     return ET.tostring(root, encoding="unicode") + "\n"
 
 
-def iiwa_mjcf(path: str | Path, *, payload: Payload | None = None, armature_kg_m2: float | Sequence[float] = 0.05,
-              damping_nm_s_rad: float | Sequence[float] | None = None, full_inertia: bool = False) -> Path:
+def iiwa_mjcf(
+    path: str | Path,
+    *,
+    payload: Payload | None = None,
+    armature_kg_m2: float | Sequence[float] = 0.05,
+    damping_nm_s_rad: float | Sequence[float] | None = None,
+    full_inertia: bool = False,
+) -> Path:
     """pybullet's KUKA LBR iiwa with its data-sheet torque limits, written to `path` as MJCF (`full_inertia`:
     with every body's inertia written as a `fullinertia` tensor)."""
-    spec = arm_spec_from_urdf(pybullet_data_file(IIWA_URDF), payload=payload, armature_kg_m2=armature_kg_m2,
-                              damping_nm_s_rad=damping_nm_s_rad, torque_limits_nm=IIWA_TORQUE_LIMITS_NM)
+    spec = arm_spec_from_urdf(
+        pybullet_data_file(IIWA_URDF),
+        payload=payload,
+        armature_kg_m2=armature_kg_m2,
+        damping_nm_s_rad=damping_nm_s_rad,
+        torque_limits_nm=IIWA_TORQUE_LIMITS_NM,
+    )
     if full_inertia:
         as_full_inertia(spec)
     return write_mjcf(spec, path)
 
 
-def mass_sum_groups(model: mujoco.MjModel, bodies: Sequence[str], samples: int = 60,
-                    seed: int = 0) -> tuple[tuple[str, ...], ...]:
+def mass_sum_groups(
+    model: mujoco.MjModel, bodies: Sequence[str], samples: int = 60, seed: int = 0
+) -> tuple[tuple[str, ...], ...]:
     """Bodies whose masses joint data cannot tell apart once their centres of mass and inertias are unknown.
 
     From the structural base parameters of the whole-arm regressor (random states in the joint ranges):

@@ -12,17 +12,43 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from ...files import load_yaml
-from ...files import REQUIRED, AnyOf, Choice, Flag, Integer, Key, ListOf, MapOf, Number, Numbers, Table, Text, check
+from ...files import (
+    REQUIRED,
+    AnyOf,
+    Choice,
+    Flag,
+    Integer,
+    Key,
+    ListOf,
+    MapOf,
+    Number,
+    Numbers,
+    Table,
+    Text,
+    check,
+    load_yaml,
+)
 
-PARAMETER_KINDS = ("body_mass", "body_mass_com", "body_inertia", "joint_damping", "joint_frictionloss",
-                   "joint_armature", "joint_effort_offset", "actuator_gain", "signal_delay", "signal_gain",
-                   "signal_bias")
+PARAMETER_KINDS = (
+    "body_mass",
+    "body_mass_com",
+    "body_inertia",
+    "joint_damping",
+    "joint_frictionloss",
+    "joint_armature",
+    "joint_effort_offset",
+    "actuator_gain",
+    "signal_delay",
+    "signal_gain",
+    "signal_bias",
+)
 VALUE_WIDTH = {"body_mass_com": 4, "body_inertia": 10}
 """Values per parameter (1 unless listed): body_inertia's start is mass, com, ixx iyy izz ixy ixz iyz; its
 min/max are the mass bounds (its optimiser coordinates are log-Cholesky, see `inertia.py`)."""
-COMPONENTS = {"body_mass_com": ("mass", "com_x", "com_y", "com_z"),
-              "body_inertia": ("mass", "com_x", "com_y", "com_z", "ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+COMPONENTS = {
+    "body_mass_com": ("mass", "com_x", "com_y", "com_z"),
+    "body_inertia": ("mass", "com_x", "com_y", "com_z", "ixx", "iyy", "izz", "ixy", "ixz", "iyz"),
+}
 """What each value of a multi-valued parameter is (body_inertia: kg, m, kg m^2 about the centre of mass)."""
 BACKENDS = ("mujoco", "scipy", "scipy_parallel_fd")
 MIN_SEGMENT_S = 1e-3  # a shorter window holds at most one sample even at 1 kHz
@@ -83,7 +109,6 @@ class OptimizerSpec:
     xtol: float = 1e-6  # relative step that ends the run; 1e-8 (the default) can cost ~100 line-search evaluations
 
 
-
 @dataclass(frozen=True)
 class Problem:
     """A whole identification problem; paths are absolute."""
@@ -118,67 +143,95 @@ class Problem:
 
 
 # The keys of a data entry and of a problem file: type, range and default, one line per key.
-_SOURCE = Table({
-    "path": Key(Text()), "bag": Key(Text()), "npz": Key(Text()),
-    "feedback_topic": Key(Text()),
-    "command_topic": Key(Text()),
-    "command_joints": Key(ListOf(Text(), 1)),
-    "control": Key(Choice(CONTROLS), "auto"),
-    "start_s": Key(Number(min=0.0), 0.0),
-    "end_s": Key(Number(above=0.0)),
-    "segments": Key(Choice(SEGMENTS), "all"),
-})
-_PARAMETER = Table({
-    "name": Key(Text(), REQUIRED),
-    "kind": Key(Choice(PARAMETER_KINDS), REQUIRED),
-    "body": Key(Text()), "joint": Key(Text()), "actuator": Key(Text()), "signal": Key(Text()),
-    "min": Key(Numbers()),  # both absent: bounds from physics (plausibility.py)
-    "max": Key(Numbers()),
-    "start": Key(Numbers()),
-    "frozen": Key(Flag(), False),
-})
+_SOURCE = Table(
+    {
+        "path": Key(Text()),
+        "bag": Key(Text()),
+        "npz": Key(Text()),
+        "feedback_topic": Key(Text()),
+        "command_topic": Key(Text()),
+        "command_joints": Key(ListOf(Text(), 1)),
+        "control": Key(Choice(CONTROLS), "auto"),
+        "start_s": Key(Number(min=0.0), 0.0),
+        "end_s": Key(Number(above=0.0)),
+        "segments": Key(Choice(SEGMENTS), "all"),
+    }
+)
+_PARAMETER = Table(
+    {
+        "name": Key(Text(), REQUIRED),
+        "kind": Key(Choice(PARAMETER_KINDS), REQUIRED),
+        "body": Key(Text()),
+        "joint": Key(Text()),
+        "actuator": Key(Text()),
+        "signal": Key(Text()),
+        "min": Key(Numbers()),  # both absent: bounds from physics (plausibility.py)
+        "max": Key(Numbers()),
+        "start": Key(Numbers()),
+        "frozen": Key(Flag(), False),
+    }
+)
 _JOINT_MAP = Table({"joint": Key(Text()), "actuator": Key(Text())})
-PROBLEM_SCHEMA = Table({
-    "name": Key(Text(name=True), "identified", "results file name (a plain name inside --out)"),
-    "model": Key(Text(), REQUIRED, "embedded model name or an MJCF/URDF path"),
-    "joints": Key(AnyOf((ListOf(Text(), 1), MapOf(_JOINT_MAP))), REQUIRED),
-    "training": Key(ListOf(AnyOf((Text(), _SOURCE)), 1), REQUIRED),
-    "validation": Key(ListOf(AnyOf((Text(), _SOURCE))), []),
-    "parameters": Key(ListOf(_PARAMETER, 1), REQUIRED),
-    "observe": Key(ListOf(Choice(("position", "velocity")), 1), ["position"]),
-    "segment_s": Key(Number(min=MIN_SEGMENT_S, max=1e6)),
-    "smoothing_samples": Key(AnyOf((Choice(("auto",)), Integer(0, MAX_SMOOTHING_SAMPLES))), "auto"),
-    "start_velocity": Key(Choice(START_VELOCITIES), "auto"),
-    "initial_state": Key(Choice(("auto", "estimate", "measured")), "auto"),
-    "start_noise": Key(Choice(("weight", "propagate")), "weight"),
-    # 1 nrad / 1 nrad/s: below any encoder (24 bits a turn: 0.37 urad) and far from the floating-point floor
-    "noise": Key(Table({"position_rad": Key(Number(min=1e-9, max=10.0), 1e-3),
-                        "velocity_rad_s": Key(Number(min=1e-9, max=1e3), 1e-2)})),
-    "optimizer": Key(Table({"backend": Key(Choice(BACKENDS), "mujoco"),
-                            "max_iters": Key(Integer(1, 100_000), 100),
-                            "quiet": Key(Flag(), True),
-                            "xtol": Key(Number(above=0.0, max=1.0), 1e-6)})),
-    "warm_start": Key(Flag(), True),
-    "unidentifiable_relative": Key(Number(above=0.0), 0.5),
-    "regularization": Key(Table({"weight": Key(Number(min=0.0, max=1e6), 0.0,
-                                               "prior rows sqrt(w) (x - x0) / ((max - min) / 4); 0: off")})),
-}, renamed={"window_s": "segment_s"})
+PROBLEM_SCHEMA = Table(
+    {
+        "name": Key(Text(name=True), "identified", "results file name (a plain name inside --out)"),
+        "model": Key(Text(), REQUIRED, "embedded model name or an MJCF/URDF path"),
+        "joints": Key(AnyOf((ListOf(Text(), 1), MapOf(_JOINT_MAP))), REQUIRED),
+        "training": Key(ListOf(AnyOf((Text(), _SOURCE)), 1), REQUIRED),
+        "validation": Key(ListOf(AnyOf((Text(), _SOURCE))), []),
+        "parameters": Key(ListOf(_PARAMETER, 1), REQUIRED),
+        "observe": Key(ListOf(Choice(("position", "velocity")), 1), ["position"]),
+        "segment_s": Key(Number(min=MIN_SEGMENT_S, max=1e6)),
+        "smoothing_samples": Key(AnyOf((Choice(("auto",)), Integer(0, MAX_SMOOTHING_SAMPLES))), "auto"),
+        "start_velocity": Key(Choice(START_VELOCITIES), "auto"),
+        "initial_state": Key(Choice(("auto", "estimate", "measured")), "auto"),
+        "start_noise": Key(Choice(("weight", "propagate")), "weight"),
+        # 1 nrad / 1 nrad/s: below any encoder (24 bits a turn: 0.37 urad) and far from the floating-point floor
+        "noise": Key(
+            Table(
+                {
+                    "position_rad": Key(Number(min=1e-9, max=10.0), 1e-3),
+                    "velocity_rad_s": Key(Number(min=1e-9, max=1e3), 1e-2),
+                }
+            )
+        ),
+        "optimizer": Key(
+            Table(
+                {
+                    "backend": Key(Choice(BACKENDS), "mujoco"),
+                    "max_iters": Key(Integer(1, 100_000), 100),
+                    "quiet": Key(Flag(), True),
+                    "xtol": Key(Number(above=0.0, max=1.0), 1e-6),
+                }
+            )
+        ),
+        "warm_start": Key(Flag(), True),
+        "unidentifiable_relative": Key(Number(above=0.0), 0.5),
+        "regularization": Key(
+            Table(
+                {
+                    "weight": Key(
+                        Number(min=0.0, max=1e6), 0.0, "prior rows sqrt(w) (x - x0) / ((max - min) / 4); 0: off"
+                    )
+                }
+            )
+        ),
+    },
+    renamed={"window_s": "segment_s"},
+)
 
 
 def _parameter(entry: dict[str, Any], path: str) -> ParameterSpec:
     name, kind = entry["name"], entry["kind"]
     targets = [k for k in ("body", "joint", "actuator", "signal") if entry[k] is not None]
     if len(targets) != 1:
-        raise ConfigError(f"{path}: a parameter must name exactly one body, joint, actuator or signal",
-                          parameter=name)
+        raise ConfigError(f"{path}: a parameter must name exactly one body, joint, actuator or signal", parameter=name)
     for key in ("min", "max", "start"):
         width = 1 if kind == "body_inertia" and key != "start" else VALUE_WIDTH.get(kind, 1)
         if entry[key] is not None and len(entry[key]) not in ((width,) if kind == "body_inertia" else (1, width)):
-            raise ConfigError(f"{path}.{key}: {kind} takes {width} value(s), got {len(entry[key])}",
-                              parameter=name)
+            raise ConfigError(f"{path}.{key}: {kind} takes {width} value(s), got {len(entry[key])}", parameter=name)
     try:
-        return ParameterSpec(name, kind, entry[targets[0]], entry["min"], entry["max"], entry["start"],
-                             entry["frozen"])
+        return ParameterSpec(name, kind, entry[targets[0]], entry["min"], entry["max"], entry["start"], entry["frozen"])
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
@@ -193,11 +246,18 @@ def _source(entry: Any, base: Path, path: str) -> DataSource:
     if entry["end_s"] is not None and entry["end_s"] <= entry["start_s"]:
         raise ConfigError(f"{path}.end_s: must be after start_s ({entry['start_s']:g} s), got {entry['end_s']:g}")
     if entry["control"] == "effort" and entry["command_topic"]:
-        raise ConfigError(f"{path}: control: effort replays the measured effort; drop command_topic (or use "
-                          "commands)")
+        raise ConfigError(f"{path}: control: effort replays the measured effort; drop command_topic (or use commands)")
     joints = entry["command_joints"]
-    return DataSource(file.resolve(), entry["command_topic"], entry["control"], entry["start_s"], entry["end_s"],
-                      entry["feedback_topic"], None if joints is None else tuple(joints), entry["segments"])
+    return DataSource(
+        file.resolve(),
+        entry["command_topic"],
+        entry["control"],
+        entry["start_s"],
+        entry["end_s"],
+        entry["feedback_topic"],
+        None if joints is None else tuple(joints),
+        entry["segments"],
+    )
 
 
 def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Problem:
@@ -208,8 +268,11 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
     doc = check(PROBLEM_SCHEMA, doc)
     base = Path(base_dir)
     joints_doc = doc["joints"]
-    mapping = {k: {n: v for n, v in entry.items() if v is not None} for k, entry in joints_doc.items()} \
-        if isinstance(joints_doc, dict) else {}
+    mapping = (
+        {k: {n: v for n, v in entry.items() if v is not None} for k, entry in joints_doc.items()}
+        if isinstance(joints_doc, dict)
+        else {}
+    )
     joints = tuple(mapping) if mapping else tuple(joints_doc)
     model = doc["model"]
     if model.endswith((".xml", ".urdf", ".mjcf")) and not Path(model).is_absolute():
@@ -221,17 +284,26 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
     elif velocity == "auto":
         velocity = "smoothed"  # an explicit smoothing keeps its meaning: smooth what was measured
     return Problem(
-        model=model, joints=joints,
+        model=model,
+        joints=joints,
         parameters=tuple(_parameter(p, f"parameters[{k}]") for k, p in enumerate(doc["parameters"])),
         training=tuple(_source(s, base, f"training[{k}]") for k, s in enumerate(doc["training"])),
         validation=tuple(_source(s, base, f"validation[{k}]") for k, s in enumerate(doc["validation"])),
-        mapping=mapping, observe=tuple(doc["observe"]), segment_s=doc["segment_s"],
-        smoothing_samples=smoothing, start_velocity=velocity, initial_state=doc["initial_state"],
-        start_noise=doc["start_noise"], position_noise_rad=noise["position_rad"],
+        mapping=mapping,
+        observe=tuple(doc["observe"]),
+        segment_s=doc["segment_s"],
+        smoothing_samples=smoothing,
+        start_velocity=velocity,
+        initial_state=doc["initial_state"],
+        start_noise=doc["start_noise"],
+        position_noise_rad=noise["position_rad"],
         velocity_noise_rad_s=noise["velocity_rad_s"],
         optimizer=OptimizerSpec(opt["backend"], opt["max_iters"], opt["quiet"], opt["xtol"]),
-        warm_start=doc["warm_start"], unidentifiable_relative=doc["unidentifiable_relative"], name=doc["name"],
-        regularization_weight=doc["regularization"]["weight"])
+        warm_start=doc["warm_start"],
+        unidentifiable_relative=doc["unidentifiable_relative"],
+        name=doc["name"],
+        regularization_weight=doc["regularization"]["weight"],
+    )
 
 
 def load_problem(path: str | Path) -> Problem:

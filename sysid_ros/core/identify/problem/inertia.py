@@ -74,8 +74,10 @@ def physical_problem(mass: float, tensor: np.ndarray) -> str | None:
     low = float(np.linalg.eigvalsh(sigma_c).min())
     if low <= 0:
         principal = np.linalg.eigvalsh(tensor)
-        return (f"principal moments {', '.join(f'{v:.4g}' for v in principal)} kg m^2 violate positivity or the "
-                "triangle inequality (A + B > C)")
+        return (
+            f"principal moments {', '.join(f'{v:.4g}' for v in principal)} kg m^2 violate positivity or the "
+            "triangle inequality (A + B > C)"
+        )
     return None
 
 

@@ -11,14 +11,12 @@ import mujoco
 import numpy as np
 
 from ...errors import ConfigError, ModelError
-from ...files import load_spec
-from ...files import model_path
+from ...files import load_spec, model_path
 from ...sim import joint_motor
 from .arm_models import explicit_inertials, prepare_urdf_spec
-from .inertia import from_physical
 from .file import VALUE_WIDTH, ParameterSpec, Problem
+from .inertia import from_physical
 from .spec_values import model_value
-
 
 MAX_SIGNAL_DELAY_S = 1.0  # a sensor's or a transport's delay; a longer shift leaves a record no overlap
 
@@ -36,8 +34,9 @@ def problem_spec(problem: Problem) -> mujoco.MjSpec:
     try:  # MuJoCo's compile errors (a mass <= 0, a mesh it cannot find, a stack overflow) as one line
         if path.suffix == ".urdf":
             prepare_urdf_spec(spec, source=str(path))
-        bodies = [p.target for p in problem.parameters
-                  if p.kind.startswith("body_") and spec.body(p.target) is not None]
+        bodies = [
+            p.target for p in problem.parameters if p.kind.startswith("body_") and spec.body(p.target) is not None
+        ]
         if bodies:
             explicit_inertials(spec, bodies)
         else:
@@ -59,8 +58,9 @@ def _target_exists(spec: mujoco.MjSpec, model: mujoco.MjModel, p: ParameterSpec,
     return any(fnmatch(s, p.target) for s in signals)
 
 
-def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
-                  signal_names: list[str]) -> dict[str, tuple[float, ...]]:
+def check_problem(
+    problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel, signal_names: list[str]
+) -> dict[str, tuple[float, ...]]:
     """Validate parameters against the model before optimising; return each parameter's start value."""
     starts: dict[str, tuple[float, ...]] = {}
     seen: set[str] = set()
@@ -75,8 +75,9 @@ def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
             hint = f" (signals: {signal_names})" if what == "signal" else ""
             raise ConfigError(f"the model has no {what} named {p.target!r}{hint}", parameter=p.name)
         if p.kind.startswith("body_") and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, p.target) < 0:
-            raise ConfigError(f"body {p.target!r} disappears when the model compiles (fused into its parent)",
-                              parameter=p.name)
+            raise ConfigError(
+                f"body {p.target!r} disappears when the model compiles (fused into its parent)", parameter=p.name
+            )
         start = p.start if p.start is not None else model_value(spec, p)
         width = VALUE_WIDTH.get(p.kind, 1)
         if len(start) != width:
@@ -93,18 +94,25 @@ def check_problem(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel,
         if not all(math.isfinite(v) for v in (*lo, *hi, *start)):
             raise ConfigError("bounds and start must be finite", parameter=p.name)
         if np.any(lo >= hi):
-            raise ConfigError(f"min {[float(v) for v in lo]} must be below max {[float(v) for v in hi]}",
-                              parameter=p.name)
+            raise ConfigError(
+                f"min {[float(v) for v in lo]} must be below max {[float(v) for v in hi]}", parameter=p.name
+            )
         if np.any(np.asarray(start_bounded) < lo) or np.any(np.asarray(start_bounded) > hi):
-            raise ConfigError(f"start {list(start_bounded)} is outside the bounds {[float(v) for v in lo]} .. "
-                              f"{[float(v) for v in hi]}", parameter=p.name)
+            raise ConfigError(
+                f"start {list(start_bounded)} is outside the bounds {[float(v) for v in lo]} .. "
+                f"{[float(v) for v in hi]}",
+                parameter=p.name,
+            )
         if p.kind in ("body_mass", "body_mass_com", "body_inertia") and lo[0] <= 0:
             raise ConfigError("a mass bound must be > 0", parameter=p.name)
         if p.kind in ("joint_damping", "joint_frictionloss", "joint_armature") and lo[0] < 0:
             raise ConfigError(f"{p.kind} cannot be negative", parameter=p.name)
         if p.kind == "signal_delay" and max(abs(lo[0]), abs(hi[0])) > MAX_SIGNAL_DELAY_S:
-            raise ConfigError(f"signal_delay bounds beyond +-{MAX_SIGNAL_DELAY_S:g} s: that is no transport delay, "
-                              "and a shift that long leaves the signals no overlap", parameter=p.name)
+            raise ConfigError(
+                f"signal_delay bounds beyond +-{MAX_SIGNAL_DELAY_S:g} s: that is no transport delay, "
+                "and a shift that long leaves the signals no overlap",
+                parameter=p.name,
+            )
         starts[p.name] = tuple(float(v) for v in start)
     if all(p.frozen for p in problem.parameters):
         raise ConfigError("every parameter is frozen: nothing to identify")

@@ -10,8 +10,9 @@ from ...errors import ConfigError
 from .file import CONTROLS, DataSource, Problem
 
 
-def with_data(problem: Problem, training: Sequence[str | Path] = (), validation: Sequence[str | Path] = (),
-              control: str = "auto") -> Problem:
+def with_data(
+    problem: Problem, training: Sequence[str | Path] = (), validation: Sequence[str | Path] = (), control: str = "auto"
+) -> Problem:
     """`problem` with its training and/or validation data replaced by these bags or .npz files."""
     if control not in CONTROLS:
         raise ConfigError(f"control must be one of {CONTROLS}, not {control!r}")

@@ -11,7 +11,7 @@ the optimiser can reach is a physical body, written as mass, `ipos` and `fulline
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import mujoco
 import numpy as np
@@ -32,8 +32,7 @@ def _body_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.Mj
     m0 = float(body.mass)
     i0 = np.array(body.fullinertia if full else body.inertia, dtype=float)
     if m0 <= 0 or not body.explicitinertial and not np.any(i0):
-        raise ConfigError("body has no mass to scale (0 kg in the compiled model)", parameter=p.name,
-                          body=p.target)
+        raise ConfigError("body has no mass to scale (0 kg in the compiled model)", parameter=p.name, body=p.target)
     target, with_com = p.target, p.kind == "body_mass_com"
 
     def modify(s: mujoco.MjSpec, param: sysid.Parameter) -> None:
@@ -87,8 +86,9 @@ def _offset_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.
         raise ConfigError("joint_effort_offset needs a motor on the joint", parameter=p.name, joint=p.target)
     plain = motor.biastype == mujoco.mjtBias.mjBIAS_NONE and not np.any(np.asarray(motor.biasprm[1:], dtype=float))
     if not (plain or constant_bias(motor.biastype, motor.biasprm)):
-        raise ConfigError("the joint's motor has a bias of its own (not a plain torque motor)", parameter=p.name,
-                          actuator=motor.name)
+        raise ConfigError(
+            "the joint's motor has a bias of its own (not a plain torque motor)", parameter=p.name, actuator=motor.name
+        )
     name, gear = motor.name, float(motor.gear[0])
 
     def modify(s: mujoco.MjSpec, param: sysid.Parameter) -> None:
@@ -102,8 +102,9 @@ def _actuator_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoc
     return lambda s, param: s.actuator(target).gear.__setitem__(0, gear0 * float(param.value[0]))
 
 
-def build_parameters(spec: mujoco.MjSpec, specs: Sequence[ParameterSpec],
-                     starts: dict[str, tuple[float, ...]]) -> sysid.ParameterDict:
+def build_parameters(
+    spec: mujoco.MjSpec, specs: Sequence[ParameterSpec], starts: dict[str, tuple[float, ...]]
+) -> sysid.ParameterDict:
     """One library Parameter per spec; frozen ones are written into `spec` at their start value."""
     params = sysid.ParameterDict()
     for p in specs:

@@ -25,16 +25,16 @@ noise units w = 1 is a Gaussian prior centred on the start (the nominal model) w
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import mujoco
 import numpy as np
 
 from ...errors import ConfigError
-from .inertia import com_half_width
-from .file import Problem
 from ...sim import joint_motor
+from .file import Problem
+from .inertia import com_half_width
 from .spec_values import inertia_tensor, model_value
 
 MASS_RANGE = (0.5, 2.0)
@@ -68,7 +68,10 @@ def torque_limit(model: mujoco.MjModel, joint: str) -> float | None:
 
 def _joint_bounds(kind: str, nominal: float, limit: float) -> tuple[float, str]:
     if kind == "joint_armature":
-        rule, text = limit / DRIVE_ACCELERATION_RAD_S2, f"torque limit {limit:g} N m / {DRIVE_ACCELERATION_RAD_S2:g} rad/s^2"
+        rule, text = (
+            limit / DRIVE_ACCELERATION_RAD_S2,
+            f"torque limit {limit:g} N m / {DRIVE_ACCELERATION_RAD_S2:g} rad/s^2",
+        )
     elif kind == "joint_damping":
         rule, text = limit / DAMPING_SPEED_RAD_S, f"torque limit {limit:g} N m at {DAMPING_SPEED_RAD_S:g} rad/s"
     else:
@@ -82,22 +85,38 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
     """The problem with every missing `min`/`max` filled from physics, and one note per filled parameter."""
     out, notes = [], []
     for p in problem.parameters:
-        if p.kind == "body_mass_com" and p.min_value is not None and p.max_value is not None and \
-                len(p.min_value) == len(p.max_value) == 1 and spec.body(p.target) is not None:
+        if (
+            p.kind == "body_mass_com"
+            and p.min_value is not None
+            and p.max_value is not None
+            and len(p.min_value) == len(p.max_value) == 1
+            and spec.body(p.target) is not None
+        ):
             nominal = model_value(spec, p)
             half = com_half_width(nominal[0], inertia_tensor(spec.body(p.target)))
             centre = nominal[1:4] if p.start is None else p.start[1:4]
-            out.append(replace(p, min_value=(p.min_value[0], *(c - half for c in centre)),
-                               max_value=(p.max_value[0], *(c + half for c in centre))))
-            notes.append(f"{p.name}: min/max bound the mass; the centre of mass from physics: within {half:.3g} m of "
-                         "the start")
+            out.append(
+                replace(
+                    p,
+                    min_value=(p.min_value[0], *(c - half for c in centre)),
+                    max_value=(p.max_value[0], *(c + half for c in centre)),
+                )
+            )
+            notes.append(
+                f"{p.name}: min/max bound the mass; the centre of mass from physics: within {half:.3g} m of the start"
+            )
             continue
         if p.min_value is not None and p.max_value is not None:
             out.append(p)
             continue
-        if p.kind.startswith("body_") and spec.body(p.target) is None or \
-                p.kind.startswith("joint_") and spec.joint(p.target) is None or \
-                p.kind == "joint_effort_offset" and joint_motor(spec, p.target) is None:
+        if (
+            p.kind.startswith("body_")
+            and spec.body(p.target) is None
+            or p.kind.startswith("joint_")
+            and spec.joint(p.target) is None
+            or p.kind == "joint_effort_offset"
+            and joint_motor(spec, p.target) is None
+        ):
             out.append(p)  # check_problem names the missing target
             continue
         nominal = model_value(spec, p)
@@ -106,12 +125,16 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
             if arm_kg > 0:
                 hi = [max(arm_kg, MASS_RANGE[1] * nominal[0])]
                 lo = [PAYLOAD_FRACTION * hi[0]]
-                text = (f"payload mass {lo[0]:.4g}..{hi[0]:.4g} kg (up to the {arm_kg:.4g} kg of arm that carries "
-                        f"it; the model's {nominal[0]:.4g} kg is not trusted)")
+                text = (
+                    f"payload mass {lo[0]:.4g}..{hi[0]:.4g} kg (up to the {arm_kg:.4g} kg of arm that carries "
+                    f"it; the model's {nominal[0]:.4g} kg is not trusted)"
+                )
             else:
                 lo, hi = [MASS_RANGE[0] * nominal[0]], [MASS_RANGE[1] * nominal[0]]
-                text = (f"mass {lo[0]:.4g}..{hi[0]:.4g} kg ({MASS_RANGE[0]:g}-{MASS_RANGE[1]:g}x the model's "
-                        f"{nominal[0]:.4g})")
+                text = (
+                    f"mass {lo[0]:.4g}..{hi[0]:.4g} kg ({MASS_RANGE[0]:g}-{MASS_RANGE[1]:g}x the model's "
+                    f"{nominal[0]:.4g})"
+                )
             if p.kind == "body_mass_com":
                 body = spec.body(p.target)
                 half = com_half_width(nominal[0], inertia_tensor(body))
@@ -121,8 +144,10 @@ def physical_bounds(problem: Problem, spec: mujoco.MjSpec, model: mujoco.MjModel
         elif p.kind.startswith("joint_"):
             limit = torque_limit(model, p.target)
             if limit is None:
-                raise ConfigError(f"give min and max: the model states no torque limit for joint {p.target!r} to "
-                                  f"bound {p.kind} from", parameter=p.name)
+                raise ConfigError(
+                    f"give min and max: the model states no torque limit for joint {p.target!r} to bound {p.kind} from",
+                    parameter=p.name,
+                )
             if p.kind == "joint_effort_offset":
                 half = max(OFFSET_FRACTION * limit, NOMINAL_HEADROOM * abs(nominal[0]))
                 lo, hi = [-half], [half]

@@ -9,8 +9,8 @@ import mujoco
 import numpy as np
 
 from ...sim import effort_offset
-from .inertia import tensor_entries
 from .file import ParameterSpec
+from .inertia import tensor_entries
 
 
 def has_full_inertia(body: mujoco.MjsBody) -> bool:

@@ -7,7 +7,7 @@ import io
 import logging
 import os
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@ start states through `custom_rollout`, segments batched into one rollout, and nu
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -11,6 +12,7 @@ from mujoco import sysid
 from mujoco.sysid._src.residual import construct_ts_from_defaults
 
 from . import sequences as sd
+
 
 class ScaledResidual:
     """`modify_residual`: predicted joint-state signals matched to the measured ones by name, the
@@ -26,8 +28,14 @@ class ScaledResidual:
         self._state_maps: dict[int, dict] = {}
         self._layouts: dict[tuple, tuple] = {}
         # nothing for the transform to do (mujoco 4.0.0's SignalTransform, pinned): `_plain` gives its result
-        self.plain = not (transform.normalize or transform._delays or transform._gains or transform._biases
-                          or transform._sensor_weights or transform._enabled_sensors is not None)
+        self.plain = not (
+            transform.normalize
+            or transform._delays
+            or transform._gains
+            or transform._biases
+            or transform._sensor_weights
+            or transform._enabled_sensors is not None
+        )
 
     def _state_mapping(self, model: mujoco.MjModel) -> dict:
         key = id(model)
@@ -36,14 +44,22 @@ class ScaledResidual:
             self._state_maps = {key: qpos | qvel | act}
         return self._state_maps[key]
 
-    def __call__(self, params: sysid.ParameterDict, predicted: sysid.TimeSeries, measured: sysid.TimeSeries,
-                 model: mujoco.MjModel, return_pred_all: bool, state: np.ndarray | None = None,
-                 **_: Any) -> tuple[np.ndarray, sysid.TimeSeries, sysid.TimeSeries]:
+    def __call__(
+        self,
+        params: sysid.ParameterDict,
+        predicted: sysid.TimeSeries,
+        measured: sysid.TimeSeries,
+        model: mujoco.MjModel,
+        return_pred_all: bool,
+        state: np.ndarray | None = None,
+        **_: Any,
+    ) -> tuple[np.ndarray, sysid.TimeSeries, sysid.TimeSeries]:
         layout = self._layout(model, measured) if self.plain else None
         if layout is not None:  # the library's steps below, on arrays, with the column matching done once
             keep, source, mapping, scale = layout
-            res, predicted, measured = _plain(predicted.times, state[:, 1:][:, source], measured.times,
-                                              measured.data[:, keep], mapping)
+            res, predicted, measured = _plain(
+                predicted.times, state[:, 1:][:, source], measured.times, measured.data[:, keep], mapping
+            )
             return res / scale, predicted, measured
         state_ts = sysid.TimeSeries(state[:, 0], state[:, 1:], self._state_mapping(model))
         measured, predicted = construct_ts_from_defaults(state_ts, predicted, measured)
@@ -81,8 +97,9 @@ class ScaledResidual:
 STATE_SIGNALS = (sysid.SignalType.MjStateQPos, sysid.SignalType.MjStateQVel, sysid.SignalType.MjStateAct)
 
 
-def _plain(pred_times: np.ndarray, pred_data: np.ndarray, times: np.ndarray, values: np.ndarray, mapping: dict
-           ) -> tuple[np.ndarray, sysid.TimeSeries, sysid.TimeSeries]:
+def _plain(
+    pred_times: np.ndarray, pred_data: np.ndarray, times: np.ndarray, values: np.ndarray, mapping: dict
+) -> tuple[np.ndarray, sysid.TimeSeries, sysid.TimeSeries]:
     """`SignalTransform.apply` without delays, gains, biases, weights or normalisation: the measured samples
     (`times`, `values`, columns as `mapping` says) inside the predicted span, the prediction (`pred_data`, the
     same columns) linearly interpolated at their times, measured - predicted. The library builds a scipy
@@ -110,24 +127,39 @@ class InitialStateRollout:
 
     PREFIX = "x0/"
 
-    def __init__(self, ms: sysid.ModelSequences, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                 params: sysid.ParameterDict, position_range_rad: float = 0.05, velocity_range_rad_s: float = 0.5):
+    def __init__(
+        self,
+        ms: sysid.ModelSequences,
+        model: mujoco.MjModel,
+        maps: Sequence[sd.JointMap],
+        params: sysid.ParameterDict,
+        position_range_rad: float = 0.05,
+        velocity_range_rad_s: float = 0.5,
+    ):
         self.slots: dict[int, list[tuple[str, int]]] = {}
         for name, traj in zip(ms.sequence_name, ms.measured_rollout):
             slots = []
             for m in maps:
                 jid = model.joint(m.mjcf_joint).id
-                for kind, index, half in (("qpos", 1 + model.jnt_qposadr[jid], position_range_rad),
-                                          ("qvel", 1 + model.nq + model.jnt_dofadr[jid], velocity_range_rad_s)):
+                for kind, index, half in (
+                    ("qpos", 1 + model.jnt_qposadr[jid], position_range_rad),
+                    ("qvel", 1 + model.nq + model.jnt_dofadr[jid], velocity_range_rad_s),
+                ):
                     value = float(traj.initial_state[index])
                     pname = f"{self.PREFIX}{name}/{m.mjcf_joint}_{kind}"
                     params.add(sysid.Parameter(pname, value, value - half, value + half))
                     slots.append((pname, int(index)))
             self.slots[id(traj.initial_state)] = slots
 
-    def __call__(self, models: Sequence[mujoco.MjModel], datas: Sequence[mujoco.MjData], control_signal: Sequence,
-                 initial_states: Sequence[np.ndarray], param_dicts: Sequence[sysid.ParameterDict],
-                 **mappings: Any) -> Sequence[sysid.SystemTrajectory]:
+    def __call__(
+        self,
+        models: Sequence[mujoco.MjModel],
+        datas: Sequence[mujoco.MjData],
+        control_signal: Sequence,
+        initial_states: Sequence[np.ndarray],
+        param_dicts: Sequence[sysid.ParameterDict],
+        **mappings: Any,
+    ) -> Sequence[sysid.SystemTrajectory]:
         n_chunks = len(initial_states) // len(param_dicts)
         states = []
         for i, st in enumerate(initial_states):
@@ -181,8 +213,9 @@ def batched_residual_fn(models_sequences: Sequence[sysid.ModelSequences], **kwar
         residuals, preds, records = [], [], []
         for spec, trajs in groups:
             threads = {} if _THREADS is None else {"n_threads": _THREADS}
-            res, pred, rec = sysid.model_residual(x, params, lambda p, _s=spec: build_model(p, _s), trajs,
-                                                  **{**threads, **kwargs, **overrides})
+            res, pred, rec = sysid.model_residual(
+                x, params, lambda p, _s=spec: build_model(p, _s), trajs, **{**threads, **kwargs, **overrides}
+            )
             if x.ndim > 1:  # (rows, n_fd * n_chunks), point-major columns -> (n_chunks * rows, n_fd)
                 n_fd, n_chunks = x.shape[1], len(trajs)
                 res = res.reshape(res.shape[0], n_fd, n_chunks).transpose(2, 0, 1).reshape(-1, n_fd)
@@ -196,8 +229,14 @@ def batched_residual_fn(models_sequences: Sequence[sysid.ModelSequences], **kwar
     return residual_fn
 
 
-def null_directions(jac: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                    relative_eigenvalue: float = 1e-10, component: float = 0.1) -> np.ndarray:
+def null_directions(
+    jac: np.ndarray,
+    x: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    relative_eigenvalue: float = 1e-10,
+    component: float = 0.1,
+) -> np.ndarray:
     """Which parameters take part in a (near) null direction of J^T J, columns scaled to unit-free.
 
     Independent of the residual level, so it also works on noise-free data where every interval is ~0.

@@ -15,8 +15,8 @@ Every silent trap of mujoco.sysid 4.0.0 that concerns data is guarded here (see 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import mujoco
 import numpy as np
@@ -24,8 +24,7 @@ from mujoco import sysid
 from scipy.signal import savgol_filter
 
 from ...errors import ConfigError, DataError
-from ...signals import JointCommands, JointSamples
-from ...signals import grid_points
+from ...signals import JointCommands, JointSamples, grid_points
 from ...sim import constant_bias
 
 STATE_FIELDS = {"position": "qpos", "velocity": "qvel"}
@@ -53,16 +52,19 @@ class Segment:
 
 def _joint_actuator(model: mujoco.MjModel, joint: str) -> str:
     jid = model.joint(joint).id
-    found = [model.actuator(a).name for a in range(model.nu)
-             if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and model.actuator_trnid[a, 0] == jid]
+    found = [
+        model.actuator(a).name
+        for a in range(model.nu)
+        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and model.actuator_trnid[a, 0] == jid
+    ]
     if len(found) != 1:
-        raise ConfigError(f"MJCF joint has {len(found)} joint actuators {found}; name one in the mapping",
-                          joint=joint)
+        raise ConfigError(f"MJCF joint has {len(found)} joint actuators {found}; name one in the mapping", joint=joint)
     return found[0]
 
 
-def joint_maps(model: mujoco.MjModel, ros_joints: Sequence[str],
-               mapping: dict[str, dict[str, str] | str] | None = None) -> tuple[JointMap, ...]:
+def joint_maps(
+    model: mujoco.MjModel, ros_joints: Sequence[str], mapping: dict[str, dict[str, str] | str] | None = None
+) -> tuple[JointMap, ...]:
     """Resolve ROS joints to MJCF joints/actuators (default: same name, the joint's only actuator)."""
     out = []
     for ros in ros_joints:
@@ -79,11 +81,15 @@ def joint_maps(model: mujoco.MjModel, ros_joints: Sequence[str],
         if aid < 0:
             raise ConfigError("the model has no such actuator", joint=ros, actuator=actuator)
         offset = constant_bias(model.actuator_biastype[aid], model.actuator_biasprm[aid])  # joint_effort_offset's
-        if (model.actuator_biastype[aid] != mujoco.mjtBias.mjBIAS_NONE and not offset
-                or model.actuator_gaintype[aid] != mujoco.mjtGain.mjGAIN_FIXED
-                or model.actuator_dyntype[aid] != mujoco.mjtDyn.mjDYN_NONE):
-            raise ConfigError("actuator is not a plain torque motor (effort control needs one)",
-                              joint=ros, actuator=actuator)
+        if (
+            model.actuator_biastype[aid] != mujoco.mjtBias.mjBIAS_NONE
+            and not offset
+            or model.actuator_gaintype[aid] != mujoco.mjtGain.mjGAIN_FIXED
+            or model.actuator_dyntype[aid] != mujoco.mjtDyn.mjDYN_NONE
+        ):
+            raise ConfigError(
+                "actuator is not a plain torque motor (effort control needs one)", joint=ros, actuator=actuator
+            )
         out.append(JointMap(ros, joint, actuator))
     return tuple(out)
 
@@ -106,20 +112,29 @@ def check_samples(samples: JointSamples, joints: Sequence[str], fields: Sequence
         raise DataError(f"only {len(samples)} samples", topic=src)
     if np.any(np.diff(samples.time_ns) <= 0):
         k = int(np.flatnonzero(np.diff(samples.time_ns) <= 0)[0]) + 1
-        raise DataError("sample times are not strictly increasing", topic=src,
-                        time_s=(samples.time_ns[k] - samples.time_ns[0]) * 1e-9)
+        raise DataError(
+            "sample times are not strictly increasing",
+            topic=src,
+            time_s=(samples.time_ns[k] - samples.time_ns[0]) * 1e-9,
+        )
     for name in fields:
         for joint in joints:
             col = samples.column(name, joint)
             bad = ~np.isfinite(col)
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
-                raise DataError(f"{bad.sum()} non-finite {name} values (mujoco.sysid would silently return "
-                                f"its starting point)", topic=src, joint=joint,
-                                time_s=round((samples.time_ns[k] - samples.time_ns[0]) * 1e-9, 9))
+                raise DataError(
+                    f"{bad.sum()} non-finite {name} values (mujoco.sysid would silently return its starting point)",
+                    topic=src,
+                    joint=joint,
+                    time_s=round((samples.time_ns[k] - samples.time_ns[0]) * 1e-9, 9),
+                )
             if name != "effort" and not np.any(col != 0.0):
-                raise DataError(f"measured {name} is all zero (it normalises the residual: division by zero)",
-                                topic=src, joint=joint)
+                raise DataError(
+                    f"measured {name} is all zero (it normalises the residual: division by zero)",
+                    topic=src,
+                    joint=joint,
+                )
 
 
 def relative_seconds(time_ns: np.ndarray, start_ns: int) -> np.ndarray:
@@ -127,12 +142,14 @@ def relative_seconds(time_ns: np.ndarray, start_ns: int) -> np.ndarray:
     return (np.asarray(time_ns, dtype=np.int64) - np.int64(start_ns)).astype(np.float64) * 1e-9
 
 
-def held_control(model: mujoco.MjModel, maps: Sequence[JointMap], commands: JointCommands, start_ns: int,
-                 n_grid: int) -> sysid.TimeSeries:
+def held_control(
+    model: mujoco.MjModel, maps: Sequence[JointMap], commands: JointCommands, start_ns: int, n_grid: int
+) -> sysid.TimeSeries:
     """The effort commands as held by the drive, given on the simulation grid from `start_ns`."""
     if commands.interface != "effort":
-        raise ConfigError(f"only effort commands can drive the simulation, got {commands.interface!r}",
-                          topic=commands.source or None)
+        raise ConfigError(
+            f"only effort commands can drive the simulation, got {commands.interface!r}", topic=commands.source or None
+        )
     missing = [m.ros_joint for m in maps if m.ros_joint not in commands.joint_names]
     if missing:
         raise DataError(f"the commands have no joints {missing}", topic=commands.source or None)
@@ -145,8 +162,12 @@ def held_control(model: mujoco.MjModel, maps: Sequence[JointMap], commands: Join
         bad = ~np.isfinite(col)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise DataError("no finite command in force (before the first command, or NaN)",
-                            topic=commands.source or None, joint=m.ros_joint, time_s=k * dt_ns * 1e-9)
+            raise DataError(
+                "no finite command in force (before the first command, or NaN)",
+                topic=commands.source or None,
+                joint=m.ros_joint,
+                time_s=k * dt_ns * 1e-9,
+            )
         aid = model.actuator(m.actuator).id
         ctrl[:, aid] = col / model.actuator_gear[aid, 0] / model.actuator_gainprm[aid, 0]
     times = np.arange(n_grid, dtype=np.int64) * dt_ns * 1e-9
@@ -164,19 +185,29 @@ def measured_effort_commands(samples: JointSamples) -> JointCommands:
     return JointCommands(samples.joint_names, samples.time_ns, samples.effort, "effort", source=samples.source)
 
 
-def state_signals(samples: JointSamples, maps: Sequence[JointMap], model: mujoco.MjModel, start_ns: int,
-                  observe: Sequence[str] = ("position",)) -> sysid.TimeSeries:
+def state_signals(
+    samples: JointSamples,
+    maps: Sequence[JointMap],
+    model: mujoco.MjModel,
+    start_ns: int,
+    observe: Sequence[str] = ("position",),
+) -> sysid.TimeSeries:
     """Measured joint state as `<joint>_qpos` / `<joint>_qvel` signals (matched by name, no lag)."""
     names, cols = [], []
     for field_name in observe:
         if field_name not in STATE_FIELDS:
             raise ConfigError(f"cannot observe {field_name!r}; choose from {sorted(STATE_FIELDS)}")
         for m in maps:
-            names.append((f"{m.mjcf_joint}_{STATE_FIELDS[field_name]}",
-                          sysid.SignalType.MjStateQPos if field_name == "position" else sysid.SignalType.MjStateQVel))
+            names.append(
+                (
+                    f"{m.mjcf_joint}_{STATE_FIELDS[field_name]}",
+                    sysid.SignalType.MjStateQPos if field_name == "position" else sysid.SignalType.MjStateQVel,
+                )
+            )
             cols.append(samples.column(field_name, m.ros_joint))
-    return sysid.TimeSeries.from_names(relative_seconds(samples.time_ns, start_ns), np.column_stack(cols),
-                                       model, names=names)
+    return sysid.TimeSeries.from_names(
+        relative_seconds(samples.time_ns, start_ns), np.column_stack(cols), model, names=names
+    )
 
 
 def check_sensor_layout(sensordata: sysid.TimeSeries, model: mujoco.MjModel) -> None:
@@ -187,13 +218,16 @@ def check_sensor_layout(sensordata: sysid.TimeSeries, model: mujoco.MjModel) -> 
         sid = model.sensor(name).id
         expected = np.arange(model.sensor_adr[sid], model.sensor_adr[sid] + model.sensor_dim[sid])
         if not np.array_equal(np.asarray(indices), expected):
-            raise ConfigError(f"measured sensor {name!r} is in columns {list(indices)} but the model puts it in "
-                              f"{list(expected)}: mujoco.sysid would compare it with another sensor; give all "
-                              f"sensors in model order, or observe joint state signals (<joint>_qpos)")
+            raise ConfigError(
+                f"measured sensor {name!r} is in columns {list(indices)} but the model puts it in "
+                f"{list(expected)}: mujoco.sysid would compare it with another sensor; give all "
+                f"sensors in model order, or observe joint state signals (<joint>_qpos)"
+            )
 
 
-def sensor_signals(samples: JointSamples, model: mujoco.MjModel, start_ns: int,
-                   columns: dict[str, tuple[str, str]]) -> sysid.TimeSeries:
+def sensor_signals(
+    samples: JointSamples, model: mujoco.MjModel, start_ns: int, columns: dict[str, tuple[str, str]]
+) -> sysid.TimeSeries:
     """Measured model sensors (`{sensor: (field, ros_joint)}`, every sensor, model order), lag-corrected.
 
     A sensor in the rollout output at time t was computed from the state at t - dt, so measured sensor
@@ -211,9 +245,14 @@ def sensor_signals(samples: JointSamples, model: mujoco.MjModel, start_ns: int,
     return ts
 
 
-def initial_states(model: mujoco.MjModel, maps: Sequence[JointMap], samples: JointSamples,
-                   indices: Sequence[int], smoothing_samples: int = 0,
-                   velocity: str = "smoothed") -> list[np.ndarray]:
+def initial_states(
+    model: mujoco.MjModel,
+    maps: Sequence[JointMap],
+    samples: JointSamples,
+    indices: Sequence[int],
+    smoothing_samples: int = 0,
+    velocity: str = "smoothed",
+) -> list[np.ndarray]:
     """Full-physics states at sample `indices` (time 0 of their segments) from measured position/velocity.
 
     `smoothing_samples` > 2 fits a local quadratic (Savitzky-Golay) through that many samples to reduce
@@ -225,9 +264,14 @@ def initial_states(model: mujoco.MjModel, maps: Sequence[JointMap], samples: Joi
     return [sysid.create_initial_state(model, qp, qv) for qp, qv in zip(qpos, qvel)]
 
 
-def start_positions_velocities(model: mujoco.MjModel, maps: Sequence[JointMap], samples: JointSamples,
-                               indices: Sequence[int], smoothing_samples: int = 0,
-                               velocity: str = "smoothed") -> tuple[np.ndarray, np.ndarray]:
+def start_positions_velocities(
+    model: mujoco.MjModel,
+    maps: Sequence[JointMap],
+    samples: JointSamples,
+    indices: Sequence[int],
+    smoothing_samples: int = 0,
+    velocity: str = "smoothed",
+) -> tuple[np.ndarray, np.ndarray]:
     """(qpos, qvel) rows of `initial_states` (the model's qpos0 and zero velocity for unmapped joints)."""
     qpos = np.tile(model.qpos0, (len(indices), 1))
     qvel = np.zeros((len(indices), model.nv))
@@ -235,14 +279,22 @@ def start_positions_velocities(model: mujoco.MjModel, maps: Sequence[JointMap], 
     idx = np.asarray(indices, dtype=int)
     for m in maps:
         q = samples.column("position", m.ros_joint)
-        v = (samples.column("velocity", m.ros_joint)
-             if samples.velocity is not None and velocity != "positions" else None)
+        v = (
+            samples.column("velocity", m.ros_joint)
+            if samples.velocity is not None and velocity != "positions"
+            else None
+        )
         w = smoothing_samples if smoothing_samples > 2 else (0 if v is not None else 7)
         if w:
             w = min(w | 1, len(q) if len(q) % 2 else len(q) - 1)
             q0 = savgol_filter(q, w, 2, mode="interp")[idx]
-            v0 = (savgol_filter(q, w, 2, deriv=1, delta=dt_s, mode="interp") if v is None
-                  else v if velocity == "measured" else savgol_filter(v, w, 2, mode="interp"))[idx]
+            v0 = (
+                savgol_filter(q, w, 2, deriv=1, delta=dt_s, mode="interp")
+                if v is None
+                else v
+                if velocity == "measured"
+                else savgol_filter(v, w, 2, mode="interp")
+            )[idx]
         else:
             q0, v0 = q[idx], v[idx]
         jid = model.joint(m.mjcf_joint).id
@@ -251,10 +303,18 @@ def start_positions_velocities(model: mujoco.MjModel, maps: Sequence[JointMap], 
     return qpos, qvel
 
 
-def segments_from_samples(model: mujoco.MjModel, maps: Sequence[JointMap], samples: JointSamples,
-                          commands: JointCommands | None = None, *, name: str = "seg",
-                          observe: Sequence[str] = ("position",), segment_s: float | None = None,
-                          smoothing_samples: int = 0, start_velocity: str = "smoothed") -> list[Segment]:
+def segments_from_samples(
+    model: mujoco.MjModel,
+    maps: Sequence[JointMap],
+    samples: JointSamples,
+    commands: JointCommands | None = None,
+    *,
+    name: str = "seg",
+    observe: Sequence[str] = ("position",),
+    segment_s: float | None = None,
+    smoothing_samples: int = 0,
+    start_velocity: str = "smoothed",
+) -> list[Segment]:
     """Cut one contiguous recording into segments (one, or one every `segment_s`) that each start at 0.
 
     Each segment starts from the measured state at its first sample; the control is the commands (or the
@@ -305,15 +365,22 @@ def model_sequences(name: str, spec: mujoco.MjSpec, segments: Sequence[Segment])
     level = absl_logger.level
     absl_logger.setLevel(logging.ERROR)
     try:
-        return sysid.ModelSequences(name, spec, [s.name for s in segments], [s.initial_state for s in segments],
-                                    [s.control for s in segments], [s.sensordata for s in segments],
-                                    allow_missing_sensors=True)
+        return sysid.ModelSequences(
+            name,
+            spec,
+            [s.name for s in segments],
+            [s.initial_state for s in segments],
+            [s.control for s in segments],
+            [s.sensordata for s in segments],
+            allow_missing_sensors=True,
+        )
     finally:
         absl_logger.setLevel(level)
 
 
-def timeseries_to_samples(ts: sysid.TimeSeries, maps: Sequence[JointMap], start_ns: int = 0,
-                          source: str = "") -> JointSamples:
+def timeseries_to_samples(
+    ts: sysid.TimeSeries, maps: Sequence[JointMap], start_ns: int = 0, source: str = ""
+) -> JointSamples:
     """A TimeSeries of `<joint>_qpos` / `<joint>_qvel` signals back to JointSamples (ROS joint names)."""
     mapping = ts.signal_mapping or {}
     time_ns = np.int64(start_ns) + np.round(np.asarray(ts.times) * 1e9).astype(np.int64)
@@ -329,8 +396,9 @@ def timeseries_to_samples(ts: sysid.TimeSeries, maps: Sequence[JointMap], start_
     return JointSamples(tuple(m.ros_joint for m in maps), time_ns, out["position"], out["velocity"], None, source)
 
 
-def control_to_commands(ts: sysid.TimeSeries, model: mujoco.MjModel, maps: Sequence[JointMap],
-                        start_ns: int = 0) -> JointCommands:
+def control_to_commands(
+    ts: sysid.TimeSeries, model: mujoco.MjModel, maps: Sequence[JointMap], start_ns: int = 0
+) -> JointCommands:
     """A control TimeSeries back to effort JointCommands (joint torques, ROS joint names)."""
     mapping = ts.signal_mapping or sysid.TimeSeries.compute_all_control_mapping(model)
     cols = []

@@ -16,8 +16,8 @@ widen them), so the rule never stops earlier than a tenth of the honest uncertai
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from mujoco import minimize
@@ -34,8 +34,9 @@ class NegligibleStep(Exception):
         self.x, self.r, self.jac, self.standard_errors = x, r, jac, standard_errors
 
 
-def step_standard_errors(jac: np.ndarray, r: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                         rcond: float = 1e-10) -> float:
+def step_standard_errors(
+    jac: np.ndarray, r: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray, rcond: float = 1e-10
+) -> float:
     """How far (in standard errors, Mahalanobis) the Gauss-Newton step from `x` would move the estimate.
 
     Parameters at a bound whose gradient pushes outwards are held; columns are scaled to unit norm and
@@ -54,7 +55,7 @@ def step_standard_errors(jac: np.ndarray, r: np.ndarray, x: np.ndarray, lower: n
     lam, vec = np.linalg.eigh(scaled.T @ scaled)
     keep = lam > rcond * max(float(lam.max()), 1e-300)
     proj = vec[:, keep].T @ (scaled.T @ r)
-    decrease = 0.5 * float(np.sum(proj ** 2 / lam[keep]))
+    decrease = 0.5 * float(np.sum(proj**2 / lam[keep]))
     return float(np.sqrt(2.0 * decrease / s2))
 
 
@@ -75,8 +76,9 @@ class StoppingJacobian:
         if self.last is not None and np.array_equal(self.last[0], x):
             return self.last[1]
         bounds = [np.reshape(self.lower, (-1, 1)), np.reshape(self.upper, (-1, 1))]
-        jac, _ = minimize.jacobian_fd(self.residual, np.reshape(x, (-1, 1)), np.reshape(r, (-1, 1)),
-                                      np.float64(self.eps), 0, bounds)
+        jac, _ = minimize.jacobian_fd(
+            self.residual, np.reshape(x, (-1, 1)), np.reshape(r, (-1, 1)), np.float64(self.eps), 0, bounds
+        )
         self.last = (np.array(x, copy=True), jac)
         moved = step_standard_errors(jac, r, x, self.lower, self.upper)
         if moved < self.standard_errors:

@@ -3,23 +3,21 @@ model, its data (bags via read_recording, or .npz arrays) loaded and cut into se
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import mujoco
 import numpy as np
 
-from ...bags import read_recording
-from ...bags import load_npz
-from ...bags import regularize
+from ...bags import load_npz, read_recording, regularize
 from ...errors import BagError, ConfigError, DataError
 from ...signals import JointCommands, JointSamples
-from ..rollout import sequences as sd
-from ..problem.model_cache import compiled_model
-from ..problem.plausibility import physical_bounds
 from ..problem.file import DataSource, Problem
 from ..problem.model import check_problem
+from ..problem.model_cache import compiled_model
+from ..problem.plausibility import physical_bounds
 from ..results import RunLog
+from ..rollout import sequences as sd
 from ..rollout.start_states import choose_start_states
 
 
@@ -48,10 +46,14 @@ def load_run(problem: Problem, log: RunLog) -> Loaded:
     problem, bound_notes = physical_bounds(problem, spec, model)  # missing min/max from physics, one note each
     log.notes += bound_notes
     starts = check_problem(problem, spec, model, signals)
-    train_data = [(f"train{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
-                  for k, src in enumerate(problem.training)]
-    val_data = [(f"val{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
-                for k, src in enumerate(problem.validation)]
+    train_data = [
+        (f"train{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
+        for k, src in enumerate(problem.training)
+    ]
+    val_data = [
+        (f"val{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
+        for k, src in enumerate(problem.validation)
+    ]
     if problem.start_velocity == "auto":  # measured start states: from the measured velocity or positions
         choice = choose_start_states([s for _, parts in train_data for s, _ in parts], problem.joints)
         problem = replace(problem, start_velocity=choice.velocity, smoothing_samples=choice.smoothing_samples)
@@ -59,8 +61,9 @@ def load_run(problem: Problem, log: RunLog) -> Loaded:
             log.notes.append(f"start states: {choice.reason}")
     train_sources = segment_sources(problem, model, maps, train_data)
     val = build_segments(problem, model, maps, val_data) if val_data else []
-    return Loaded(problem, spec, model, maps, starts, train_data, val_data, train_sources,
-                  [seg for seg, _ in train_sources], val)
+    return Loaded(
+        problem, spec, model, maps, starts, train_data, val_data, train_sources, [seg for seg, _ in train_sources], val
+    )
 
 
 def _trim(samples: JointSamples, src: DataSource) -> JointSamples:
@@ -82,8 +85,9 @@ def _from_first_command(samples: JointSamples, commands: JointCommands) -> Joint
     return samples.slice(int(np.searchsorted(samples.time_ns, commands.time_ns[finite[0]])), len(samples))
 
 
-def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | None = None,
-                notes: list[str] | None = None) -> list[tuple[JointSamples, JointCommands | None]]:
+def load_source(
+    src: DataSource, joints: Sequence[str], warnings: list[str] | None = None, notes: list[str] | None = None
+) -> list[tuple[JointSamples, JointCommands | None]]:
     """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort).
 
     Data repairs that may have changed the answer (duplicate stamps with different values, of which the
@@ -105,45 +109,63 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
         else:
             wanted, interfaces = None, ("effort",)
         try:
-            rec = read_recording(src.path, joints=list(joints), joint_state_topics=topics, command_topics=wanted,
-                                 command_joint_names=src.command_joints, command_interfaces=interfaces)
+            rec = read_recording(
+                src.path,
+                joints=list(joints),
+                joint_state_topics=topics,
+                command_topics=wanted,
+                command_joint_names=src.command_joints,
+                command_interfaces=interfaces,
+            )
         except (DataError, BagError) as exc:
             raise type(exc)(f"cannot read joints {list(joints)}: {exc}") from exc
         segments = list(getattr(rec.feedback, "segments", None) or [rec.samples])
         if rec.feedback.dropped_rows and warnings is not None:
-            warnings.append(f"{src.path}: {rec.feedback.dropped_rows} joint states dropped as garbage (non-finite or "
-                            "beyond any physical range)")
+            warnings.append(
+                f"{src.path}: {rec.feedback.dropped_rows} joint states dropped as garbage (non-finite or "
+                "beyond any physical range)"
+            )
         conflicts = rec.feedback.timing.conflicting_duplicates
         if conflicts and warnings is not None:
-            warnings.append(f"{src.path}: {conflicts} joint state values stamped twice with different data "
-                            "(the reader kept the first of each)")
+            warnings.append(
+                f"{src.path}: {conflicts} joint state values stamped twice with different data "
+                "(the reader kept the first of each)"
+            )
         commands = rec.commands
     if src.segments == "longest":
         segments = [max(segments, key=len)]
     missing = [j for j in joints if j not in segments[0].joint_names]
     if missing:
-        raise DataError(f"the data has no joints {missing}; it has {list(segments[0].joint_names)}",
-                        bag=str(src.path))
+        raise DataError(f"the data has no joints {missing}; it has {list(segments[0].joint_names)}", bag=str(src.path))
     efforts = {t: c for t, c in commands.items() if c.interface == "effort"}
     if src.command_topic is not None:
         if src.command_topic not in commands:
-            raise DataError(f"no command topic {src.command_topic!r}; the data has {sorted(commands)}",
-                            bag=str(src.path), topic=src.command_topic)
+            raise DataError(
+                f"no command topic {src.command_topic!r}; the data has {sorted(commands)}",
+                bag=str(src.path),
+                topic=src.command_topic,
+            )
         chosen: JointCommands | None = commands[src.command_topic]
     elif src.control == "effort":
         chosen = None
     elif len(efforts) == 1:
         chosen = next(iter(efforts.values()))
     elif len(efforts) > 1:
-        raise ConfigError(f"several effort command topics {sorted(efforts)}: name one as command_topic",
-                          bag=str(src.path))
+        raise ConfigError(
+            f"several effort command topics {sorted(efforts)}: name one as command_topic", bag=str(src.path)
+        )
     elif src.control == "commands":
         raise DataError("no effort command topic in the data", bag=str(src.path))
     else:
         chosen = None
     if chosen is not None:
-        chosen = JointCommands(chosen.joint_names, chosen.time_ns, chosen.values, chosen.interface,
-                               source=chosen.source or f"{src.path}:{src.command_topic or 'commands'}")
+        chosen = JointCommands(
+            chosen.joint_names,
+            chosen.time_ns,
+            chosen.values,
+            chosen.interface,
+            source=chosen.source or f"{src.path}:{src.command_topic or 'commands'}",
+        )
     out = []
     for k, seg in enumerate(segments):
         seg, fix = regularize(seg.select(list(joints)))
@@ -157,8 +179,10 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
             before = len(seg)
             seg = _from_first_command(seg, chosen)
             if len(seg) < before and notes is not None:
-                notes.append(f"{src.path}: {before - len(seg)} joint states before the first command left out "
-                             "(no command was in force to replay)")
+                notes.append(
+                    f"{src.path}: {before - len(seg)} joint states before the first command left out "
+                    "(no command was in force to replay)"
+                )
         if not seg.source:
             seg = JointSamples(seg.joint_names, seg.time_ns, seg.position, seg.velocity, seg.effort, str(src.path))
         if len(seg) >= 3:
@@ -168,21 +192,38 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
     return out
 
 
-def build_segments(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                   data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]]) -> list[sd.Segment]:
+def build_segments(
+    problem: Problem,
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]],
+) -> list[sd.Segment]:
     """All segments (or windows) of all sources, each starting from its measured state at t = 0."""
     return [seg for seg, _ in segment_sources(problem, model, maps, data)]
 
 
-def segment_sources(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                    data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]]
-                    ) -> list[tuple[sd.Segment, JointSamples]]:
+def segment_sources(
+    problem: Problem,
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    data: Sequence[tuple[str, list[tuple[JointSamples, JointCommands | None]]]],
+) -> list[tuple[sd.Segment, JointSamples]]:
     """`build_segments`, each segment with the samples it was cut from (for its start state's noise)."""
     out: list[tuple[sd.Segment, JointSamples]] = []
     for name, parts in data:
         for k, (samples, commands) in enumerate(parts):
-            out += [(seg, samples) for seg in sd.segments_from_samples(
-                model, maps, samples, commands, name=f"{name}_{k}", observe=problem.observe,
-                segment_s=problem.segment_s, smoothing_samples=problem.smoothing_samples or 0,
-                start_velocity=problem.start_velocity)]
+            out += [
+                (seg, samples)
+                for seg in sd.segments_from_samples(
+                    model,
+                    maps,
+                    samples,
+                    commands,
+                    name=f"{name}_{k}",
+                    observe=problem.observe,
+                    segment_s=problem.segment_s,
+                    smoothing_samples=problem.smoothing_samples or 0,
+                    start_velocity=problem.start_velocity,
+                )
+            ]
     return out

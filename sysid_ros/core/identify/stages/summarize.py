@@ -5,29 +5,31 @@ warnings of parameters resting on a bound or far from their warm start."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 from mujoco import sysid
 
 from ...errors import SysidRosError
-from ..problem.arm_models import mass_sum_groups
-from .load import Loaded
-from ..problem.inertia import COORDINATES, physical_vector, propagate_half_widths
-from .intervals import Spread
-from .optimize import Fit
-from ..problem.file import ParameterSpec
-from ..results import ParameterResult, RunLog
-from ..problem.spec_values import model_value
-from .torque_fit import FITTED_KINDS
 from ..checks.suspect import bound_warnings, warm_start_warnings
+from ..problem.arm_models import mass_sum_groups
+from ..problem.file import ParameterSpec
+from ..problem.inertia import COORDINATES, physical_vector, propagate_half_widths
+from ..problem.spec_values import model_value
+from ..results import ParameterResult, RunLog
+from .intervals import Spread
+from .load import Loaded
+from .optimize import Fit
+from .torque_fit import FITTED_KINDS
 from .warm_start import Start
 
 
-def parameter_results(run: Loaded, start: Start, fit: Fit, spread: Spread, metrics: dict[str, Any],
-                       log: RunLog) -> list[ParameterResult]:
+def parameter_results(
+    run: Loaded, start: Start, fit: Fit, spread: Spread, metrics: dict[str, Any], log: RunLog
+) -> list[ParameterResult]:
     """Each parameter's value, half-width (inf in a null direction of the data), bounds and identifiability."""
     results, k = [], 0
     widened: dict[str, list[float]] = {}
@@ -37,13 +39,16 @@ def parameter_results(run: Loaded, start: Start, fit: Fit, spread: Spread, metri
         if not p.frozen:
             # a component in a null direction of J^T J is not determined by the data: no finite interval
             # (with a prior the posterior's interval stays finite; the parameter is still not identifiable)
-            half = tuple(math.inf if n and start.prior is None else float(v)
-                         for v, n in zip(spread.intervals[k:k + width], spread.null[k:k + width]))
-            in_null = bool(np.any(spread.null[k:k + width]))
-            widened[p.name] = [float(w) for w in spread.widening[k:k + width]]
-            if np.any(spread.residual_widening[k:k + width] > 1):
+            half = tuple(
+                math.inf if n and start.prior is None else float(v)
+                for v, n in zip(spread.intervals[k : k + width], spread.null[k : k + width])
+            )
+            in_null = bool(np.any(spread.null[k : k + width]))
+            widened[p.name] = [float(w) for w in spread.widening[k : k + width]]
+            if np.any(spread.residual_widening[k : k + width] > 1):
                 metrics.setdefault("residual_widening", {})[p.name] = [
-                    round(float(w), 4) for w in spread.residual_widening[k:k + width]]
+                    round(float(w), 4) for w in spread.residual_widening[k : k + width]
+                ]
             k += width
         results.append(_parameter_result(run, start, p, prm, half, in_null, spread.cov, k, log))
     if not run.problem.estimate_initial_state:
@@ -53,37 +58,60 @@ def parameter_results(run: Loaded, start: Start, fit: Fit, spread: Spread, metri
     return results
 
 
-def _parameter_result(run: Loaded, start: Start, p: ParameterSpec, prm: sysid.Parameter, half: tuple[float, ...], in_null: bool,
-                      cov: np.ndarray, k: int, log: RunLog) -> ParameterResult:
+def _parameter_result(
+    run: Loaded,
+    start: Start,
+    p: ParameterSpec,
+    prm: sysid.Parameter,
+    half: tuple[float, ...],
+    in_null: bool,
+    cov: np.ndarray,
+    k: int,
+    log: RunLog,
+) -> ParameterResult:
     """One parameter's result; a body_inertia's in physical terms (mass, centre of mass, tensor)."""
     width = prm.size
     value = tuple(float(v) for v in prm.value)
     lo, hi, coordinates = tuple(map(float, prm.min_value)), tuple(map(float, prm.max_value)), None
     if p.kind == "body_inertia":
-        block = cov[k - width:k, k - width:k] if not p.frozen and np.shape(cov)[0] >= k else np.eye(width)
+        block = cov[k - width : k, k - width : k] if not p.frozen and np.shape(cov)[0] >= k else np.eye(width)
         coordinates, value, half, lo, hi = inertia_result(prm.value, half, block, lo, hi)
     ok = p.frozen or (not in_null and identifiable(p.kind, value, half, lo, hi, run.problem.unidentifiable_relative))
     if not ok:
         log.notes.append(f"{p.name} is not identifiable from this data (95 % half-width {half})")
-    return ParameterResult(p.name, p.kind, p.target, value, half, run.starts[p.name], lo, hi, p.frozen, bool(ok),
-                           (start.warm[p.name],) if p.name in start.warm else None, coordinates)
+    return ParameterResult(
+        p.name,
+        p.kind,
+        p.target,
+        value,
+        half,
+        run.starts[p.name],
+        lo,
+        hi,
+        p.frozen,
+        bool(ok),
+        (start.warm[p.name],) if p.name in start.warm else None,
+        coordinates,
+    )
 
 
-def identifiable(kind: str, value: Sequence[float], half: Sequence[float], lo: Sequence[float],
-                 hi: Sequence[float], relative: float) -> bool:
+def identifiable(
+    kind: str, value: Sequence[float], half: Sequence[float], lo: Sequence[float], hi: Sequence[float], relative: float
+) -> bool:
     """Whether every half-width is finite and at most `relative` x the value, or x a floor for a value near zero:
     1 % of the bound range (a centre of mass on an axis), for a body_inertia's tensor entries 1 % of its trace.
     Judged in physical terms (a body_inertia's log-Cholesky coordinates sit near 0 whatever the body)."""
     floors = [0.01 * (b - a) for a, b in zip(lo, hi)]
     if kind == "body_inertia":
         floors[4:] = [0.01 * sum(value[4:7])] * 6
-    return all(math.isfinite(h) and h <= relative * max(abs(v), floor, 1e-12)
-               for h, v, floor in zip(half, value, floors))
+    return all(
+        math.isfinite(h) and h <= relative * max(abs(v), floor, 1e-12) for h, v, floor in zip(half, value, floors)
+    )
 
 
-def inertia_result(theta: np.ndarray, half: tuple[float, ...], cov: np.ndarray, lo: tuple[float, ...],
-                    hi: tuple[float, ...]) -> tuple[dict[str, tuple], tuple[float, ...], tuple[float, ...],
-                                                     tuple[float, ...], tuple[float, ...]]:
+def inertia_result(
+    theta: np.ndarray, half: tuple[float, ...], cov: np.ndarray, lo: tuple[float, ...], hi: tuple[float, ...]
+) -> tuple[dict[str, tuple], tuple[float, ...], tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
     """A body_inertia result in physical terms: (coordinates, value, half-widths, min, max). The mass and com
     bounds are the coordinates' images; the tensor entries have no box of their own (-inf..inf)."""
     theta = np.asarray(theta, dtype=float)
@@ -91,13 +119,19 @@ def inertia_result(theta: np.ndarray, half: tuple[float, ...], cov: np.ndarray, 
     phys_half = tuple(float(v) for v in propagate_half_widths(theta, cov, np.asarray(half, dtype=float)))
     p_lo = (math.exp(2 * lo[0]), *lo[7:10], *[-math.inf] * 6)
     p_hi = (math.exp(2 * hi[0]), *hi[7:10], *[math.inf] * 6)
-    coordinates = {"names": COORDINATES, "value": tuple(float(v) for v in theta), "half_width_95": tuple(half),
-                   "min": lo, "max": hi}
+    coordinates = {
+        "names": COORDINATES,
+        "value": tuple(float(v) for v in theta),
+        "half_width_95": tuple(half),
+        "min": lo,
+        "max": hi,
+    }
     return coordinates, value, phys_half, p_lo, p_hi
 
 
-def carried_parameters(parameters: Sequence[ParameterSpec], results: Sequence[ParameterResult],
-                       spec: mujoco.MjSpec, log: RunLog) -> list[ParameterResult]:
+def carried_parameters(
+    parameters: Sequence[ParameterSpec], results: Sequence[ParameterResult], spec: mujoco.MjSpec, log: RunLog
+) -> list[ParameterResult]:
     """The results as the torque-space model (`spec`, which the MJCF carries) holds them: each parameter of a
     kind that fit writes takes the model's value and, when free, no interval (none is estimated for that fit,
     said in a warning); the others stay the window fit's."""
@@ -111,9 +145,11 @@ def carried_parameters(parameters: Sequence[ParameterSpec], results: Sequence[Pa
         half = r.half_width_95 if r.frozen else (math.inf,) * len(value)
         out.append(replace(r, value=value, half_width_95=half, coordinates=None))
     if any(not r.frozen and r.kind in FITTED_KINDS for r in results):
-        log.warnings.append("`parameters` hold the torque-space fit the MJCF carries, without intervals (none is "
-                            "estimated for that fit: half_width_95 inf); the window fit's values and intervals "
-                            "are under `window_fit_parameters`, and the other warnings' values are the window fit's")
+        log.warnings.append(
+            "`parameters` hold the torque-space fit the MJCF carries, without intervals (none is "
+            "estimated for that fit: half_width_95 inf); the window fit's values and intervals "
+            "are under `window_fit_parameters`, and the other warnings' values are the window fit's"
+        )
     return out
 
 
@@ -135,7 +171,11 @@ def flag_mass_sums(model: mujoco.MjModel, results: list[ParameterResult], notes:
         members = [r for r in masses if r.target in group]
         total = sum(r.value[0] for r in members)
         bound = math.sqrt(sum(r.half_width_95[0] ** 2 for r in members if math.isfinite(r.half_width_95[0])))
-        notes.append(f"masses {', '.join(r.name for r in members)} enter the joint dynamics only as their sum "
-                     f"{total:.6g} kg (about +- {bound:.2g}); apart they rest on the assumed centres of mass")
-    return [replace(r, identifiable=False, half_width_95=(math.inf,)) if r in masses and r.target in split else r
-            for r in results]
+        notes.append(
+            f"masses {', '.join(r.name for r in members)} enter the joint dynamics only as their sum "
+            f"{total:.6g} kg (about +- {bound:.2g}); apart they rest on the assumed centres of mass"
+        )
+    return [
+        replace(r, identifiable=False, half_width_95=(math.inf,)) if r in masses and r.target in split else r
+        for r in results
+    ]

@@ -25,16 +25,14 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from ...linear import coulomb_columns
-from ...linear import INERTIAL_NAMES, JOINT_TERMS, ArmRegressor
-from ...linear import weigh_joints
+from ...linear import INERTIAL_NAMES, JOINT_TERMS, ArmRegressor, coulomb_columns, weigh_joints
 from ...signals import Derivatives
 from ...sim import joint_motor, set_effort_offset
 from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, held_out_split, torque_records, torque_validation
-from ..rollout import sequences as sd
-from ..problem.inertia import tensor_entries
 from ..problem.file import ParameterSpec
+from ..problem.inertia import tensor_entries
 from ..problem.spec_values import model_value
+from ..rollout import sequences as sd
 
 FIT_WINDOWS_S = (0.05, 0.1, 0.2)
 """Savitzky-Golay windows (cubic) the fit tries; the torque is filtered by the same kernel, so a longer window
@@ -51,8 +49,12 @@ MAX_ROWS = 5000
 """Rows the fit uses at most (evenly spaced): derivatives filtered over tens of ms change little between them."""
 MIN_PRINCIPAL = 0.01
 """A projected body's principal moments are at least this fraction of its largest."""
-TERM_OF_KIND = {"joint_damping": "viscous", "joint_frictionloss": "coulomb", "joint_armature": "armature",
-                "joint_effort_offset": "offset"}
+TERM_OF_KIND = {
+    "joint_damping": "viscous",
+    "joint_frictionloss": "coulomb",
+    "joint_armature": "armature",
+    "joint_effort_offset": "offset",
+}
 BODY_KINDS = ("body_mass", "body_mass_com", "body_inertia")
 FITTED_KINDS = BODY_KINDS + tuple(TERM_OF_KIND)
 """The parameter kinds the torque-space fit writes into the model."""
@@ -73,12 +75,17 @@ class TorqueSpaceFit:
 
     def document(self) -> dict[str, Any]:
         """The values the fit wrote, by body and joint (the tensor as ixx iyy izz ixy ixz iyz)."""
-        return {"rows": self.rows, "filter_window_s": self.filter_window_s,
-                "bodies": {name: {"mass": m, "com": [float(x) for x in c],
-                                  "inertia": [float(x) for x in tensor_entries(t)]}
-                           for name, (m, c, t) in self.bodies.items()},
-                "joints": self.joints, "projected_onto_physical": list(self.projected),
-                "held_at_zero": list(self.held_at_zero)}
+        return {
+            "rows": self.rows,
+            "filter_window_s": self.filter_window_s,
+            "bodies": {
+                name: {"mass": m, "com": [float(x) for x in c], "inertia": [float(x) for x in tensor_entries(t)]}
+                for name, (m, c, t) in self.bodies.items()
+            },
+            "joints": self.joints,
+            "projected_onto_physical": list(self.projected),
+            "held_at_zero": list(self.held_at_zero),
+        }
 
 
 def fitted_bodies(model: mujoco.MjModel, parameters: Sequence[ParameterSpec]) -> list[int]:
@@ -124,8 +131,13 @@ class TorqueSpaceChoice:
     ratio: float
 
 
-def choose_on_training(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model: mujoco.MjModel,
-                       maps: Sequence[sd.JointMap], parts: Sequence[Part]) -> TorqueSpaceChoice | None:
+def choose_on_training(
+    spec: mujoco.MjSpec,
+    parameters: Sequence[ParameterSpec],
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    parts: Sequence[Part],
+) -> TorqueSpaceChoice | None:
     """The torque-space fit of `parts` (the training rows) and the choice between it and `spec` (the window fit)
     made on them alone: a torque-space fit on the first 75 % of the longest record and the window fit scored on
     its last 25 %, the torque-space fit taken below `TAKE_BELOW` x the window fit's torque; then refitted on
@@ -135,9 +147,14 @@ def choose_on_training(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec],
     trial = fit_on_parts(spec, parameters, model, maps, inner)
     if trial is None:
         return None
-    scored = torque_validation(model, maps, [("inner", inner)], [("check", check)],
-                               {"window_fit": spec.copy().compile(), "torque_space": trial.spec.copy().compile()},
-                               friction=False)
+    scored = torque_validation(
+        model,
+        maps,
+        [("inner", inner)],
+        [("check", check)],
+        {"window_fit": spec.copy().compile(), "torque_space": trial.spec.copy().compile()},
+        friction=False,
+    )
     if scored is None:
         return None
     ratio = torque_ratio(scored.rms_nm["torque_space"], scored.rms_nm["window_fit"], scored.joints)
@@ -150,9 +167,14 @@ def torque_ratio(rms: dict[str, float], reference: dict[str, float], joints: Seq
     return float(np.exp(np.mean([np.log(max(rms[j], 1e-12) / max(reference[j], 1e-12)) for j in joints])))
 
 
-def fit_on_parts(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model: mujoco.MjModel,
-                 maps: Sequence[sd.JointMap], parts: Sequence[Part], window: float | None = None
-                 ) -> TorqueSpaceFit | None:
+def fit_on_parts(
+    spec: mujoco.MjSpec,
+    parameters: Sequence[ParameterSpec],
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    parts: Sequence[Part],
+    window: float | None = None,
+) -> TorqueSpaceFit | None:
     """The torque-space fit on records (`torque_check` parts) from `spec` (the window fit) with the ridge toward
     `model` (the model file), its filter window `window`, else the one of `FIT_WINDOWS_S` whose
     fit on the first 75 % of the longest record predicts its last 25 % best (geometric mean over the joints of
@@ -169,9 +191,18 @@ def fit_on_parts(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model
         fit = None if record is None else fit_torque_space(spec, parameters, *record, prior=model)
         if fit is not None:
             candidates[window] = fit
-    scored = None if len(candidates) < 2 else torque_validation(
-        model, maps, [("inner", inner)], [("check", check)],
-        {str(w): fit.spec.copy().compile() for w, fit in candidates.items()}, friction=False)
+    scored = (
+        None
+        if len(candidates) < 2
+        else torque_validation(
+            model,
+            maps,
+            [("inner", inner)],
+            [("check", check)],
+            {str(w): fit.spec.copy().compile() for w, fit in candidates.items()},
+            friction=False,
+        )
+    )
     window = FIT_WINDOWS_S[0] if not candidates else next(iter(candidates))
     if scored is not None:
         rms = np.array([[scored.rms_nm[str(w)][j] for j in scored.joints] for w in candidates])
@@ -180,8 +211,14 @@ def fit_on_parts(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model
     return fit_on_parts(spec, parameters, model, maps, parts, window=window)
 
 
-def fit_torque_space(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], deriv: Derivatives, tau: np.ndarray,
-                     velocity: np.ndarray | None, prior: mujoco.MjModel | None = None) -> TorqueSpaceFit | None:
+def fit_torque_space(
+    spec: mujoco.MjSpec,
+    parameters: Sequence[ParameterSpec],
+    deriv: Derivatives,
+    tau: np.ndarray,
+    velocity: np.ndarray | None,
+    prior: mujoco.MjModel | None = None,
+) -> TorqueSpaceFit | None:
     """The torque-space fit on a record's derivatives and torque (model DOF order, NaN where unusable), the
     friction loss as the soft sign MuJoCo makes of it (of the measured `velocity` filtered like the torque, when
     given); written into a copy of `spec`, whose values the parameters it does not fit keep; the ridge pulls
@@ -189,8 +226,11 @@ def fit_torque_space(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], d
     model = spec.copy().compile()
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
     bodies = fitted_bodies(model, parameters)
-    terms = {(p.target, TERM_OF_KIND[p.kind]) for p in parameters if p.kind in TERM_OF_KIND and not p.frozen
-             and f"{p.target}.{TERM_OF_KIND[p.kind]}" in arm.names}
+    terms = {
+        (p.target, TERM_OF_KIND[p.kind])
+        for p in parameters
+        if p.kind in TERM_OF_KIND and not p.frozen and f"{p.target}.{TERM_OF_KIND[p.kind]}" in arm.names
+    }
     free = [arm.bodies.index(b) * 10 + i for b in bodies for i in range(len(INERTIAL_NAMES))]
     free += [arm.names.index(f"{j}.{t}") for j, t in sorted(terms)]
     if not free:
@@ -200,7 +240,7 @@ def fit_torque_space(spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], d
     if friction is not None:
         ok &= np.isfinite(friction).all(axis=1)
     rows = np.flatnonzero(ok)
-    rows = rows[::max(1, len(rows) // MAX_ROWS)]
+    rows = rows[:: max(1, len(rows) // MAX_ROWS)]
     if len(rows) < 50:
         return None
     w = arm.compute(deriv.q[rows], deriv.qd[rows], deriv.qdd[rows])  # (rows, nv, every parameter)
@@ -246,15 +286,23 @@ def _weighted_ridge(w: np.ndarray, r: np.ndarray) -> np.ndarray:
     return step
 
 
-def _written(spec: mujoco.MjSpec, model: mujoco.MjModel, arm: ArmRegressor, bodies: Sequence[int],
-             terms: set[tuple[str, str]], theta: np.ndarray, rows: int, zeroed: tuple[str, ...]) -> TorqueSpaceFit:
+def _written(
+    spec: mujoco.MjSpec,
+    model: mujoco.MjModel,
+    arm: ArmRegressor,
+    bodies: Sequence[int],
+    terms: set[tuple[str, str]],
+    theta: np.ndarray,
+    rows: int,
+    zeroed: tuple[str, ...],
+) -> TorqueSpaceFit:
     """theta's fitted bodies (projected) and joint terms in a copy of `spec`."""
     out = spec.copy()
     fitted: dict[str, tuple[float, np.ndarray, np.ndarray]] = {}
     projected: list[str] = []
     for b in bodies:
         k = arm.bodies.index(b)
-        m, c, tensor, moved = physical_body(theta[10 * k:10 * k + 10])
+        m, c, tensor, moved = physical_body(theta[10 * k : 10 * k + 10])
         name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
         body = out.body(name)
         body.mass, body.ipos = m, c
@@ -265,8 +313,7 @@ def _written(spec: mujoco.MjSpec, model: mujoco.MjModel, arm: ArmRegressor, bodi
         if moved:
             projected.append(name)
     joints: dict[str, dict[str, float]] = {}
-    mujoco_name = {"viscous": "damping", "coulomb": "frictionloss", "armature": "armature",
-                   "offset": "effort_offset"}
+    mujoco_name = {"viscous": "damping", "coulomb": "frictionloss", "armature": "armature", "offset": "effort_offset"}
     for joint, term in sorted(terms):
         value = float(theta[arm.names.index(f"{joint}.{term}")])
         value = value if term == "offset" else max(value, 0.0)  # held at 0 already when the fit made it negative

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -17,16 +18,16 @@ from mujoco import sysid
 
 from ...errors import SysidRosError
 from ...report import Trace
-from ..rollout import sequences as sd
-from .load import Loaded
-from .intervals import Spread
-from .optimize import Fit
-from ..problem.parameters import CachedBuild, build_parameters
+from ..checks.torque_validation import held_out_split, torque_validation
 from ..problem.file import Problem
+from ..problem.parameters import CachedBuild, build_parameters
+from ..results import RunLog
+from ..rollout import sequences as sd
 from ..rollout.quiet import quiet_output
 from ..rollout.residual import InitialStateRollout, ScaledResidual, batched_residual_fn
-from ..results import RunLog
-from ..checks.torque_validation import held_out_split, torque_validation
+from .intervals import Spread
+from .load import Loaded
+from .optimize import Fit
 from .torque_fit import TAKE_BELOW, TorqueSpaceChoice, TorqueSpaceFit, choose_on_training, outside_bounds, torque_ratio
 
 
@@ -58,14 +59,18 @@ def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
 def _metrics(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> tuple[dict[str, Any], list[Trace]]:
     """The fit's metrics (training RMS, evaluations, cost, conditioning, residual ratios, time offset) and the
     training traces."""
-    traces, sq, count = position_traces("training", spread.preds, spread.records, run.maps,
-                                        fit.residual_fn.segment_names)
+    traces, sq, count = position_traces(
+        "training", spread.preds, spread.records, run.maps, fit.residual_fn.segment_names
+    )
     metrics: dict[str, Any] = {
         "training_position_rms_rad": {m.ros_joint: float(np.sqrt(s / count)) for m, s in zip(run.maps, sq)},
-        "training_segments": len(run.train), "residual_evaluations": fit.evals[0], "parameter_points": fit.evals[1],
+        "training_segments": len(run.train),
+        "residual_evaluations": fit.evals[0],
+        "parameter_points": fit.evals[1],
         "model_compiles": fit.build.compiles,
-        "final_cost": 0.5 * float(sum(np.sum(r ** 2) for r in spread.res_star)),
-        "jacobian_condition_number": condition_number(spread.jac), **log.metrics,
+        "final_cost": 0.5 * float(sum(np.sum(r**2) for r in spread.res_star)),
+        "jacobian_condition_number": condition_number(spread.jac),
+        **log.metrics,
         "training_residual_ratio": {_signal_name(f.signal, run.maps): round(f.ratio, 4) for f in spread.fits},
     }
     if spread.scan is not None:
@@ -74,8 +79,7 @@ def _metrics(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> tuple[dict[s
     return metrics, traces
 
 
-def _validation(run: Loaded, fit: Fit, identified: mujoco.MjSpec, metrics: dict[str, Any], log: RunLog
-                ) -> list[Trace]:
+def _validation(run: Loaded, fit: Fit, identified: mujoco.MjSpec, metrics: dict[str, Any], log: RunLog) -> list[Trace]:
     """Held-out segments replayed on the identified model and on the start values (position RMS of each)."""
     if not run.val:
         return []
@@ -108,8 +112,9 @@ def _signal_name(signal: str, maps: Sequence[sd.JointMap]) -> str:
     return f"{next((m.ros_joint for m in maps if m.mjcf_joint == joint), joint)}_{kind}"
 
 
-def position_traces(split: str, preds: Sequence, records: Sequence, maps: Sequence[sd.JointMap],
-            names: Sequence[str], limit: int = 4) -> tuple[list[Trace], np.ndarray, int]:
+def position_traces(
+    split: str, preds: Sequence, records: Sequence, maps: Sequence[sd.JointMap], names: Sequence[str], limit: int = 4
+) -> tuple[list[Trace], np.ndarray, int]:
     """Position traces of the first segments, and the sum of squared position errors per joint."""
     keys = [f"{m.mjcf_joint}_qpos" for m in maps]
     flat = lambda xs: [y for x in xs for y in (x if isinstance(x, list) else [x])]  # noqa: E731
@@ -118,25 +123,40 @@ def position_traces(split: str, preds: Sequence, records: Sequence, maps: Sequen
     for k, (pred, meas) in enumerate(zip(preds, records)):
         idx = [meas.signal_mapping[key][1][0] for key in keys]
         err = meas.data[:, idx] - pred.data[:, idx]
-        sq += np.sum(err ** 2, axis=0)
+        sq += np.sum(err**2, axis=0)
         count += len(err)
         if k < limit:
-            traces.append(Trace(split, names[k], tuple(m.ros_joint for m in maps), np.asarray(meas.times),
-                                meas.data[:, idx].copy(), pred.data[:, idx].copy()))
+            traces.append(
+                Trace(
+                    split,
+                    names[k],
+                    tuple(m.ros_joint for m in maps),
+                    np.asarray(meas.times),
+                    meas.data[:, idx].copy(),
+                    pred.data[:, idx].copy(),
+                )
+            )
     return traces, sq, count
 
 
-def replay_held_out(problem: Problem, identified: mujoco.MjSpec, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-              segments: Sequence[sd.Segment], opt_params: sysid.ParameterDict, modify: ScaledResidual
-              ) -> tuple[list[Trace], dict[str, float]]:
+def replay_held_out(
+    problem: Problem,
+    identified: mujoco.MjSpec,
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    segments: Sequence[sd.Segment],
+    opt_params: sysid.ParameterDict,
+    modify: ScaledResidual,
+) -> tuple[list[Trace], dict[str, float]]:
     """Replay held-out segments on the identified model (only their start states are estimated)."""
     val_ms = sd.model_sequences(problem.name + "_validation", identified.copy(), segments)
     params = opt_params.copy()
     for name in params.keys():
         params[name].frozen = True  # the identified spec already holds the values
     rollout = InitialStateRollout(val_ms, model, maps, params) if problem.estimate_initial_state else None
-    fn = batched_residual_fn([val_ms], build_model=CachedBuild(), modify_residual=modify, custom_rollout=rollout,
-                             resample_true=False)
+    fn = batched_residual_fn(
+        [val_ms], build_model=CachedBuild(), modify_residual=modify, custom_rollout=rollout, resample_true=False
+    )
     if rollout is not None:
         with quiet_output(problem.optimizer.quiet):  # start states enter almost linearly: 2 Gauss-Newton steps
             params, _ = sysid.optimize(params, fn, optimizer="mujoco", verbose=False, max_iters=2)
@@ -155,16 +175,16 @@ class HeldOutTorque:
     torque_space: dict[str, Any]
 
 
-def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, Any], notes: list[str]
-                    ) -> HeldOutTorque:
+def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, Any], notes: list[str]) -> HeldOutTorque:
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
     torque-space fit when it is chosen on the training rows (`torque_space.choose_on_training`), else the window
     fit: the held-out rows judge the choice, they do not make it."""
     problem, model, maps, train_data, val_data = run.problem, run.model, run.maps, run.train_data, run.val_data
     try:
-        check = torque_validation(model, maps, train_data, val_data,
-                                  {"nominal": model, "window_fit": identified.copy().compile()})
+        check = torque_validation(
+            model, maps, train_data, val_data, {"nominal": model, "window_fit": identified.copy().compile()}
+        )
     except SysidRosError as exc:
         notes.append(f"torque-space validation failed: {exc}")
         return HeldOutTorque({}, identified, {})
@@ -172,9 +192,13 @@ def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, A
         return HeldOutTorque({}, identified, {})
     try:
         choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data)
-        extra = None if choice is None else torque_validation(model, maps, train_data, val_data,
-                                                              {"torque_space": choice.fit.spec.copy().compile()},
-                                                              friction=False)
+        extra = (
+            None
+            if choice is None
+            else torque_validation(
+                model, maps, train_data, val_data, {"torque_space": choice.fit.spec.copy().compile()}, friction=False
+            )
+        )
     except SysidRosError as exc:
         notes.append(f"the torque-space fit failed ({exc}); the identified model is the window fit")
         choice = extra = None
@@ -186,29 +210,48 @@ def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, A
         held_out_ratio = torque_ratio(rms["torque_space"], rms["window_fit"], check.joints)
         chosen = space.spec if taken else identified
         outside = outside_bounds(space, problem.parameters)
-        document = {"taken": taken, "training_torque_ratio_to_window_fit": round(choice.ratio, 4),
-                    "held_out_torque_ratio_to_window_fit": round(held_out_ratio, 4), **space.document(),
-                    "outside_problem_bounds": outside}
+        document = {
+            "taken": taken,
+            "training_torque_ratio_to_window_fit": round(choice.ratio, 4),
+            "held_out_torque_ratio_to_window_fit": round(held_out_ratio, 4),
+            **space.document(),
+            "outside_problem_bounds": outside,
+        }
         notes.append(_choice_note(taken, choice.ratio, space))
         if taken and outside:
-            notes.append("the torque-space fit puts values outside the problem's bounds (it is not bounded; the "
-                         f"window fit is): {', '.join(outside)}")
+            notes.append(
+                "the torque-space fit puts values outside the problem's bounds (it is not bounded; the "
+                f"window fit is): {', '.join(outside)}"
+            )
     rms["identified"] = rms["torque_space" if taken else "window_fit"]
     metrics["held_out_torque_rms_nm"] = check.metrics()
     metrics["identified_model"] = "torque_space" if taken else "window_fit"
     worse = [j for j in check.joints if rms["identified"][j] > rms["nominal"][j]]
     if worse:
-        notes.append(f"held-out joint torque ({check.held_out}) predicted worse by the identified model than by "
-                     "the model file on " + ", ".join(f"{j} ({rms['identified'][j]:.3g} vs "
-                                                      f"{rms['nominal'][j]:.3g} N m)" for j in worse))
-    notes += check.friction_notes({m.ros_joint for m in maps for p in problem.parameters
-                                   if p.kind == "joint_effort_offset" and p.target == m.mjcf_joint})
+        notes.append(
+            f"held-out joint torque ({check.held_out}) predicted worse by the identified model than by "
+            "the model file on "
+            + ", ".join(f"{j} ({rms['identified'][j]:.3g} vs {rms['nominal'][j]:.3g} N m)" for j in worse)
+        )
+    notes += check.friction_notes(
+        {
+            m.ros_joint
+            for m in maps
+            for p in problem.parameters
+            if p.kind == "joint_effort_offset" and p.target == m.mjcf_joint
+        }
+    )
     return HeldOutTorque(check.friction_document(), chosen, document)
 
 
-def _torque_space_choice(problem: Problem, model: mujoco.MjModel, identified: mujoco.MjSpec,
-                         maps: Sequence[sd.JointMap], train_data: Sequence, val_data: Sequence
-                         ) -> TorqueSpaceChoice | None:
+def _torque_space_choice(
+    problem: Problem,
+    model: mujoco.MjModel,
+    identified: mujoco.MjSpec,
+    maps: Sequence[sd.JointMap],
+    train_data: Sequence,
+    val_data: Sequence,
+) -> TorqueSpaceChoice | None:
     """The torque-space fit and the choice, both on the rows the regression is fitted on (the held-out rows left
     out)."""
     fit_parts, _, _ = held_out_split(train_data, val_data)
@@ -216,16 +259,24 @@ def _torque_space_choice(problem: Problem, model: mujoco.MjModel, identified: mu
 
 
 def _choice_note(taken: bool, ratio: float, space: TorqueSpaceFit) -> str:
-    what = (f"{len(space.bodies)} bodies' inertials and {sum(len(t) for t in space.joints.values())} joint terms "
-            "by weighted least squares on the measured torque")
-    parts = ((space.projected, "bodies projected onto physical values"),
-             (space.held_at_zero, "joint terms held at 0 (negative when free)"))
+    what = (
+        f"{len(space.bodies)} bodies' inertials and {sum(len(t) for t in space.joints.values())} joint terms "
+        "by weighted least squares on the measured torque"
+    )
+    parts = (
+        (space.projected, "bodies projected onto physical values"),
+        (space.held_at_zero, "joint terms held at 0 (negative when free)"),
+    )
     extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
     if taken:
-        return (f"the identified model is the torque-space fit ({what}{extra}): on the training rows' last quarter "
-                f"(a fit on the rest) its joint torque is {ratio:.2f}x the window fit's (geometric mean over the "
-                "joints); `parameters` hold its values (the window fit's are under `window_fit_parameters`); the "
-                "held-out position replay is the window fit's")
-    return (f"the identified model is the window fit: the torque-space fit ({what}), fitted on the first 75 % of "
-            f"the training rows, predicts the rest's joint torque {ratio:.2f}x the window fit's (geometric mean over "
-            f"the joints; taken below {TAKE_BELOW:g}x)")
+        return (
+            f"the identified model is the torque-space fit ({what}{extra}): on the training rows' last quarter "
+            f"(a fit on the rest) its joint torque is {ratio:.2f}x the window fit's (geometric mean over the "
+            "joints); `parameters` hold its values (the window fit's are under `window_fit_parameters`); the "
+            "held-out position replay is the window fit's"
+        )
+    return (
+        f"the identified model is the window fit: the torque-space fit ({what}), fitted on the first 75 % of "
+        f"the training rows, predicts the rest's joint torque {ratio:.2f}x the window fit's (geometric mean over "
+        f"the joints; taken below {TAKE_BELOW:g}x)"
+    )

@@ -4,25 +4,24 @@ regression estimator where its parameters overlap the problem's, and the optiona
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 from mujoco import sysid
 
 from ...errors import ModelError, SysidRosError
-from ...linear import ArmRegressor
-from ...linear import fit_pendulum
-from ...signals import JointCommands, JointSamples
-from ...signals import savgol_derivatives
-from ..rollout import sequences as sd
-from .load import Loaded
+from ...linear import ArmRegressor, fit_pendulum
+from ...signals import JointCommands, JointSamples, savgol_derivatives
+from ..checks.torque_validation import held_out_split, joint_order, torque_rows
+from ..problem.file import Problem
 from ..problem.parameters import build_parameters
 from ..problem.plausibility import Prior, make_prior
-from ..problem.file import Problem
 from ..results import RunLog
-from ..checks.torque_validation import held_out_split, joint_order, torque_rows
+from ..rollout import sequences as sd
+from .load import Loaded
 
 
 @dataclass(frozen=True)
@@ -50,17 +49,21 @@ def start_values(run: Loaded, log: RunLog) -> Start:
         except SysidRosError as exc:
             log.notes.append(f"regression warm start failed: {exc}")
         if not warm and len(run.maps) > 1:
-            warm = arm_warm_start_if_better(problem, run.model, run.maps, run.train_data, run.val_data, params,
-                                            log.notes, log.metrics)
+            warm = arm_warm_start_if_better(
+                problem, run.model, run.maps, run.train_data, run.val_data, params, log.notes, log.metrics
+            )
         if not warm:
-            log.notes.append("no regression warm start for this problem (one-joint pendulums, or every joint of an "
-                             "arm with body_mass / joint_damping / joint_frictionloss / joint_armature parameters)")
+            log.notes.append(
+                "no regression warm start for this problem (one-joint pendulums, or every joint of an "
+                "arm with body_mass / joint_damping / joint_frictionloss / joint_armature parameters)"
+            )
     log.report("warm_start", 0.15, f"warm start {warm}" if warm else "starting from the given values")
     return Start(params, prior, warm, regression)
 
 
-def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                         data: Sequence[tuple[str, list]]) -> dict[str, tuple[float, float]]:
+def pendulum_warm_start(
+    problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap], data: Sequence[tuple[str, list]]
+) -> dict[str, tuple[float, float]]:
     """The regression estimate (fit_pendulum) of mass, damping and friction loss of a one-joint pendulum,
     each as (value, 95 % half-width of its block bootstrap)."""
     if len(maps) != 1:
@@ -78,8 +81,11 @@ def pendulum_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[
     samples, commands = data[0][1][0]
     dt_s = float(np.median(np.diff(samples.time_s)))
     q = samples.column("position", maps[0].ros_joint)
-    tau = (commands.held_at(samples.time_ns)[:, commands.joint_names.index(maps[0].ros_joint)]
-           if commands is not None else samples.column("effort", maps[0].ros_joint))
+    tau = (
+        commands.held_at(samples.time_ns)[:, commands.joint_names.index(maps[0].ros_joint)]
+        if commands is not None
+        else samples.column("effort", maps[0].ros_joint)
+    )
     if length <= 0 or not np.all(np.isfinite(tau)):
         return {}
     fit = fit_pendulum(savgol_derivatives(q, dt_s), tau, length_m=length, rotor_inertia_kg_m2=rot)
@@ -120,8 +126,12 @@ def apply_warm_start(params: sysid.ParameterDict, warm: dict[str, float]) -> dic
     return used
 
 
-ARM_JOINT_TERMS = {"joint_damping": "viscous", "joint_frictionloss": "coulomb", "joint_armature": "armature",
-                   "joint_effort_offset": "offset"}
+ARM_JOINT_TERMS = {
+    "joint_damping": "viscous",
+    "joint_frictionloss": "coulomb",
+    "joint_armature": "armature",
+    "joint_effort_offset": "offset",
+}
 
 
 @dataclass(frozen=True)
@@ -135,13 +145,19 @@ class ArmWarmStart:
 
     @property
     def better(self) -> bool:
-        return sum(v ** 2 for v in self.torque_rms_warm_nm.values()) < sum(
-            v ** 2 for v in self.torque_rms_start_nm.values())
+        return sum(v**2 for v in self.torque_rms_warm_nm.values()) < sum(
+            v**2 for v in self.torque_rms_start_nm.values()
+        )
 
 
-def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
-                   train: Sequence[tuple[str, list]], held_out: Sequence[tuple[str, list]] = (),
-                   every: int = 2) -> ArmWarmStart | None:
+def arm_warm_start(
+    problem: Problem,
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    train: Sequence[tuple[str, list]],
+    held_out: Sequence[tuple[str, list]] = (),
+    every: int = 2,
+) -> ArmWarmStart | None:
     """Masses and joint terms of a multi-joint problem from the whole-arm regressor, checked on held-out data.
 
     The torque is linear in the parameters a problem names: a `body_mass` scales its body's 10 inertial
@@ -167,7 +183,7 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
         if p.kind == "body_mass":
             body = model.body(p.target).id
             i = arm.names.index(f"{model.body(body).name}.m")
-            columns[i:i + 10, k] = theta0[i:i + 10] / model.body_mass[body]
+            columns[i : i + 10, k] = theta0[i : i + 10] / model.body_mass[body]
             start[k] = float(model.body_mass[body])
         else:
             i = arm.names.index(f"{p.target}.{ARM_JOINT_TERMS[p.kind]}")
@@ -204,13 +220,21 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
         err = tau_chk - w_chk @ (base + columns @ v)
         return {j: float(np.sqrt(np.mean(err[:, k] ** 2))) for k, j in enumerate(names)}
 
-    return ArmWarmStart({p.name: float(v) for p, v in zip(wanted, values) if math.isfinite(v)}, rms(start),
-                        rms(values), label)
+    return ArmWarmStart(
+        {p.name: float(v) for p, v in zip(wanted, values) if math.isfinite(v)}, rms(start), rms(values), label
+    )
 
 
-def arm_warm_start_if_better(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap], train_data: Sequence,
-                             val_data: Sequence, params: sysid.ParameterDict, notes: list[str],
-                             metrics: dict[str, Any]) -> dict[str, float]:
+def arm_warm_start_if_better(
+    problem: Problem,
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    train_data: Sequence,
+    val_data: Sequence,
+    params: sysid.ParameterDict,
+    notes: list[str],
+    metrics: dict[str, Any],
+) -> dict[str, float]:
     """The whole-arm regression warm start, used only when it predicts held-out torque better than the start."""
     try:
         arm = arm_warm_start(problem, model, maps, train_data, val_data)
@@ -219,11 +243,17 @@ def arm_warm_start_if_better(problem: Problem, model: mujoco.MjModel, maps: Sequ
         return {}
     if arm is None:
         return {}
-    metrics["warm_start_torque_check"] = {"held_out": arm.held_out, "start_rms_nm": arm.torque_rms_start_nm,
-                                          "warm_start_rms_nm": arm.torque_rms_warm_nm, "used": arm.better}
-    total = lambda rms: math.sqrt(sum(v ** 2 for v in rms.values()))  # noqa: E731
-    text = (f"held-out torque RMS {total(arm.torque_rms_warm_nm):.3g} N m with the regression estimate, "
-            f"{total(arm.torque_rms_start_nm):.3g} N m with the start values ({arm.held_out})")
+    metrics["warm_start_torque_check"] = {
+        "held_out": arm.held_out,
+        "start_rms_nm": arm.torque_rms_start_nm,
+        "warm_start_rms_nm": arm.torque_rms_warm_nm,
+        "used": arm.better,
+    }
+    total = lambda rms: math.sqrt(sum(v**2 for v in rms.values()))  # noqa: E731
+    text = (
+        f"held-out torque RMS {total(arm.torque_rms_warm_nm):.3g} N m with the regression estimate, "
+        f"{total(arm.torque_rms_start_nm):.3g} N m with the start values ({arm.held_out})"
+    )
     if not arm.better:
         notes.append(f"whole-arm regression warm start not used: {text}")
         return {}

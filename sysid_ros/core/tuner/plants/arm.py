@@ -17,15 +17,14 @@ import mujoco
 import numpy as np
 
 from ...errors import ConfigError
+from ...files import load_spec
 from ...linear import JointModel
 from ...signals import Trajectory
-from ...files import load_spec
 from ...sim import DriveEncoder, SimRobot
-from ...tapes import Tape, duration_s, sample
-from ...tapes import Envelope
+from ...tapes import Envelope, Tape, duration_s, sample
 from ..base_feedforward import joint_base_feedforward
-from .joint import Telemetry, play_checked
 from ..servo import Controller, to_pid_gains
+from .joint import Telemetry, play_checked
 
 BOX_TERMS_WITH_ARM_MODEL = ("viscous_nm_s_rad", "coulomb_nm")
 ALL_BOX_TERMS = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm", "gravity_cos_nm", "offset_nm")
@@ -40,8 +39,9 @@ def nominal_model(model: str | Path) -> mujoco.MjModel:
     return spec.compile()
 
 
-def inverse_dynamics(nominal: mujoco.MjModel, joints: tuple[str, ...], q: np.ndarray, qd: np.ndarray,
-                     qdd: np.ndarray) -> np.ndarray:
+def inverse_dynamics(
+    nominal: mujoco.MjModel, joints: tuple[str, ...], q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+) -> np.ndarray:
     """mj_inverse torques (N, J) for the named joints along (N, J) references (other joints at 0)."""
     data = mujoco.MjData(nominal)
     qadr = [nominal.joint(j).qposadr[0] for j in joints]
@@ -76,12 +76,14 @@ class Arm:
         self._nominal = nominal_model(self.model)
         if self.arm_feedforward is None:
             m = self._nominal
-            actuated = {j for j in range(m.njnt) if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE,
-                                                                        mujoco.mjtJoint.mjJNT_SLIDE)}
+            actuated = {
+                j for j in range(m.njnt) if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+            }
             passive = [m.joint(j).name for j in actuated if m.joint(j).name not in self.joints]
             self.arm_feedforward = not (m.neq > 0 or passive)
-        probe = SimRobot(self.model, list(self.joints), command_rate_hz=self.command_rate_hz,
-                         publish_rate_hz=self.command_rate_hz)
+        probe = SimRobot(
+            self.model, list(self.joints), command_rate_hz=self.command_rate_hz, publish_rate_hz=self.command_rate_hz
+        )
         caps = self.torque_limits_nm or {}
         self.caps = {j: float(caps.get(j, probe.torque_limits_nm[k])) for k, j in enumerate(self.joints)}
         self.home = {j: self.envelopes[j].origin_rad for j in self.joints}
@@ -123,7 +125,7 @@ class Arm:
             cache[joint] = joint_base_feedforward(self._nominal, self.joints, joint, self.home)
         return cache[joint]
 
-    def joint_plant(self, joint: str, others: dict[str, Controller]) -> "JointInArm":
+    def joint_plant(self, joint: str, others: dict[str, Controller]) -> JointInArm:
         return JointInArm(self, joint, dict(others))
 
 
@@ -142,9 +144,17 @@ class ArmPlant(Arm):
         t, q, qd, _, ff = self.reference(tape, controllers)
         rate, n = self.command_rate_hz, len(t)
         encoder = DriveEncoder(self.noise_rad, self.delay_s, self.seed * 7919 + self.plays)
-        robot = SimRobot(self.model, list(self.joints), command_rate_hz=rate, publish_rate_hz=rate,
-                         torque_limits_nm=[self.caps[j] for j in self.joints], physics=self.physics,
-                         initial_positions=list(q[0]), seed=self.seed + self.plays, drive_encoder=encoder)
+        robot = SimRobot(
+            self.model,
+            list(self.joints),
+            command_rate_hz=rate,
+            publish_rate_hz=rate,
+            torque_limits_nm=[self.caps[j] for j in self.joints],
+            physics=self.physics,
+            initial_positions=list(q[0]),
+            seed=self.seed + self.plays,
+            drive_encoder=encoder,
+        )
         self.plays += 1
         for joint in self.joints:
             robot.set_gains(joint, to_pid_gains(controllers[joint].gains))
@@ -156,12 +166,22 @@ class ArmPlant(Arm):
         self.motion_s += m / rate
         out = {}
         for k, joint in enumerate(self.joints):
-            out[joint] = Telemetry(tape.name, t[:m], np.array([f.position[k] for f in feedback]),
-                                   np.array([f.velocity[k] for f in feedback]),
-                                   np.array([f.effort[k] for f in feedback]), q[:m, k], qd[:m, k], ff[:m, k],
-                                   rate, self.caps[joint], aborted if joint == culprit else None,
-                                   (f"stopped early: {aborted}",) if aborted else (),
-                                   controllers[joint].gains.kp, controllers[joint].gains.kd)
+            out[joint] = Telemetry(
+                tape.name,
+                t[:m],
+                np.array([f.position[k] for f in feedback]),
+                np.array([f.velocity[k] for f in feedback]),
+                np.array([f.effort[k] for f in feedback]),
+                q[:m, k],
+                qd[:m, k],
+                ff[:m, k],
+                rate,
+                self.caps[joint],
+                aborted if joint == culprit else None,
+                (f"stopped early: {aborted}",) if aborted else (),
+                controllers[joint].gains.kp,
+                controllers[joint].gains.kd,
+            )
         return out
 
 

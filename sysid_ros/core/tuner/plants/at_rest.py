@@ -21,7 +21,7 @@ class RestWatch:
     since_ns: int | None = field(default=None, init=False)
 
     @classmethod
-    def for_limits(cls, max_speeds_rad_s: list[float], hold_s: float = HOLD_S) -> "RestWatch":
+    def for_limits(cls, max_speeds_rad_s: list[float], hold_s: float = HOLD_S) -> RestWatch:
         """At rest below `SPEED_FRAC` of each joint's speed limit."""
         return cls(SPEED_FRAC * np.asarray(max_speeds_rad_s, dtype=float), hold_s)
 

@@ -22,8 +22,7 @@ from ...errors import ConfigError
 from ...linear import JointModel
 from ...signals import Trajectory
 from ...sim import DriveEncoder, Feedback, SimRobot
-from ...tapes import Tape, duration_s, sample
-from ...tapes import Envelope, check_sample
+from ...tapes import Envelope, Tape, check_sample, duration_s, sample
 from ..servo import Controller, to_pid_gains
 
 TRAVEL_MARGIN_FRAC = 0.1  # a play aborts past travel + 10 % of travel, or 1.5x top speed
@@ -94,9 +93,13 @@ def play_checked(robot: SimRobot, n: int, command_rate_hz: float, envelopes: Map
         feedback.extend(got)
         for sample_ in got:
             for k, joint, env in index:
-                why = check_sample(env, float(sample_.position[k]), float(sample_.velocity[k]),
-                                   travel_margin_rad=TRAVEL_MARGIN_FRAC * env.travel_rad,
-                                   speed_margin_frac=SPEED_MARGIN_FRAC)
+                why = check_sample(
+                    env,
+                    float(sample_.position[k]),
+                    float(sample_.velocity[k]),
+                    travel_margin_rad=TRAVEL_MARGIN_FRAC * env.travel_rad,
+                    speed_margin_frac=SPEED_MARGIN_FRAC,
+                )
                 if why:
                     return Played(feedback, f"{why} at t={sample_.time_ns * 1e-9:.3f} s", joint)
     return Played(feedback)
@@ -124,8 +127,14 @@ class SimPlant:
     delay_s: float = 0.0
     seed: int = 0
     advance_rate_hz: float | None = None
-    feedforward_terms: tuple[str, ...] = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm",
-                                          "gravity_cos_nm", "offset_nm")
+    feedforward_terms: tuple[str, ...] = (
+        "inertia_kg_m2",
+        "viscous_nm_s_rad",
+        "coulomb_nm",
+        "gravity_sin_nm",
+        "gravity_cos_nm",
+        "offset_nm",
+    )
     motion_s: float = 0.0
     plays: int = 0
 
@@ -143,8 +152,13 @@ class SimPlant:
     def __post_init__(self) -> None:
         if self.advance_rate_hz and abs(self.advance_rate_hz / self.command_rate_hz - self._inner) > 1e-9:
             raise ConfigError("advance_rate_hz must be a whole multiple of command_rate_hz", joint=self.joint)
-        probe = SimRobot(self.model, [self.joint], command_rate_hz=self.command_rate_hz,
-                         publish_rate_hz=self.command_rate_hz, physics=self.physics)
+        probe = SimRobot(
+            self.model,
+            [self.joint],
+            command_rate_hz=self.command_rate_hz,
+            publish_rate_hz=self.command_rate_hz,
+            physics=self.physics,
+        )
         if self.torque_limit_nm is None:
             self.torque_limit_nm = float(probe.torque_limits_nm[0])
         steps = self.delay_s * self.command_rate_hz
@@ -154,8 +168,9 @@ class SimPlant:
     def play(self, tape: Tape, controller: Controller) -> Telemetry:
         """Play `tape` from rest at its start under `controller`; abort (hold) when the joint leaves its margins."""
         if tape.joints != (self.joint,) or tape.interface != "position":
-            raise ConfigError("SimPlant plays one-joint position tapes of its own joint", joint=self.joint,
-                              tape=tape.name)
+            raise ConfigError(
+                "SimPlant plays one-joint position tapes of its own joint", joint=self.joint, tape=tape.name
+            )
         rate = self.command_rate_hz
         n = int(math.ceil(duration_s(tape) * rate - 1e-9)) + 1
         t = np.arange(n) / rate
@@ -164,25 +179,53 @@ class SimPlant:
         ff = np.zeros(n) if controller.feedforward is None else controller.feedforward.torque(q_ref, v_ref, a_ref)
         inner = self._inner
         encoder = DriveEncoder(self.noise_rad, self.delay_s, self.seed * 7919 + self.plays)
-        robot = SimRobot(self.model, [self.joint], command_rate_hz=rate * inner, publish_rate_hz=rate,
-                         torque_limits_nm=[self.torque_limit_nm], physics=self.physics,
-                         initial_positions=[float(q_ref[0])], seed=self.seed + self.plays, drive_encoder=encoder)
+        robot = SimRobot(
+            self.model,
+            [self.joint],
+            command_rate_hz=rate * inner,
+            publish_rate_hz=rate,
+            torque_limits_nm=[self.torque_limit_nm],
+            physics=self.physics,
+            initial_positions=[float(q_ref[0])],
+            seed=self.seed + self.plays,
+            drive_encoder=encoder,
+        )
         self.plays += 1
         robot.set_gains(self.joint, to_pid_gains(controller.gains))
         # between commands the setpoint advances at the commanded velocity (exact at the inner updates)
         k = np.repeat(np.arange(n), inner)[: (n - 1) * inner + 1]
         frac = (np.arange(len(k)) - k * inner) / (rate * inner)
         t_in = np.arange(len(k)) / (rate * inner)
-        robot.follow(Trajectory((self.joint,), robot.time_ns, t_in, (q_ref[k] + v_ref[k] * frac)[:, None],
-                                v_ref[k][:, None], ff[k][:, None]))
+        robot.follow(
+            Trajectory(
+                (self.joint,),
+                robot.time_ns,
+                t_in,
+                (q_ref[k] + v_ref[k] * frac)[:, None],
+                v_ref[k][:, None],
+                ff[k][:, None],
+            )
+        )
         played = play_checked(robot, n, rate, {self.joint: self.envelope})
         feedback, aborted = played.feedback, played.aborted
         m = len(feedback)
         self.motion_s += m / rate
-        return Telemetry(tape.name, t[:m], np.array([f.position[0] for f in feedback]),
-                         np.array([f.velocity[0] for f in feedback]), np.array([f.effort[0] for f in feedback]),
-                         q_ref[:m], v_ref[:m], ff[:m], rate, float(self.torque_limit_nm), aborted, (),
-                         controller.gains.kp, controller.gains.kd)
+        return Telemetry(
+            tape.name,
+            t[:m],
+            np.array([f.position[0] for f in feedback]),
+            np.array([f.velocity[0] for f in feedback]),
+            np.array([f.effort[0] for f in feedback]),
+            q_ref[:m],
+            v_ref[:m],
+            ff[:m],
+            rate,
+            float(self.torque_limit_nm),
+            aborted,
+            (),
+            controller.gains.kp,
+            controller.gains.kd,
+        )
 
 
 TWIN_XML = """<mujoco model="twin">
@@ -210,13 +253,31 @@ def twin_xml(joint: str, model: JointModel, physics_dt_s: float = 0.001) -> str:
     x, z = -lever * math.sin(phi), -lever * math.cos(phi)
     tiny = 1e-9
     arm = max(model.inertia_kg_m2 - mass * lever**2 - tiny, 1e-9)
-    return TWIN_XML.format(dt=physics_dt_s, joint=joint, b=max(model.viscous_nm_s_rad, 0.0),
-                           fc=max(model.coulomb_nm, 0.0), arm=arm, x=x, z=z, mass=mass, tiny=tiny)
+    return TWIN_XML.format(
+        dt=physics_dt_s,
+        joint=joint,
+        b=max(model.viscous_nm_s_rad, 0.0),
+        fc=max(model.coulomb_nm, 0.0),
+        arm=arm,
+        x=x,
+        z=z,
+        mass=mass,
+        tiny=tiny,
+    )
 
 
-def twin_plant(joint: str, model: JointModel, envelope: Envelope, *, command_rate_hz: float,
-               torque_limit_nm: float, delay_s: float = 0.0, noise_rad: float = 0.0, seed: int = 1000,
-               directory: Path | None = None) -> SimPlant:
+def twin_plant(
+    joint: str,
+    model: JointModel,
+    envelope: Envelope,
+    *,
+    command_rate_hz: float,
+    torque_limit_nm: float,
+    delay_s: float = 0.0,
+    noise_rad: float = 0.0,
+    seed: int = 1000,
+    directory: Path | None = None,
+) -> SimPlant:
     """A MuJoCo twin of one joint built from an identified model (plus its delay and encoder noise)."""
     physics_dt = 1.0 / command_rate_hz / max(1, round(1.0 / command_rate_hz / 0.0005))
     folder = directory or Path(tempfile.mkdtemp(prefix="sysid_twin_"))

@@ -30,8 +30,13 @@ class AnalyticStart:
     binding: str
 
 
-def analytic_start(servo: Servo, command_rate_hz: float, model: JointModel | None = None,
-                   zeta: float = 0.8, feedforward_terms: tuple[str, ...] | None = None) -> AnalyticStart:
+def analytic_start(
+    servo: Servo,
+    command_rate_hz: float,
+    model: JointModel | None = None,
+    zeta: float = 0.8,
+    feedforward_terms: tuple[str, ...] | None = None,
+) -> AnalyticStart:
     """Stage 0 from `model` (default: the servo's priors)."""
     model = model or servo.priors
     if model is None or model.inertia_kg_m2 <= 0:
@@ -42,8 +47,11 @@ def analytic_start(servo: Servo, command_rate_hz: float, model: JointModel | Non
         "kd guard": (servo.kd_max_nm_s_rad + b) / (2 * zeta * j),
         "command rate": 0.5 / dt,
         "delay": 0.25 / servo.delay_s if servo.delay_s > 0 else math.inf,
-        "sensor noise": ((0.02 * servo.torque_limit_nm * dt / (math.sqrt(2) * servo.encoder_noise_rad) + b)
-                         / (2 * zeta * j)) if servo.encoder_noise_rad > 0 else math.inf,
+        "sensor noise": (
+            (0.02 * servo.torque_limit_nm * dt / (math.sqrt(2) * servo.encoder_noise_rad) + b) / (2 * zeta * j)
+        )
+        if servo.encoder_noise_rad > 0
+        else math.inf,
     }
     binding = min(bounds, key=bounds.__getitem__)
     wn = bounds[binding]

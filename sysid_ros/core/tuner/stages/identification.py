@@ -3,7 +3,8 @@
 Rows: moving (|qd| >= 0.02 rad/s over the whole 110 ms quartic window) and under 98 % of the torque cap.
 Each reported torque is corrected to its command interval's mean (`torque_sample_phase`) and paired with
 the state at mid-interval. A state/torque delay is bisected in [0, 20 ms] over plays that include the chirp
-at kd x0.6 and x1.6; where the logged torque is the torque applied, the kd contrast a bisection on the torque requested uses
+at kd x0.6 and x1.6; where the logged torque is the torque applied, the kd contrast a bisection on the torque
+requested uses
 (inertia J - kd d) carries no information, so the bisection runs on the slope of the fit's residual (see
 `bisect_delay`) and reports both chirps' inertias at the result. A loop too fast for the command rate
 (wn dt > 0.5) is identified again at (0.5 / wn dt)^2 of its gains, up to twice. Under 50 rows, or a
@@ -20,8 +21,16 @@ import numpy as np
 from scipy.signal import savgol_filter
 
 from ...errors import DataError
-from ...linear import REVOLUTE_TERMS, JointModel, fit_joint_model, joint_columns
-from ...linear import BootstrapSettings, FitThresholds, RowSelection, select_rows
+from ...linear import (
+    REVOLUTE_TERMS,
+    BootstrapSettings,
+    FitThresholds,
+    JointModel,
+    RowSelection,
+    fit_joint_model,
+    joint_columns,
+    select_rows,
+)
 from ...signals import Derivatives, quartic_derivatives
 from ...tapes import Tape, chirp, identification
 from ..plants.joint import Plant, Telemetry
@@ -52,11 +61,16 @@ class Identification:
 
     def as_dict(self) -> dict[str, object]:
         terms = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm", "gravity_sin_nm", "gravity_cos_nm")
-        return {"model": {t: float(getattr(self.model, t)) for t in terms},
-                "half_width_95": {k: float(v) for k, v in self.half_width_95.items()},
-                "delay_s": self.delay_s, "source": self.source, "rows": self.rows,
-                "condition_number": float(self.condition_number),
-                "gains_used": {"kp": self.gains_used.kp, "kd": self.gains_used.kd}, "notes": list(self.notes)}
+        return {
+            "model": {t: float(getattr(self.model, t)) for t in terms},
+            "half_width_95": {k: float(v) for k, v in self.half_width_95.items()},
+            "delay_s": self.delay_s,
+            "source": self.source,
+            "rows": self.rows,
+            "condition_number": float(self.condition_number),
+            "gains_used": {"kp": self.gains_used.kp, "kd": self.gains_used.kd},
+            "notes": list(self.notes),
+        }
 
 
 def aligned(tel: Telemetry, torque_sample_phase: float, delay_s: float) -> tuple[Derivatives, np.ndarray]:
@@ -95,8 +109,9 @@ def stacked(tels: Sequence[Telemetry], phase: float, delay_s: float) -> tuple[De
     return merged, np.concatenate([p[1] for p in parts])
 
 
-def quick_fit(tels: Sequence[Telemetry], phase: float, delay_s: float, terms: Sequence[str],
-              cap_nm: float) -> tuple[np.ndarray, float]:
+def quick_fit(
+    tels: Sequence[Telemetry], phase: float, delay_s: float, terms: Sequence[str], cap_nm: float
+) -> tuple[np.ndarray, float]:
     """Plain least squares on the selected rows: (values in `terms` order, residual RMS); the bisection's probe."""
     deriv, tau = stacked(tels, phase, delay_s)
     rows = select_rows(deriv.qd, deriv.valid, deriv.window_samples, SELECTION, tau, cap_nm)
@@ -109,9 +124,16 @@ def quick_fit(tels: Sequence[Telemetry], phase: float, delay_s: float, terms: Se
     return theta, float(np.sqrt(np.mean((tau[rows] - phi @ theta) ** 2)))
 
 
-def bisect_delay(tels: Sequence[Telemetry], slow: Telemetry, fast: Telemetry, phase: float,
-                 terms: Sequence[str], cap_nm: float, iterations: int = 6,
-                 probe_s: float = 2.5e-4) -> tuple[float, str]:
+def bisect_delay(
+    tels: Sequence[Telemetry],
+    slow: Telemetry,
+    fast: Telemetry,
+    phase: float,
+    terms: Sequence[str],
+    cap_nm: float,
+    iterations: int = 6,
+    probe_s: float = 2.5e-4,
+) -> tuple[float, str]:
     """The state/torque delay in [0, 20 ms], bisected on the slope of the fit's residual over every play.
 
     A misaligned state leaves the unmodelled jerk term J d q''' in the residual (on a chirp it reads as a
@@ -141,8 +163,10 @@ def bisect_delay(tels: Sequence[Telemetry], slow: Telemetry, fast: Telemetry, ph
     j = list(terms).index("inertia_kg_m2")
     j_soft = quick_fit([slow], phase, delay, terms, cap_nm)[0][j]
     j_hard = quick_fit([fast], phase, delay, terms, cap_nm)[0][j]
-    note = (f"delay {1e3 * delay:.2f} ms: chirp inertia {j_soft:.4g} at kd x{KD_FACTORS[0]} and {j_hard:.4g} at "
-            f"kd x{KD_FACTORS[1]}")
+    note = (
+        f"delay {1e3 * delay:.2f} ms: chirp inertia {j_soft:.4g} at kd x{KD_FACTORS[0]} and {j_hard:.4g} at "
+        f"kd x{KD_FACTORS[1]}"
+    )
     return delay, note
 
 
@@ -155,30 +179,38 @@ class _Fit:
     notes: tuple[str, ...]
 
 
-def fit_model(tels: Sequence[Telemetry], phase: float, delay_s: float, cap_nm: float,
-              joint: str) -> _Fit:
+def fit_model(tels: Sequence[Telemetry], phase: float, delay_s: float, cap_nm: float, joint: str) -> _Fit:
     """The least-squares fit with gravity, or without it if ill conditioned; DataError when refused."""
     deriv, tau = stacked(tels, phase, delay_s)
     notes: list[str] = []
     last = None
     for terms in (REVOLUTE_TERMS, NO_GRAVITY):
-        jf = fit_joint_model(deriv, tau, terms=terms, selection=SELECTION, torque_cap_nm=cap_nm,
-                             bootstrap=BOOTSTRAP, limits=LIMITS, joint=joint)
+        jf = fit_joint_model(
+            deriv,
+            tau,
+            terms=terms,
+            selection=SELECTION,
+            torque_cap_nm=cap_nm,
+            bootstrap=BOOTSTRAP,
+            limits=LIMITS,
+            joint=joint,
+        )
         last = jf
         if jf.fit.condition_number <= LIMITS.max_condition:
             if terms is NO_GRAVITY:
                 notes.append("gravity dropped: the travel does not separate sin q and cos q from the rest")
             half = {n: float(h) for n, h in zip(jf.fit.names, jf.fit.half_width_95)}
             assert isinstance(jf.model, JointModel)
-            return _Fit(jf.model, half, jf.fit.rows_used, jf.fit.condition_number,
-                        tuple(notes) + jf.fit.warnings)
+            return _Fit(jf.model, half, jf.fit.rows_used, jf.fit.condition_number, tuple(notes) + jf.fit.warnings)
     assert last is not None
-    raise DataError(f"condition number {last.fit.condition_number:.3g} > {LIMITS.max_condition:g} even without "
-                    "gravity", joint=joint)
+    raise DataError(
+        f"condition number {last.fit.condition_number:.3g} > {LIMITS.max_condition:g} even without gravity", joint=joint
+    )
 
 
-def _run(servo: Servo, plant: Plant, gains: DriveGains, ident_tapes: Sequence[Tape],
-         chirp_tape: Tape) -> tuple[_Fit, float, list[str]]:
+def _run(
+    servo: Servo, plant: Plant, gains: DriveGains, ident_tapes: Sequence[Tape], chirp_tape: Tape
+) -> tuple[_Fit, float, list[str]]:
     """Play the identification tapes and the delay chirps at `gains`; fit with the bisected delay."""
     phase, cap = plant.torque_sample_phase, plant.torque_limit_nm
     tels = [plant.play(tape, Controller(gains, None, "identify")) for tape in ident_tapes]
@@ -250,10 +282,20 @@ def identify_servo(servo: Servo, plant: Plant, *, seed: Controller | None = None
             except DataError as exc:
                 notes.append(f"softer re-identification refused: {exc}")
                 break
-        return Identification(fit.model, fit.half, delay, source, fit.rows, fit.condition, gains,
-                              tuple(notes) + fit.notes, plant.motion_s - start_s)
+        return Identification(
+            fit.model,
+            fit.half,
+            delay,
+            source,
+            fit.rows,
+            fit.condition,
+            gains,
+            tuple(notes) + fit.notes,
+            plant.motion_s - start_s,
+        )
     if servo.priors is None:
         raise DataError("identification refused and the servo has no priors", joint=servo.name)
     notes.append("fell back to the servo's priors")
-    return Identification(servo.priors, {}, servo.delay_s, "priors", 0, math.inf, servo.gains, tuple(notes),
-                          plant.motion_s - start_s)
+    return Identification(
+        servo.priors, {}, servo.delay_s, "priors", 0, math.inf, servo.gains, tuple(notes), plant.motion_s - start_s
+    )

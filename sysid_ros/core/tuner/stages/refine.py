@@ -50,11 +50,19 @@ class Candidate:
 
     def as_dict(self) -> dict[str, object]:
         ff = self.controller.feedforward
-        return {"label": self.controller.label, "stage": self.stage, "kp": self.controller.gains.kp,
-                "kd": self.controller.gains.kd, "wn_rad_s": self.wn_rad_s, "zeta": self.zeta,
-                "feedforward_coulomb_nm": None if ff is None else ff.coulomb_nm,
-                "cost": self.cost if math.isfinite(self.cost) else None, "failures": list(self.failures),
-                "twin_cost": self.twin_cost, "played_on_plant": self.played_on_plant}
+        return {
+            "label": self.controller.label,
+            "stage": self.stage,
+            "kp": self.controller.gains.kp,
+            "kd": self.controller.gains.kd,
+            "wn_rad_s": self.wn_rad_s,
+            "zeta": self.zeta,
+            "feedforward_coulomb_nm": None if ff is None else ff.coulomb_nm,
+            "cost": self.cost if math.isfinite(self.cost) else None,
+            "failures": list(self.failures),
+            "twin_cost": self.twin_cost,
+            "played_on_plant": self.played_on_plant,
+        }
 
 
 def ceiling_gate_wn(gains: DriveGains, as_found: DriveGains | None, model: JointModel) -> float | None:
@@ -100,8 +108,13 @@ class Judge:
         plant, base = (self.plant, self.as_found) if on == "plant" else (self.twin, self.twin_as_found)
         assert plant is not None and base is not None
         got = evaluate(plant, controller, self.tapes, self.goal.repeats)
-        fails = gate_failures(got, base, self.limits, ceiling_gate_wn(controller.gains, self.as_found_gains,
-                                                                      self.model), self.wn_max_rad_s)
+        fails = gate_failures(
+            got,
+            base,
+            self.limits,
+            ceiling_gate_wn(controller.gains, self.as_found_gains, self.model),
+            self.wn_max_rad_s,
+        )
         value = cost(got, base, self.limits.stop_allocation_mrad)
         if on == "twin":
             return Candidate(controller, stage, loop.wn_rad_s, loop.zeta, None, math.inf, fails, value, False)
@@ -126,8 +139,11 @@ class Judge:
             if id(s) in played:
                 out.append(played[id(s)])
             else:
-                why = s.failures or (f"twin cost {s.twin_cost:.3g} > {TWIN_RULE_OUT} x best {best:.3g}"
-                                     if s.twin_cost > TWIN_RULE_OUT * best else "ranked below the twin's kept",)
+                why = s.failures or (
+                    f"twin cost {s.twin_cost:.3g} > {TWIN_RULE_OUT} x best {best:.3g}"
+                    if s.twin_cost > TWIN_RULE_OUT * best
+                    else "ranked below the twin's kept",
+                )
                 out.append(replace(s, failures=tuple(f"twin: {w}" for w in why)))
         return out
 
@@ -181,8 +197,9 @@ def refine(judge: Judge, servo: Servo, seed: Controller | None, terms: tuple[str
     extra: list[Controller] = []
     if seed is not None:
         extra.append(replace(seed, label="pass 1: seed"))
-        extra += [Controller(seed.gains, ff, f"pass 1: seed gains, {label}")
-                  for label, ff in feedforwards(model, terms)]
+        extra += [
+            Controller(seed.gains, ff, f"pass 1: seed gains, {label}") for label, ff in feedforwards(model, terms)
+        ]
     best1 = ff_pass(found, "pass 1", extra)
     ff1 = best1.controller.feedforward if best1 else None
     if best1 is None:

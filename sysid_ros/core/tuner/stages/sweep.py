@@ -67,11 +67,13 @@ def moves_stretched(tape: Tape, factor: float) -> Tape:
     c = tape.curves[0]
     times = [0.0]
     for k in range(len(c.time_s) - 1):
-        still = (c.position[k] == c.position[k + 1] and not any((c.velocity[k], c.velocity[k + 1],
-                                                                 c.acceleration[k], c.acceleration[k + 1])))
+        still = c.position[k] == c.position[k + 1] and not any(
+            (c.velocity[k], c.velocity[k + 1], c.acceleration[k], c.acceleration[k + 1])
+        )
         times.append(times[-1] + (c.time_s[k + 1] - c.time_s[k]) * (1.0 if still else factor))
-    curve = KnotCurve(tuple(times), c.position, tuple(v / factor for v in c.velocity),
-                      tuple(a / factor**2 for a in c.acceleration))
+    curve = KnotCurve(
+        tuple(times), c.position, tuple(v / factor for v in c.velocity), tuple(a / factor**2 for a in c.acceleration)
+    )
     return replace(tape, curves=(curve,))
 
 
@@ -87,9 +89,17 @@ class Rung:
     notes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        return {"wn_rad_s": self.wn_rad_s, "zeta": self.zeta, "kp": self.gains.kp, "kd": self.gains.kd,
-                "ringing_mrad": self.score.ringing_mrad, "crossings": self.score.crossings,
-                "chatter_nm": self.score.chatter_nm, "stop": self.stop, "notes": list(self.notes)}
+        return {
+            "wn_rad_s": self.wn_rad_s,
+            "zeta": self.zeta,
+            "kp": self.gains.kp,
+            "kd": self.gains.kd,
+            "ringing_mrad": self.score.ringing_mrad,
+            "crossings": self.score.crossings,
+            "chatter_nm": self.score.chatter_nm,
+            "stop": self.stop,
+            "notes": list(self.notes),
+        }
 
 
 @dataclass(frozen=True)
@@ -118,8 +128,15 @@ def stop_reason(s: Score, limits: SweepLimits) -> tuple[str | None, bool]:
     return ("; ".join(reasons) or None), (chatter and len(reasons) == 1)
 
 
-def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: SweepLimits, goal: Goal, start_wn_rad_s: float,
-              step_tape: Tape) -> SweepResult:
+def run_sweep(
+    servo: Servo,
+    plant: Plant,
+    model: JointModel,
+    limits: SweepLimits,
+    goal: Goal,
+    start_wn_rad_s: float,
+    step_tape: Tape,
+) -> SweepResult:
     """Stage 2 on `step_tape` from `start_wn_rad_s` (clipped to the guard)."""
     ceiling = servo.wn_ceiling_rad_s(model.inertia_kg_m2)
     notes: list[str] = []
@@ -149,8 +166,11 @@ def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: SweepLimits
     ladder = lambda j: min(wn * goal.rung_ratio**j, ceiling)  # noqa: E731
     last = goal.max_rungs - 1
     while k < last and not played[k].stop and played[k].wn_rad_s < ceiling * (1 - 1e-9):
-        skip = (k + 2 <= last and ladder(k + 1) < ceiling * (1 - 1e-9)
-                and _far_below(played[k].score, limits, goal.sweep_stride_headroom))
+        skip = (
+            k + 2 <= last
+            and ladder(k + 1) < ceiling * (1 - 1e-9)
+            and _far_below(played[k].score, limits, goal.sweep_stride_headroom)
+        )
         k += 2 if skip else 1
         played[k] = play(ladder(k))
         if skip and played[k].stop:  # the rung skipped says which of the two is the first to stop
@@ -162,20 +182,34 @@ def run_sweep(servo: Servo, plant: Plant, model: JointModel, limits: SweepLimits
     stopper = next((r for r in rungs if r.stop), None)
     quiet = [r for r in rungs if not r.stop and (stopper is None or r.wn_rad_s < stopper.wn_rad_s)]
     if skipped := max(played) + 1 - len(played):
-        notes.append(f"{skipped} rung(s) not played: the rung below each rang and chattered under "
-                     f"{goal.sweep_stride_headroom:.0%} of the limits")
+        notes.append(
+            f"{skipped} rung(s) not played: the rung below each rang and chattered under "
+            f"{goal.sweep_stride_headroom:.0%} of the limits"
+        )
     return _ceiling(rungs, quiet[-1], stopper, goal, ceiling, notes)
 
 
 def _far_below(s: Score, limits: SweepLimits, headroom: float) -> bool:
     """A quiet rung (not aborted, finite: `stop_reason` stops those) so far under the stop limits that the next
     rung up can be skipped."""
-    return (headroom > 0 and s.crossings <= 1 and s.ringing_mrad <= headroom * limits.ringing_mrad
-            and s.chatter_nm <= headroom * limits.chatter_nm)
+    return (
+        headroom > 0
+        and s.crossings <= 1
+        and s.ringing_mrad <= headroom * limits.ringing_mrad
+        and s.chatter_nm <= headroom * limits.chatter_nm
+    )
 
 
-def _walk_down(first: Rung, play: Callable[[float], Rung], servo: Servo, model: JointModel,
-               limits: SweepLimits, goal: Goal, guard_wn: float, notes: list[str]) -> SweepResult:
+def _walk_down(
+    first: Rung,
+    play: Callable[[float], Rung],
+    servo: Servo,
+    model: JointModel,
+    limits: SweepLimits,
+    goal: Goal,
+    guard_wn: float,
+    notes: list[str],
+) -> SweepResult:
     """Below a first rung that stops, the ladder wn0 / 1.2^k (k < max_rungs) down to its highest quiet rung and
     the stopping rung just above it, without playing every rung between: the next rung tried is where the
     chatter would fall to the limit if it grows with kd (after a chatter-only stop; else the next rung down);
@@ -195,29 +229,44 @@ def _walk_down(first: Rung, play: Callable[[float], Rung], servo: Servo, model: 
         hi, lo = (k, lo) if rung.stop else (hi, k)
     if lo is None:
         notes.append("no quiet rung found walking down: the ceiling is one rung below the last")
-        return SweepResult(tuple(played[k] for k in sorted(played)), None,
-                           ladder(last + 1) / math.sqrt(goal.gain_margin), "walked down", tuple(notes))
+        return SweepResult(
+            tuple(played[k] for k in sorted(played)),
+            None,
+            ladder(last + 1) / math.sqrt(goal.gain_margin),
+            "walked down",
+            tuple(notes),
+        )
     notes.append(f"walked down to rung {lo} (wn {ladder(lo):.4g}) in {len(played)} of its {lo + 1} rungs")
     return _ceiling(tuple(played[k] for k in sorted(played)), played[lo], played[hi], goal, guard_wn, notes)
 
 
-def _quiet_guess(rung: Rung, k: int, ladder: Callable[[int], float], servo: Servo, model: JointModel,
-                 limits: SweepLimits, goal: Goal) -> int:
+def _quiet_guess(
+    rung: Rung, k: int, ladder: Callable[[int], float], servo: Servo, model: JointModel, limits: SweepLimits, goal: Goal
+) -> int:
     """The rung below a stopping rung k to try next: after a chatter-only stop, the first whose kd brings the
     chatter (taken as proportional to kd: sensor noise through the derivative) under the limit."""
     last = goal.max_rungs - 1
     if not (rung.stop or "").startswith("chatter only") or rung.gains.kd <= 0:
         return k + 1
     per_kd = rung.score.chatter_nm / rung.gains.kd
-    return next((j for j in range(k + 1, last) if gains_for(ladder(j), goal.zeta, model, servo, servo.gains)[0].kd
-                 * per_kd <= limits.chatter_nm), last)
+    return next(
+        (
+            j
+            for j in range(k + 1, last)
+            if gains_for(ladder(j), goal.zeta, model, servo, servo.gains)[0].kd * per_kd <= limits.chatter_nm
+        ),
+        last,
+    )
 
 
-def _ceiling(rungs: tuple[Rung, ...], quiet: Rung, stopper: Rung | None, goal: Goal, guard_wn: float,
-             notes: list[str]) -> SweepResult:
+def _ceiling(
+    rungs: tuple[Rung, ...], quiet: Rung, stopper: Rung | None, goal: Goal, guard_wn: float, notes: list[str]
+) -> SweepResult:
     if stopper is None and quiet.wn_rad_s < guard_wn * (1 - 1e-9):
-        notes.append(f"nothing rang up to wn {quiet.wn_rad_s:.4g}, the last of {goal.max_rungs} rungs, below the "
-                     f"guard {guard_wn:.4g} rad/s: the ceiling is that rung (untried gains are not deployed)")
+        notes.append(
+            f"nothing rang up to wn {quiet.wn_rad_s:.4g}, the last of {goal.max_rungs} rungs, below the "
+            f"guard {guard_wn:.4g} rad/s: the ceiling is that rung (untried gains are not deployed)"
+        )
         return SweepResult(rungs, quiet.wn_rad_s, quiet.wn_rad_s, "last rung", tuple(notes))
     if stopper is None:
         notes.append("nothing rang: the ceiling is the guard; another session after writing could go further")
@@ -226,8 +275,10 @@ def _ceiling(rungs: tuple[Rung, ...], quiet: Rung, stopper: Rung | None, goal: G
         chatter_ratio = stopper.score.chatter_nm / max(quiet.score.chatter_nm, 1e-300)
         kd_ratio = stopper.gains.kd / max(quiet.gains.kd, 1e-300)
         if chatter_ratio <= 2.0 * kd_ratio:
-            notes.append(f"chatter grew {chatter_ratio:.2f}x for {kd_ratio:.2f}x kd: a noise limit, the ceiling is "
-                         "the last quiet rung")
+            notes.append(
+                f"chatter grew {chatter_ratio:.2f}x for {kd_ratio:.2f}x kd: a noise limit, the ceiling is "
+                "the last quiet rung"
+            )
             return SweepResult(rungs, quiet.wn_rad_s, quiet.wn_rad_s, "noise limit", tuple(notes))
     wn_max = quiet.wn_rad_s / math.sqrt(goal.gain_margin)
     return SweepResult(rungs, quiet.wn_rad_s, wn_max, "gain margin", tuple(notes))

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from ...linear import JointModel
 from ...tapes import Tape
 from ..plants.joint import Plant
-from .refine import ceiling_gate_wn, evaluate
 from ..scoring import Score, SweepLimits, cost, gate_failures
 from ..servo import Controller
+from .refine import ceiling_gate_wn, evaluate
 
 MARGIN = 0.9
 
@@ -36,8 +36,13 @@ class Verified:
         return not self.failures
 
     def as_dict(self) -> dict[str, object]:
-        return {"role": self.role, "label": self.controller.label, "cost": self.cost if math.isfinite(self.cost)
-                else None, "failures": list(self.failures), "score": self.score.as_dict()}
+        return {
+            "role": self.role,
+            "label": self.controller.label,
+            "cost": self.cost if math.isfinite(self.cost) else None,
+            "failures": list(self.failures),
+            "score": self.score.as_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,18 @@ class VerifyResult:
     notes: tuple[str, ...]
 
 
-def verify(plant: Plant, tapes_: Sequence[Tape], *, model: JointModel, limits: SweepLimits, wn_max_rad_s: float,
-           as_found: Controller, pick: Controller | None, start: Controller | None, repeats: int = 1) -> VerifyResult:
+def verify(
+    plant: Plant,
+    tapes_: Sequence[Tape],
+    *,
+    model: JointModel,
+    limits: SweepLimits,
+    wn_max_rad_s: float,
+    as_found: Controller,
+    pick: Controller | None,
+    start: Controller | None,
+    repeats: int = 1,
+) -> VerifyResult:
     """Stage 4 on held-out `tapes_`."""
     base = evaluate(plant, as_found, tapes_, repeats)
     entries = [Verified("as found", as_found, base, cost(base, base, limits.stop_allocation_mrad), ())]
@@ -78,6 +93,9 @@ def verify(plant: Plant, tapes_: Sequence[Tape], *, model: JointModel, limits: S
         chosen = s
     else:
         chosen = entries[0]
-        notes.append("nothing passed on the held-out tapes: as found stays" if len(entries) > 1
-                     else "no candidate to verify: as found stays")
+        notes.append(
+            "nothing passed on the held-out tapes: as found stays"
+            if len(entries) > 1
+            else "no candidate to verify: as found stays"
+        )
     return VerifyResult(tuple(entries), chosen, chosen.role != "as found", tuple(notes))
