@@ -121,7 +121,10 @@ def _joined(feedback: JointStateRead) -> JointSamples:
     segs = [s for s in feedback.segments if len(s)]
     if len(segs) == 1:
         return segs[0]
-    join = lambda f: None if getattr(segs[0], f) is None else np.vstack([getattr(s, f) for s in segs])  # noqa: E731
+
+    def join(f):
+        return None if getattr(segs[0], f) is None else np.vstack([getattr(s, f) for s in segs])
+
     return JointSamples(
         segs[0].joint_names,
         np.concatenate([s.time_ns for s in segs]),

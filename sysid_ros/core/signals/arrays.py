@@ -67,14 +67,20 @@ class JointSamples:
         if missing:
             raise DataError(f"joints not in these samples: {missing}", source=self.source or None)
         idx = [self.joint_names.index(j) for j in joints]
-        pick = lambda a: None if a is None else a[:, idx]  # noqa: E731
+
+        def pick(a):
+            return None if a is None else a[:, idx]
+
         return JointSamples(
             tuple(joints), self.time_ns, pick(self.position), pick(self.velocity), pick(self.effort), self.source
         )
 
     def slice(self, start: int, stop: int) -> JointSamples:
         """Rows start:stop."""
-        cut = lambda a: None if a is None else a[start:stop]  # noqa: E731
+
+        def cut(a):
+            return None if a is None else a[start:stop]
+
         return JointSamples(
             self.joint_names,
             self.time_ns[start:stop],

@@ -16,7 +16,10 @@ def with_data(
     """`problem` with its training and/or validation data replaced by these bags or .npz files."""
     if control not in CONTROLS:
         raise ConfigError(f"control must be one of {CONTROLS}, not {control!r}")
-    sources = lambda paths: tuple(DataSource(Path(p).expanduser().resolve(), control=control) for p in paths)  # noqa: E731
+
+    def sources(paths):
+        return tuple(DataSource(Path(p).expanduser().resolve(), control=control) for p in paths)
+
     changes = {}
     if training:
         changes["training"] = sources(training)

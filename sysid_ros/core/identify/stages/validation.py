@@ -117,7 +117,10 @@ def position_traces(
 ) -> tuple[list[Trace], np.ndarray, int]:
     """Position traces of the first segments, and the sum of squared position errors per joint."""
     keys = [f"{m.mjcf_joint}_qpos" for m in maps]
-    flat = lambda xs: [y for x in xs for y in (x if isinstance(x, list) else [x])]  # noqa: E731
+
+    def flat(xs):
+        return [y for x in xs for y in (x if isinstance(x, list) else [x])]
+
     preds, records = flat(preds), flat(records)
     sq, count, traces = np.zeros(len(maps)), 0, []
     for k, (pred, meas) in enumerate(zip(preds, records)):

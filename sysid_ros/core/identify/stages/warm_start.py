@@ -249,7 +249,10 @@ def arm_warm_start_if_better(
         "warm_start_rms_nm": arm.torque_rms_warm_nm,
         "used": arm.better,
     }
-    total = lambda rms: math.sqrt(sum(v**2 for v in rms.values()))  # noqa: E731
+
+    def total(rms):
+        return math.sqrt(sum(v**2 for v in rms.values()))
+
     text = (
         f"held-out torque RMS {total(arm.torque_rms_warm_nm):.3g} N m with the regression estimate, "
         f"{total(arm.torque_rms_start_nm):.3g} N m with the start values ({arm.held_out})"

@@ -163,7 +163,10 @@ def run_sweep(
     if first.stop:
         return _walk_down(first, play, servo, model, limits, goal, ceiling, notes)
     played, k = {0: first}, 0  # by ladder index: rung k is wn * rung_ratio^k, capped at the guard
-    ladder = lambda j: min(wn * goal.rung_ratio**j, ceiling)  # noqa: E731
+
+    def ladder(j):
+        return min(wn * goal.rung_ratio**j, ceiling)
+
     last = goal.max_rungs - 1
     while k < last and not played[k].stop and played[k].wn_rad_s < ceiling * (1 - 1e-9):
         skip = (
@@ -217,7 +220,10 @@ def _walk_down(
     are neighbours. Where lower rungs are quieter, that is the rung the walk one by one stops at. The rungs
     played come back in ladder order (highest wn first)."""
     wn0, last = first.wn_rad_s, goal.max_rungs - 1
-    ladder = lambda k: wn0 / goal.rung_ratio**k  # noqa: E731
+
+    def ladder(k):
+        return wn0 / goal.rung_ratio**k
+
     played = {0: first}
     hi, lo = 0, None  # the lowest rung known to stop, the highest known quiet
     while (lo is None and hi < last) or (lo is not None and lo > hi + 1):
