@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from test_interval_coverage import NAMES, TRUTH, covered, pipeline_interval, regression_interval
+from support.coverage import NAMES, TRUTH, covered, pipeline_interval, regression_interval
 
 
 def table(label: str, values: np.ndarray, half: np.ndarray, flagged: np.ndarray, seconds: float) -> None:
@@ -49,8 +49,7 @@ def table(label: str, values: np.ndarray, half: np.ndarray, flagged: np.ndarray,
 
 def iiwa(seeds: range, seconds: float) -> None:
     """Payload and seven dampings of the iiwa per seed: error, half-width, and their ratio."""
-    import test_identify_iiwa as arm
-
+    import support.iiwa as arm
     from sysid_ros.core.bags import save_npz
     from sysid_ros.core.identify import identify
 

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "test")]
 
 from industrial_arm import LINKS, PAYLOAD_KG, TRUE_LINK_MASS_KG, loaded_and_unloaded
-from test_identify_industrial_arm import JOINTS, _arm_problem, _with_tool
 
+from support.industrial_problems import JOINTS, _arm_problem, _with_tool
 from sysid_ros.core.files import model_path
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
 

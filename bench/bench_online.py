@@ -51,9 +51,8 @@ from scipy.special import log_ndtr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from test_online import CHANGES, LENGTH_M, ROTOR_KG_M2, S, config, settle_time_s, two_changes
-from test_online_steady import steady_record
-
+from support.online_pendulum import CHANGES, LENGTH_M, ROTOR_KG_M2, S, config, settle_time_s, two_changes
+from support.online_steady import steady_record
 from sysid_ros.core.linear import (
     pendulum_columns,
     select_rows,
@@ -262,8 +261,8 @@ def arm_score(times, values, events, changes, mass_kg: float, first_moment: floa
 def arm_main(short: bool) -> None:
     import tempfile
 
-    from test_online_payload import CHANGES as ARM_CHANGES
-    from test_online_payload import PAYLOAD, models, payload_record
+    from support.online_payload import CHANGES as ARM_CHANGES
+    from support.online_payload import PAYLOAD, models, payload_record
 
     t0 = time.time()
     robot_model, arm_model = models(tempfile.mkdtemp())
@@ -325,8 +324,8 @@ def industrial_main() -> None:
     from unittest import mock
 
     from industrial_arm import PAYLOAD_KG, loaded_and_unloaded
-    from test_online_industrial import identified_arm
 
+    from support.online_industrial import identified_arm
     from sysid_ros.core.online import WITH_INERTIA, ParameterChange, load_model, payload_config, payload_inertia
 
     folder = tempfile.mkdtemp()

@@ -32,8 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from test_plausibility import JOINTS, LIMITS_NM, TRUE_MASSES, TRUE_TERMS, joint_terms, problem_doc, write_logs
-
+from support.plausibility_arm import JOINTS, LIMITS_NM, TRUE_MASSES, TRUE_TERMS, joint_terms, problem_doc, write_logs
 from sysid_ros.core.identify import (
     DRIVE_ACCELERATION_RAD_S2,
     identify,

@@ -18,9 +18,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from test_regression import LENGTH_M, NOISE_RAD, ROTOR_KG_M2, TRUTH, pendulum, pendulum_with, record
-
 from support.open_loop import validate_open_loop
+from support.regression_pendulum import LENGTH_M, NOISE_RAD, ROTOR_KG_M2, TRUTH, pendulum, pendulum_with, record
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.linear import (
     PENDULUM_TERMS,

@@ -25,9 +25,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from test_identify_verdict import ARM3, PENDULUM_TRUTH, TOPIC, arm3_problem, damaged, pendulum_problem, pendulum_record
-
+from support.arm3 import PHYSICS as ARM3
+from support.arm3 import arm3_problem
+from support.pendulum import TRUTH as PENDULUM_TRUTH
 from support.synthetic import arm3_tracking_record
+from support.verdict_cases import TOPIC, damaged, pendulum_problem, pendulum_record
 from sysid_ros.core.bags import save_npz
 from sysid_ros.core.identify import identify
 

@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 import yaml
-from test_bags_make import JAZZY, JS, T0_NS, joint_state, sine_states, strip_definitions, write_bag
 
+from support.bags import JAZZY, JS, T0_NS, joint_state, sine_states, strip_definitions, write_bag
 from sysid_ros.core.bags import inspect_bag, read_commands, read_joint_states
 from sysid_ros.core.errors import BagError, DataError
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.interpolate import CubicHermiteSpline
-from test_bags_make import F64, JS, T0_NS, TRAJ, float64_array, joint_state, trajectory, write_bag
 
+from support.bags import F64, JS, T0_NS, TRAJ, float64_array, joint_state, trajectory, write_bag
 from sysid_ros.core.bags import (
     BagWriter,
     read_array_commands,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_bags_make import F64, JAZZY, JS, joint_state
 
+from support.bags import F64, JAZZY, JS, joint_state
 from sysid_ros.core.bags import decode_cdr, decode_f64_array_cdr, names_from_key
 
 text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", max_size=9)

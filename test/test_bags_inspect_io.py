@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_bags_make import F64, JAZZY, JS, T0_NS, TRAJ, float64_array, joint_state, sine_states, trajectory, write_bag
 
+from support.bags import F64, JAZZY, JS, T0_NS, TRAJ, float64_array, joint_state, sine_states, trajectory, write_bag
 from sysid_ros.core.bags import (
     BagWriter,
     export_csv,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_bags_make import JS, T0_NS, joint_state, sine_states, write_bag
 
+from support.bags import JS, T0_NS, joint_state, sine_states, write_bag
 from sysid_ros.core.bags import read_joint_states
 from sysid_ros.core.errors import DataError
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_bags_make import NOETIC, set_metadata_version, sine_states, strip_definitions, write_bag, write_ros1_bag
 
+from support.bags import NOETIC, set_metadata_version, sine_states, strip_definitions, write_bag, write_ros1_bag
 from sysid_ros.core.bags import BagSource, read_joint_states
 from sysid_ros.core.errors import BagError
 
@@ -82,7 +82,7 @@ def test_some_definitions_missing_are_taken_from_distro(tmp_path):
     """One topic recorded with its definition, another without (sqlite3 message_definitions row removed)."""
     import sqlite3
 
-    from test_bags_make import F64, float64_array
+    from support.bags import F64, float64_array
 
     msgs, truth = sine_states(seconds=0.3, topic="/joint_states")
     msgs += [("/effort_controller/commands", F64, int(t), float64_array([1.0, 2.0, 3.0])) for t in truth["record_ns"]]
@@ -101,7 +101,8 @@ def test_some_definitions_missing_are_taken_from_distro(tmp_path):
 )
 def test_compressed_bags(tmp_path, storage, mode):
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
-    from test_bags_make import JAZZY
+
+    from support.bags import JAZZY
 
     msgs, truth = sine_states(seconds=0.3)
     bag = tmp_path / "bag"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import yaml
 from rosbags.highlevel import AnyReader
-from test_bags_make import F64, JS, T0_NS, float64_array, joint_state
 
+from support.bags import F64, JS, T0_NS, float64_array, joint_state
 from sysid_ros.cli import main
 from sysid_ros.core.bags import COMMANDS_KEY, BagWriter, command_topics, read_joint_states, read_metadata
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import yaml
 from rosbags.highlevel import AnyReader
-from test_bags_make import JAZZY, JS, T0_NS, joint_state, sine_states
 
+from support.bags import JAZZY, JS, T0_NS, joint_state, sine_states
 from sysid_ros.core.bags import BagWriter, read_joint_states, read_metadata, repair
 from sysid_ros.core.errors import BagError
 
@@ -86,7 +86,7 @@ def test_independent_mcap_reader_reads_bagwriter_output(tmp_path):
 CHILD = textwrap.dedent("""
     import sys, time
     sys.path[:0] = [{repo!r}, {test!r}]
-    from test_bags_make import JAZZY, JS, T0_NS, joint_state
+    from support.bags import JAZZY, JS, T0_NS, joint_state
     from sysid_ros.core.bags import BagWriter
     w = BagWriter(sys.argv[1], storage=sys.argv[2], flush_period_s=0.25)
     w.open()

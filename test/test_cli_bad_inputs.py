@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import yaml
 from mujoco import sysid
-from test_bags_make import sine_states, write_bag
-from test_identify_problem import pendulum_npz
 
+from support.bags import sine_states, write_bag
+from support.pendulum_data import pendulum_npz
 from sysid_ros.cli import main
 from sysid_ros.core.bags import load_npz, save_npz
 from sysid_ros.core.signals import JointSamples

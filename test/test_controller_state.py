@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
-from test_tape_recorder_node import SIM, recorder_params
 
+from support.recorder import SIM, recorder_params
 from sysid_ros.ros.client import request_play, wait_for
 
 pytestmark = pytest.mark.ros

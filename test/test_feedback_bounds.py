@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
-from test_tape_recorder_node import recorder_params
 
+from support.recorder import recorder_params
 from sysid_ros.ros.client import wait_for
 
 pytestmark = pytest.mark.ros

@@ -16,8 +16,8 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from test_tape_recorder_node import SIM, recorder_params
 
+from support.recorder import SIM, recorder_params
 from sysid_ros.cli.commands import split_ros_args
 from sysid_ros.core.bags import read_metadata, read_recording
 from sysid_ros.ros.client import play_tape, ros_arguments, wait_for

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_identify_problem import pendulum_npz
 
+from support.pendulum_data import pendulum_npz
 from sysid_ros.cli import main
 from sysid_ros.core.tuner import GainProposal
 

@@ -6,8 +6,8 @@ import pytest
 import rclpy
 import yaml
 from std_srvs.srv import Trigger
-from test_identify_problem import pendulum_record
 
+from support.pendulum_data import pendulum_record
 from sysid_ros.core.bags import save_npz
 from sysid_ros.nodes.identifier import IdentifierNode
 from sysid_ros.ros.client import send_goal, wait_for

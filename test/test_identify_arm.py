@@ -2,31 +2,15 @@
 
 The drive tracks multisine setpoints; the measured effort (the torque it applied, held 2 ms) is replayed
 in 0.25 s windows that each start from the measured state (open-loop replay of a whole arm record
-diverges). Hidden truth differs from the model file by 10-20 %.
-"""
+diverges). Hidden truth differs from the model file by 10-20 %."""
 
 from __future__ import annotations
 
 import pytest
 
-from support.synthetic import arm3_tracking_record
+from support.arm3 import TRUTH, _record, arm3_problem
 from sysid_ros.core.bags import save_npz
-from sysid_ros.core.files import config_dir
-from sysid_ros.core.identify import identify, load_problem, problem_from_dict
-
-PHYSICS = {
-    "link1.mass": 2.2,
-    "link2.mass": 1.1,
-    "link3.mass": 0.6,
-    "shoulder.damping": 0.6,
-    "elbow.damping": 0.25,
-    "wrist.damping": 0.12,
-}
-TRUTH = {k.replace(".", "_"): v for k, v in PHYSICS.items()}
-
-
-def _record(seed: int, seconds: float):
-    return arm3_tracking_record(seed, seconds, PHYSICS)
+from sysid_ros.core.identify import identify
 
 
 @pytest.fixture(scope="module")
@@ -35,34 +19,6 @@ def arm(tmp_path_factory):
     save_npz(d / "train.npz", _record(1, 6.0))
     save_npz(d / "val.npz", _record(2, 3.0))
     return identify(arm3_problem(d / "train.npz", d / "val.npz"))
-
-
-def arm3_problem(train, val=None):
-    """The shipped problem file, pointed at these recordings (`.npz`, the measured effort as the control)."""
-    base = load_problem(config_dir() / "identify_arm3.yaml")
-    doc = {
-        "model": "arm3",
-        "joints": list(base.joints),
-        "training": [{"npz": str(train), "control": "effort"}],
-        "validation": [{"npz": str(val), "control": "effort"}] if val else [],
-        "segment_s": base.segment_s,
-        "smoothing_samples": base.smoothing_samples,
-        "initial_state": base.initial_state,
-        "noise": {"position_rad": 2e-4},
-        "warm_start": False,
-        "parameters": [
-            {
-                "name": p.name,
-                "kind": p.kind,
-                ("body" if p.kind.startswith("body") else "joint"): p.target,
-                "min": list(p.min_value),
-                "max": list(p.max_value),
-                "frozen": p.frozen,
-            }
-            for p in base.parameters
-        ],
-    }
-    return problem_from_dict(doc)
 
 
 def test_masses_and_damping_from_short_windows(arm):

@@ -12,7 +12,8 @@ pybullet.
 from __future__ import annotations
 
 import pytest
-from test_bags_make import JS, joint_state, write_bag
+
+from support.bags import JS, joint_state, write_bag
 
 pytest.importorskip("pybullet_data")
 pytestmark = pytest.mark.slow  # two recordings and two 7-joint identifications

@@ -13,50 +13,17 @@ Measured (seed 0, 12 s runs, bench/bench_industrial_arm.py): payload 4.194 kg (-
 motors "not a plain torque motor"), the centre stayed at its start with an infinite interval, and the scalar
 bounds of the issue's problem bounded the centre too. The tolerance, 3 %, is the issue's; the payload's own
 statistical interval is 1 %, and what remains is the arm of step 1 (its link masses 2-26 % off where the data
-cannot tell them apart; their sum and moments are what the payload's torques meet).
-"""
+cannot tell them apart; their sum and moments are what the payload's torques meet)."""
 
 from __future__ import annotations
 
-import re
-
 import mujoco
 import numpy as np
-from industrial_arm import JOINTS, LINKS, PAYLOAD_KG, loaded_and_unloaded
+from industrial_arm import JOINTS, PAYLOAD_KG, loaded_and_unloaded
 
+from support.industrial_problems import _arm_problem, _with_tool
 from sysid_ros.core.files import model_path
 from sysid_ros.core.identify import identify, problem_from_dict, write_results
-
-TOOL = '<body name="tool" pos="0 0.16 0"><inertial pos="0 0 0" mass="1.0" diaginertia="0.002 0.002 0.002"/></body>'
-
-
-def _arm_problem(model: str, bag: str) -> dict:
-    params = []
-    for j in JOINTS:  # bounds from physics (the motors' torque limits)
-        params += [
-            {"name": f"{j}_damping", "kind": "joint_damping", "joint": j},
-            {"name": f"{j}_frictionloss", "kind": "joint_frictionloss", "joint": j},
-            {"name": f"{j}_offset", "kind": "joint_effort_offset", "joint": j},
-        ]
-    # the model's link masses are Menagerie's: wrist 3 is 0.202 kg there and 0.615 kg on the robot, outside
-    # the default 0.5-2x of the nominal; wide bounds instead
-    params += [{"name": f"{b}_mass", "kind": "body_mass", "body": b, "min": 0.05, "max": 30.0} for b in LINKS[1:]]
-    return {
-        "model": model,
-        "joints": list(JOINTS),
-        "training": [{"path": bag, "control": "effort"}],
-        "segment_s": 0.25,
-        "initial_state": "measured",
-        "parameters": params,
-        "optimizer": {"max_iters": 20},
-    }
-
-
-def _with_tool(identified_xml: str) -> str:
-    """The identified MJCF with a payload body on the flange, written by hand as users write it."""
-    joint = re.search(r'<joint name="wrist_3_joint"[^>]*/>', identified_xml)
-    assert joint is not None
-    return identified_xml[: joint.end()] + TOOL + identified_xml[joint.end() :]
 
 
 def test_arm_then_payload_weighs_the_payload_within_3_percent(tmp_path):

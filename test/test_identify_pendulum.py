@@ -1,8 +1,7 @@
 """identify() on the pendulum: hidden truth recovered from SimRobot recordings (a real rosbag2 bag and .npz).
 
 Hidden truth: mass 1.3 kg, damping 0.08 N m s/rad, friction loss 0.05 N m; the model file says other
-values are irrelevant because every start is given explicitly (and the regression warm start replaces it).
-"""
+values are irrelevant because every start is given explicitly (and the regression warm start replaces it)."""
 
 from __future__ import annotations
 
@@ -17,42 +16,11 @@ import pytest
 import yaml
 from headless_browser import check_offline_page
 
-from support.synthetic import EFFORT_TOPIC, EPOCH_NS, multisine, record_effort, record_pendulum, write_effort_bag
+from support.pendulum import PHYSICS, TRUTH, _problem, _record
+from support.synthetic import EFFORT_TOPIC, EPOCH_NS, multisine, record_effort, write_effort_bag
 from sysid_ros.core.bags import save_npz
-from sysid_ros.core.identify import identify, problem_from_dict, write_results
+from sysid_ros.core.identify import identify, write_results
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
-
-TRUTH = {"pole_mass": 1.3, "hinge_damping": 0.08, "hinge_frictionloss": 0.05}
-PHYSICS = {"pole.mass": 1.3, "hinge.damping": 0.08, "hinge.frictionloss": 0.05}
-
-
-def _record(seed: int, seconds: float, noise: FeedbackNoise):
-    """Five sines 0.2-3 Hz, peak 2.5 N m, commanded at 500 Hz (held 2 ms), feedback at 500 Hz."""
-    return record_pendulum(PHYSICS, seed, seconds, noise)
-
-
-def _problem(train, val, **extra):
-    doc = {
-        "model": "pendulum",
-        "joints": ["hinge"],
-        "training": [str(train)],
-        "validation": [str(val)] if val else [],
-        "noise": {"position_rad": 5e-4},
-        "parameters": [
-            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
-            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
-            {
-                "name": "hinge_frictionloss",
-                "kind": "joint_frictionloss",
-                "joint": "hinge",
-                "min": 0.0,
-                "max": 1.0,
-                "start": 0.02,
-            },
-        ],
-    }
-    doc.update(extra)
-    return problem_from_dict(doc)
 
 
 @pytest.fixture(scope="module")

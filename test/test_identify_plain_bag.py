@@ -14,8 +14,8 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from test_bags_make import F64, JS, NOETIC, float64_array, joint_state, sine_states, write_bag, write_ros1_bag
 
+from support.bags import F64, JS, NOETIC, float64_array, joint_state, sine_states, write_bag, write_ros1_bag
 from support.synthetic import multisine, record_effort
 from sysid_ros.cli import main
 from sysid_ros.core.bags import inspect_bag

@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from mujoco import sysid
-from rosbags.typesys import Stores, get_typestore
 
-from support.synthetic import multisine, record_effort
+from support.pendulum_data import TS, _doc, _param, pendulum_npz
 from sysid_ros.core.bags import BagWriter, save_npz
 from sysid_ros.core.errors import ConfigError, DataError, SysidRosError
 from sysid_ros.core.files import config_dir
 from sysid_ros.core.identify import identify, load_problem, problem_from_dict
 from sysid_ros.core.signals import JointSamples
-from sysid_ros.core.sim import SimRobot
-
-TS = get_typestore(Stores.ROS2_JAZZY)
-
-
-def pendulum_record(seconds: float = 1.0):
-    """(samples, effort commands) of the embedded pendulum driven by a multisine torque, 500 Hz."""
-    robot = SimRobot("pendulum", start_time_ns=1_700_000_000_000_000_001)
-    t = np.arange(0, seconds + 1e-9, 0.002)
-    u = multisine(t, [1.0, 2.0], 1.5)
-    return record_effort(robot, lambda ts: [u[int(round(ts / 0.002))]], seconds)
-
-
-def pendulum_npz(folder: Path):
-    """`pendulum_record()` saved as `folder/ok.npz` with its effort commands; returns (samples, commands)."""
-    samples, commands = pendulum_record()
-    save_npz(folder / "ok.npz", samples, {"/effort_controller/commands": commands})
-    return samples, commands
 
 
 @pytest.fixture(scope="module")
@@ -80,24 +59,6 @@ def no_optimisation(monkeypatch):
         raise AssertionError("optimize was called before the problem was checked")
 
     monkeypatch.setattr(sysid, "optimize", boom)
-
-
-def _doc(d, **changes):
-    doc = {
-        "model": "pendulum",
-        "joints": ["hinge"],
-        "training": [str(d / "ok.npz")],
-        "parameters": [
-            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0},
-            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0, "max": 1},
-        ],
-    }
-    doc.update(changes)
-    return doc
-
-
-def _param(**p):
-    return [{"name": "p", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, **p}]
 
 
 @pytest.mark.parametrize(

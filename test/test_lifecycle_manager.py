@@ -11,8 +11,8 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.srv import GetState
 from std_srvs.srv import SetBool, Trigger
-from test_tape_recorder_node import SIM, recorder_params
 
+from support.recorder import SIM, recorder_params
 from sysid_ros.ros.client import RESEND_S, wait_for
 
 pytestmark = pytest.mark.ros

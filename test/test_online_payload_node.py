@@ -21,8 +21,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
-from test_online_payload import AMPLITUDE_RAD, GAINS, NOISE, PAYLOAD, POSE_RAD, models
 
+from support.online_payload import AMPLITUDE_RAD, GAINS, NOISE, PAYLOAD, POSE_RAD, models
 from sysid_ros.cli import main
 from sysid_ros.core import tapes
 from sysid_ros.core.identify import IIWA_JOINTS, IIWA_TORQUE_LIMITS_NM

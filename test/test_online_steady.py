@@ -2,55 +2,16 @@
 
 The same pendulum and PD tracking as test_online, but stepped in a bare MuJoCo loop on SimRobot's
 compiled model (SimRobot's per-sample bookkeeping would make 300k steps take ~50 s; the drive law, the
-3 N m cap, the 0.5 mrad angle noise and the 0.01 N m effort noise are the same). 10 min at 500 Hz.
-"""
+3 N m cap, the 0.5 mrad angle noise and the 0.01 N m effort noise are the same). 10 min at 500 Hz."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import mujoco
 import numpy as np
 import pytest
-from test_online import NOISE, config, multisine_reference
 
+from support.online_pendulum import config
+from support.online_steady import ARM_STEADY_S, ten_minutes
 from sysid_ros.core.online import ChangeDetected, ExcitationRequest, OnlineEstimator, ParameterChange
-from sysid_ros.core.signals import JointSamples
-from sysid_ros.core.sim import SimRobot
-
-DURATION_S = 600.0
-CAP_NM, KP, KD = 3.0, 80.0, 6.0
-
-
-def steady_record(duration_s: float, seed: int = 0, mass_kg: float | None = None) -> JointSamples:
-    """PD tracking of the five-sine reference on the embedded pendulum, noise added as SimRobot does."""
-    robot = SimRobot("pendulum", physics={"pole.mass": mass_kg} if mass_kg else None)
-    model, data = robot.model, robot.data
-    n = int(round(duration_s / model.opt.timestep))
-    t_ref, p_ref, v_ref = multisine_reference(duration_s, seed)
-    t = np.arange(n) * model.opt.timestep
-    ref, vref = np.interp(t, t_ref, p_ref), np.interp(t, t_ref, v_ref)
-    q, tau = np.empty(n), np.empty(n)
-    qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl
-    for k in range(n):
-        u = KP * (ref[k] - qpos[0]) + KD * (vref[k] - qvel[0])
-        u = CAP_NM if u > CAP_NM else (-CAP_NM if u < -CAP_NM else u)
-        q[k], tau[k] = qpos[0], u
-        ctrl[0] = u
-        mujoco.mj_step(model, data)
-    rng = np.random.default_rng(seed)
-    return JointSamples(
-        ("hinge",),
-        np.arange(n, dtype=np.int64) * robot.dt_ns,
-        (q + rng.normal(0.0, NOISE.position_rad, n))[:, None],
-        effort=(tau + rng.normal(0.0, NOISE.effort_nm, n))[:, None],
-        source="bare pendulum loop",
-    )
-
-
-@lru_cache(maxsize=1)
-def ten_minutes() -> JointSamples:
-    return steady_record(DURATION_S)
 
 
 def test_ten_minutes_of_steady_operation_raise_no_change() -> None:
@@ -82,17 +43,13 @@ def test_ten_minutes_of_steady_operation_raise_no_change() -> None:
     assert est.estimate.time_ns == samples.time_ns[-1]
 
 
-ARM_STEADY_S = 60.0  # 10 s wall; the 10 minutes are bench_online.py --arm's
-
-
 def test_arm_steady_operation_raises_no_change(tmp_path) -> None:
     """A minute of the iiwa tracking its multisine with 1.5 kg on (test_online_payload's plant, noise and
     drives; the first minute of bench_online.py --arm's 10): no change, and the detector's statistic is in
     standard errors of the residual noise the accepted windows measured (not a noise reference so large
     that nothing could fire)."""
     pytest.importorskip("pybullet_data")
-    from test_online_payload import PAYLOAD, models, payload_record
-
+    from support.online_payload import PAYLOAD, models, payload_record
     from sysid_ros.core.identify import IIWA_FLANGE
     from sysid_ros.core.online import FIRST_MOMENTS, payload_config
 

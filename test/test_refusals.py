@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from test_identify_problem import pendulum_npz
 
+from support.pendulum_data import pendulum_npz
 from sysid_ros.cli import main
 from sysid_ros.core.errors import ConfigError, DataError
 from sysid_ros.core.files import (
@@ -609,8 +609,7 @@ def test_provenance_hashes_only_the_bag_never_a_link_out_of_it(tmp_path):
 
 
 def test_a_killed_bag_repair_leaves_nothing_that_blocks_the_rerun(tmp_path):
-    from test_bags_make import sine_states, write_bag
-
+    from support.bags import sine_states, write_bag
     from sysid_ros.core.bags import repair
 
     msgs, _ = sine_states(seconds=1.0)
@@ -650,7 +649,7 @@ def test_apply_waits_no_longer_than_its_timeout(capsys, tmp_path):
 
 
 def test_inspect_counts_messages_instead_of_trusting_metadata(capsys, tmp_path):
-    from test_bags_make import sine_states, write_bag
+    from support.bags import sine_states, write_bag
 
     msgs, _ = sine_states(seconds=0.5)
     bag = write_bag(tmp_path / "bag", msgs, "mcap")

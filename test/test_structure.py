@@ -320,3 +320,20 @@ def test_every_logging_call_site_has_one_severity():
                 if any(isinstance(b, ast.Attribute) and b.attr in LEVELS for b in branches):
                     chosen.append(f"{path.relative_to(CORE.parent.parent)}:{node.lineno}")
     assert not chosen, chosen
+
+
+def test_no_test_or_bench_imports_a_test_file():
+    """What several tests or benches share lives in `test/support/` (or conftest fixtures), never in a test file."""
+    repo = CORE.parents[1]
+    found = []
+    for path in [*repo.glob("test/**/*.py"), *repo.glob("bench/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            found += [f"{path.relative_to(repo)}:{node.lineno}" for n in names if n.split(".")[-1].startswith("test_")]
+    assert found == []
