@@ -5,6 +5,7 @@ with its provenance, and a fleet summary (median, spread, outliers, drift agains
 - `run`: `run_fleet`, every robot through one engine, then `fleet.yaml` and `fleet.html` (`html`).
 - `robot`: one robot's job (identify, write results with their `provenance`), on whichever worker.
 - `engines`: `map_jobs`, serial, a local process pool or Ray (`ray_engine`); `workers`: their warm-up.
+- `limits`: the memory limits (`ulimit -v`, cgroup) an engine runs under; Ray's object store sized to them.
 - `statistics`: median, spread, robust-z outliers and drift over the robots identified ok.
 """
 
