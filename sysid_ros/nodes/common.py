@@ -19,6 +19,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 from rclpy.task import Future
 
 from ..core.bags.write import offered_qos
+from .guards import guard_node
 from .parameters import Spec
 
 # Joint states at up to 1 kHz: reliable, and a second of history so a busy reader catches up, not drops.
@@ -70,7 +71,7 @@ def run(make_node: Callable[[], Node] | Sequence[Callable[[], Node]], args: list
     executors: list[SingleThreadedExecutor] = []
     try:
         for make in ([make_node] if callable(make_node) else make_node):
-            nodes.append(make())
+            nodes.append(guard_node(make()))  # no request takes the process down (`guards.py`)
             executors.append(SingleThreadedExecutor())
             executors[-1].add_node(nodes[-1])
         for executor in executors[1:]:
