@@ -116,9 +116,12 @@ def ticker(node: Node, period_s: float) -> Callable[[], Future]:
     return wait
 
 
-def end_goal(goal_handle: Any, result: Any, cancelled: bool = False) -> Any:
-    """Close an action goal by how its job ended (canceled, else succeeded or aborted by `result.success`)."""
-    if cancelled or goal_handle.is_cancel_requested:
+def end_goal(goal_handle: Any, result: Any) -> Any:
+    """Close an action goal as what was accepted says: canceled when the action accepted a cancel (whatever the
+    job did after it), else succeeded or aborted by `result.success`. A job stopped by another route (a `~/cancel`
+    service, a deactivation) is aborted with its result's message: `canceled()` from EXECUTING is an invalid
+    transition, which rclpy turned into a traceback and an empty aborted result."""
+    if goal_handle.is_cancel_requested:
         goal_handle.canceled()
     elif result.success:
         goal_handle.succeed()
