@@ -1,5 +1,6 @@
-"""Fuzzing the files a user hands the command line (issue 27): problem files, fleet manifests and gain
-proposals, each a valid document with parts replaced by arbitrary YAML values (hypothesis). Whatever the
+"""Fuzzing the files a user hands the command line (issues 27 and 34): problem files, fleet manifests, gain
+proposals and their gain values, and controllers files, each a valid document with parts replaced by arbitrary
+YAML values (hypothesis); whatever is written holds only gains the tuner's guard allows. Whatever the
 document, the command ends in one line on stderr and exit 2 (or succeeds), never a traceback and never an
 `unexpected` error from the last guard, writes nothing outside its `--out`, and answers within a bounded
 time per example (the identification itself is replaced by a marker: the fuzz is about the reading)."""

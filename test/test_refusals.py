@@ -1,4 +1,4 @@
-"""Hardening rounds 3 and 4 (issues 27 and 34): the refusal table. Each row is one hostile-but-honest input from the issue;
+"""Hardening rounds 3 and 4 (issues 27, 34): the refusal table. Each row is one hostile-but-honest input from the issue;
 each is refused with one line on stderr (exit 2, no traceback) or one error naming the fault, and nothing
 is written or changed (inputs hashed before and after). The files the project reads go through one door
 (`core/files/reading.py`), the files it writes through another (`core/files/writing.py`)."""
@@ -450,7 +450,8 @@ def test_absurd_gains_in_a_proposal_are_refused_wherever_read(capsys, tmp_path, 
     (0.08, "x", r"ff_velocity_scale must be a finite number, got 'x'"),
     (1e308, 0.0, r"ff_velocity_scale=1e\+308 outside the guard \[0, 1000\.0\]")])
 def test_a_velocity_feedforward_out_of_the_guard_is_not_written(capsys, tmp_path, viscous, found, match):
-    """The viscous term goes into the file as ff_velocity_scale (its as-found value raised by it): both pass the guard."""
+    """The viscous term goes into the file as ff_velocity_scale (its as-found value raised by it): both pass
+    the guard."""
     path = proposal_file(tmp_path, host_feedforward={"elbow": {"viscous_nm_s_rad": viscous}},
                          trajectory_feedforward="added by the controller",
                          ff_velocity_scale_as_found={"gains.elbow.ff_velocity_scale": found})
