@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..files.ros_params import applies_to, parameter_blocks, parameter_sections
 from .controller_styles import ControllerStyle, integral_switches, split_name, switched_on, to_controller
-from ..files.reading import check_yaml_text, load_yaml, read_bytes
+from ..files.reading import check_yaml_text, read_bytes
 from ..files.writing import create_new, pending_beside, resolve_target
 from .pid import GainGuard
 
@@ -133,16 +133,6 @@ def _own(parent: Any, key: Any, counts: dict[int, int], default: Any = None) -> 
         parent[key] = _plain(value)
         return parent[key], [str(key)]
     return value, []
-
-
-def check_target(path: str | Path, controller: str) -> None:
-    """Raise ConfigError unless `path` is a readable controllers file with a `controller` block (the fast
-    loader: the round trip is `persist`'s, once)."""
-    document = load_yaml(path, "controllers file", MAX_CONTROLLERS_BYTES)
-    blocks = [name for name, block in parameter_blocks(document) if applies_to(name, controller)
-              and isinstance(block, Mapping)]
-    if len(blocks) != 1:
-        _section(document, controller, Path(path))  # its error says what is wrong
 
 
 @dataclass(frozen=True)
