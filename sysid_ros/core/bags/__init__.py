@@ -18,7 +18,7 @@ ROS-free (rosbags, numpy, pyyaml). Errors are `BagError` (the bag cannot be read
 from .arrays_io import export_csv, load_csv_samples, load_npz, save_npz
 from .commands import TrajectorySetpoints, read_array_commands, read_commands, read_trajectory
 from .joint_states import JointStateRead, check_motion, read_joint_states
-from .read import BagSource, TopicInfo, typestore_for
+from .read import BagSource, Shortfall, TopicInfo, typestore_for
 from .recording import Recording, read_recording
 from .repair import RepairReport, repair
 from .replay_safe import command_topics, replay_safe_copy
@@ -31,7 +31,7 @@ inspect = inspect_bag
 
 __all__ = [
     "METADATA_TOPIC", "BagSource", "BagSummary", "BagWriter", "Gap", "JointStateRead", "Recording", "RepairReport",
-    "TimeBase", "TimingReport", "TopicInfo", "TopicSummary", "TrajectorySetpoints", "check_motion", "export_csv",
+    "Shortfall", "TimeBase", "TimingReport", "TopicInfo", "TopicSummary", "TrajectorySetpoints", "check_motion", "export_csv",
     "inspect", "inspect_bag", "load_csv_samples", "load_npz", "read_array_commands", "read_commands",
     "read_joint_states", "read_metadata", "read_recording", "read_trajectory", "repair", "save_npz",
     "command_topics", "replay_safe_copy",

@@ -47,6 +47,8 @@ class BagSummary:
     usable: bool
     reasons: tuple[str, ...]
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # what makes a usable bag's result suspect (a topic read short: a damaged chunk)
+    fraction_read: float = 1.0  # messages read over messages the bag lists
 
     @property
     def duration_s(self) -> float:
@@ -64,8 +66,12 @@ class BagSummary:
             lines.append(f"  {mark}{t.name} [{t.msgtype}] {t.count} msgs {t.rate_hz:.1f} Hz, {t.role}: {t.reason}")
             if t.msgtype == JOINT_STATE and t.joints:
                 lines.append(f"       joints: {', '.join(t.joints)}")
-        lines.append(f"  usable for identification: {'yes' if self.usable else 'no'}")
+        usable = "yes" if self.usable else "no"
+        if self.usable and self.warnings:
+            usable = f"yes, with {len(self.warnings)} warning(s): {100 * self.fraction_read:.1f} % of its messages read"
+        lines.append(f"  usable for identification: {usable}")
         lines += [f"    because {r}" for r in self.reasons]
+        lines += [f"  WARNING: {w}" for w in self.warnings]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -99,6 +105,8 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
                 names[conn.topic] = tuple(src.deserialize(raw, conn.msgtype, topic=conn.topic).name)
         meta = dict(src.metadata)
         notes = list(src.notes)
+        shortfalls = list(src.shortfalls)
+        warnings = [short.describe(src.start_ns) for short in shortfalls]
         start_ns, end_ns = src.start_ns, src.end_ns
         storage = src.storage
     reasons: list[str] = []
@@ -120,7 +128,7 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
             segs = [max(read.segments, key=len)] if segments == "longest" else list(read.segments)
             found = segs[0].joint_names
             time_source, offset_s = read.timing.time_base.source, read.timing.clock_offset_s
-            notes += list(read.warnings)
+            notes += [w for w in read.warnings if w not in read.shortfalls]
             for k, seg in enumerate(segs):
                 _, fix = regularize(seg)
                 if fix.kind != "uniform" or fix.repeated_rows:
@@ -142,7 +150,7 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
     topics = []
     for name, info in sorted(infos.items()):
         count = counted.get(name, 0)
-        if count != info.count:
+        if count != info.count and not any(short.topic == name for short in shortfalls):
             notes.append(f"{name}: metadata.yaml says {info.count} messages, the bag holds {count}")
         span = (last.get(name, 0) - first.get(name, 0)) * 1e-9
         rate = (count - 1) / span if count > 1 and span > 0 else 0.0
@@ -155,9 +163,11 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
                                    reason, names.get(name, ()) if info.msgtype == JOINT_STATE else ()))
     if not any(counted.values()):
         reasons = ["the bag has no messages"]
+    listed = sum(info.count for info in infos.values())
+    fraction = 1.0 if not shortfalls or not listed else sum(counted.values()) / listed
     return BagSummary(str(bag), storage, meta.get("version"), meta.get("ros_distro"), start_ns, end_ns,
                       tuple(topics), found, time_source, offset_s, js_ok and not reasons, tuple(reasons),
-                      tuple(notes))
+                      tuple(notes), tuple(warnings), fraction)
 
 
 def _clash(names: dict[str, tuple[str, ...]], topics: list[str], joints: list[str] | None) -> str:

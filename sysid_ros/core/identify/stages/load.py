@@ -11,6 +11,7 @@ import numpy as np
 
 from ...bags import read_recording
 from ...bags.arrays_io import load_npz
+from ...bags.joint_states import MOSTLY_GARBAGE
 from ...bags.logger_clock import regularize
 from ...errors import BagError, ConfigError, DataError
 from ...signals.arrays import JointCommands, JointSamples
@@ -110,6 +111,8 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
         except (DataError, BagError) as exc:
             raise type(exc)(f"cannot read joints {list(joints)}: {exc}") from exc
         segments = list(getattr(rec.feedback, "segments", None) or [rec.samples])
+        if warnings is not None:  # a damaged chunk read as the data's end: the record is not what was recorded
+            warnings += [f"{src.path}: {text}" for text in getattr(rec.feedback, "shortfalls", ())]
         if rec.feedback.dropped_rows and warnings is not None:
             warnings.append(f"{src.path}: {rec.feedback.dropped_rows} joint states dropped as garbage (non-finite or "
                             "beyond any physical range)")
@@ -146,7 +149,9 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
                                source=chosen.source or f"{src.path}:{src.command_topic or 'commands'}")
     out = []
     for k, seg in enumerate(segments):
-        seg, fix = regularize(seg.select(list(joints)))
+        where = f"{src.path}" + (f" segment {k}" if len(segments) > 1 else "")
+        seg = drop_non_finite_rows(seg.select(list(joints)), ("effort",) if chosen is None else (), where, warnings)
+        seg, fix = regularize(seg)
         if fix.kind != "uniform" or fix.repeated_rows:
             line = fix.describe(f"{src.path}" + (f" segment {k}" if len(segments) > 1 else ""))
             target = warnings if fix.kind == "resampled" else notes
@@ -166,6 +171,38 @@ def load_source(src: DataSource, joints: Sequence[str], warnings: list[str] | No
     if not out:
         raise DataError("no usable samples (after trimming)", bag=str(src.path))
     return out
+
+
+def drop_non_finite_rows(samples: JointSamples, needed: Sequence[str], where: str,
+                         warnings: list[str] | None = None) -> JointSamples:
+    """`samples` without the rows where a field the run uses (`needed`, and the velocity when there is one) is not
+    finite for some joint: one warning line with the count, the fields and the first such row; refused when they
+    are more than half of the rows (`MOSTLY_GARBAGE`, as for positions)."""
+    fields = [f for f in dict.fromkeys(("position", "velocity", *needed)) if getattr(samples, f) is not None]
+    bad = np.zeros(len(samples), dtype=bool)
+    counts: dict[str, int] = {}
+    for f in fields:
+        rows = ~np.isfinite(getattr(samples, f)).all(axis=1)
+        if rows.any():
+            counts[f] = int(rows.sum())
+            bad |= rows
+    if not bad.any():
+        return samples
+    n, total = int(bad.sum()), len(samples)
+    first = int(np.flatnonzero(bad)[0])
+    worst = max(counts, key=counts.get)
+    joint = samples.joint_names[int(np.flatnonzero(~np.isfinite(getattr(samples, worst)).all(axis=0))[0])]
+    what = ", ".join(f"{c} non-finite {f}" for f, c in counts.items())
+    if n > MOSTLY_GARBAGE * total:
+        raise DataError(f"mostly non-finite: {n} of {total} rows ({what}; joint {joint} first); a record whose "
+                        "measurements are mostly missing is refused", bag=where)
+    if warnings is not None:
+        warnings.append(f"{where}: {n} of {total} rows dropped ({what}, the first at "
+                        f"{(samples.time_ns[first] - samples.time_ns[0]) * 1e-9:.4f} s; joint {joint})")
+    keep = np.flatnonzero(~bad)
+    return JointSamples(samples.joint_names, samples.time_ns[keep],
+                        *(None if getattr(samples, f) is None else getattr(samples, f)[keep]
+                          for f in ("position", "velocity", "effort")), samples.source)
 
 
 def build_segments(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
