@@ -159,3 +159,65 @@ def test_a_record_whose_effort_is_mostly_nan_is_refused(tmp_path, record):
     warnings: list[str] = []
     load_source(DataSource(bag, command_topic=EFFORT_TOPIC), ["hinge"], warnings, [])
     assert not any("rows dropped" in w for w in warnings)
+
+
+# ---- a robot's own bags in place of the problem's: the entry's settings stay --------------------------------
+
+def plain_bag(path: Path, samples: JointSamples, commands) -> Path:
+    """JointState feedback and Float64MultiArray effort commands, no recording metadata: the controller's joint
+    order is only in the problem's `command_joints` (rosbags' own writer)."""
+    from test_bags_make import F64, JS, float64_array, joint_state, write_bag
+
+    msgs = []
+    for k, t in enumerate(samples.time_ns):
+        t = int(t)
+        msgs.append(("/joint_states", JS, t, joint_state(t, samples.joint_names, samples.position[k],
+                                                         samples.velocity[k], samples.effort[k])))
+        msgs.append((EFFORT_TOPIC, F64, t, float64_array(commands.values[k])))
+    return write_bag(path, msgs)
+
+
+def test_a_robots_own_bags_keep_the_problems_command_topic_and_joint_order(tmp_path, record, capsys):
+    """Issue 34: `identify --train BAG` and a fleet robot with its own `train:` replaced the problem's training
+    entry whole; its command_topic / command_joints were lost ("Float64MultiArray commands need the
+    controller's joint order")."""
+    from sysid_ros.core.identify.problem.overrides import with_data
+
+    samples, commands = record
+    first = plain_bag(tmp_path / "first", samples.slice(0, 2501), commands)
+    second = plain_bag(tmp_path / "second", samples, commands)
+    entry = {"path": str(first), "command_topic": EFFORT_TOPIC, "command_joints": ["hinge"], "end_s": 20.0}
+    doc = problem_doc(first, training=[entry], optimizer={"max_iters": 5})
+    problem = problem_from_dict(doc)
+    replaced = with_data(problem, [second]).training
+    assert [s.path for s in replaced] == [second.resolve()]
+    assert replaced[0].command_topic == EFFORT_TOPIC and replaced[0].command_joints == ("hinge",)
+    assert replaced[0].end_s == 20.0 and replaced[0].control == "auto"
+    assert with_data(problem, [second], control="effort").training[0].command_topic is None  # not read then
+    # the CLI's --train and a fleet robot's train: both run on the bag with the entry's settings
+    (tmp_path / "problem.yaml").write_text(yaml.safe_dump(doc))
+    assert main(["identify", str(tmp_path / "problem.yaml"), "--train", str(second), "--out",
+                 str(tmp_path / "out"), "--quiet"]) == 0, capsys.readouterr().err
+    (tmp_path / "fleet.yaml").write_text(yaml.safe_dump({"problem": "problem.yaml",
+                                                         "robots": [{"name": "r2", "train": ["second"]}]}))
+    assert main(["fleet", "identify", str(tmp_path / "fleet.yaml"), "--out", str(tmp_path / "fleet")]) == 0, \
+        capsys.readouterr().err
+    fleet = yaml.safe_load((tmp_path / "fleet" / "fleet.yaml").read_text())
+    assert fleet["robots"]["r2"]["status"] in ("ok", "suspect"), fleet["robots"]["r2"]
+
+
+def test_entries_that_disagree_drop_what_they_disagree_on_in_one_line(tmp_path, record, caplog):
+    from sysid_ros.core.identify.problem.overrides import with_data
+
+    a = DataSource(tmp_path / "a", command_topic="/x", command_joints=("hinge",))
+    b = DataSource(tmp_path / "b", command_topic="/y", command_joints=("hinge",))
+    problem = problem_from_dict(problem_doc(tmp_path / "a.npz"))
+    from dataclasses import replace
+
+    problem = replace(problem, training=(a, b))
+    assert [s.command_topic for s in with_data(problem, ["c", "d"]).training] == ["/x", "/y"]  # one each
+    with caplog.at_level("WARNING"):
+        (only,) = with_data(problem, ["c"]).training
+    assert only.command_topic is None and only.command_joints == ("hinge",)
+    (line,) = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert "1 new path(s) for 2 entries that differ in command_topic" in line
