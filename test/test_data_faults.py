@@ -221,3 +221,24 @@ def test_entries_that_disagree_drop_what_they_disagree_on_in_one_line(tmp_path, 
     assert only.command_topic is None and only.command_joints == ("hinge",)
     (line,) = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
     assert "1 new path(s) for 2 entries that differ in command_topic" in line
+
+
+# ---- efforts beyond the model's actuator limits (issue 32): a warning with the count, never a silent clamp ----
+
+def test_efforts_beyond_the_actuator_limit_are_counted_not_clamped_in_silence(tmp_path, record):
+    """The pendulum's motor passes +-3 N m (ctrlrange); a log whose effort peaks at 3.28 N m (the issue's
+    numbers) was replayed clamped without a word."""
+    samples, commands = record
+    effort = samples.effort * (3.28 / np.abs(samples.effort).max())
+    bag = write_effort_bag(tmp_path / "bag", with_effort(samples, effort), commands)
+    beyond = int(np.sum(np.abs(effort) > 3.0))
+    assert beyond > 10
+    doc = problem_doc(bag, training=[{"path": str(bag), "control": "effort"}], optimizer={"max_iters": 2})
+    result = identify(problem_from_dict(doc))
+    assert result.verdict == "suspect"
+    (line,) = [w for w in result.warnings if "actuator limit" in w]
+    assert line.startswith(f"hinge: {beyond} of {len(samples)} replayed efforts are beyond the model's actuator "
+                           "limit +-3 (by up to 0.28, 9.3 % of the limit")
+    # the commands (peak 2.5 N m) replayed instead: inside the limit, no such warning
+    doc["training"] = [{"path": str(bag), "command_topic": EFFORT_TOPIC}]
+    assert not any("actuator limit" in w for w in identify(problem_from_dict(doc)).warnings)

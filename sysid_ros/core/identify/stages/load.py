@@ -22,6 +22,7 @@ from ..problem.file import DataSource, Problem
 from ..problem.model import check_problem
 from ..results import RunLog
 from ..rollout.start_states import choose_start_states
+from ..checks.actuator_limits import clamp_warnings
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ def load_run(problem: Problem, log: RunLog) -> Loaded:
         problem = replace(problem, start_velocity=choice.velocity, smoothing_samples=choice.smoothing_samples)
         if not problem.estimate_initial_state:
             log.notes.append(f"start states: {choice.reason}")
+    log.warnings += clamp_warnings(model, maps, [*train_data, *val_data])  # never a silent clamp
     train_sources = segment_sources(problem, model, maps, train_data)
     val = build_segments(problem, model, maps, val_data) if val_data else []
     return Loaded(problem, spec, model, maps, starts, train_data, val_data, train_sources,
