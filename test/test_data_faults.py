@@ -242,3 +242,53 @@ def test_efforts_beyond_the_actuator_limit_are_counted_not_clamped_in_silence(tm
     # the commands (peak 2.5 N m) replayed instead: inside the limit, no such warning
     doc["training"] = [{"path": str(bag), "command_topic": EFFORT_TOPIC}]
     assert not any("actuator limit" in w for w in identify(problem_from_dict(doc)).warnings)
+
+
+# ---- a model that couples joints (a URDF <mimic>): no torque-space fit that treats them as independent ------
+
+MIMIC_URDF = """<robot name="gripper">
+  <link name="base"/>
+  <link name="l1"><inertial><origin xyz="0.1 0 0"/><mass value="1"/><inertia ixx="0.001" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l2"><inertial><origin xyz="0.05 0 0"/><mass value="0.3"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l3"><inertial><origin xyz="0.05 0 0"/><mass value="0.3"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 1 0"/><limit lower="-2" upper="2" effort="10" velocity="3"/></joint>
+  <joint name="finger" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.2 0 0"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="5" velocity="3"/></joint>
+  <joint name="finger_mimic" type="revolute"><parent link="l1"/><child link="l3"/><origin xyz="0.2 0.05 0"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="5" velocity="3"/><mimic joint="finger" multiplier="-1" offset="0.1"/></joint>
+</robot>
+"""
+
+
+def test_a_urdf_mimic_is_named_as_a_coupling(tmp_path):
+    import mujoco
+
+    from sysid_ros.core.identify.problem.arm_models import prepare_urdf_spec
+    from sysid_ros.core.identify.stages.torque_fit import coupled_joints
+
+    (tmp_path / "gripper.urdf").write_text(MIMIC_URDF)
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "gripper.urdf"))
+    prepare_urdf_spec(spec)
+    assert coupled_joints(spec.compile()) == ["finger_mimic = 0.1 + -1 finger"]
+
+
+def test_the_torque_space_fit_is_not_run_on_coupled_joints_and_says_why(tmp_path):
+    """arm3 with its wrist tied to the elbow (wrist = 0.5 elbow, the equality a URDF <mimic> becomes): before,
+    the torque-space fit treated the wrist as independent, said nothing, and was taken."""
+    from dataclasses import replace
+
+    from support.synthetic import arm3_tracking_record
+    from sysid_ros.core.bags.arrays_io import save_npz
+    from sysid_ros.core.files.paths import model_path
+    from test_identify_arm import PHYSICS, arm3_problem
+
+    data = save_npz(tmp_path / "arm3.npz", arm3_tracking_record(1, 4.0, PHYSICS))
+    problem = arm3_problem(data)
+    problem = replace(problem, optimizer=replace(problem.optimizer, max_iters=2))
+    free = identify(problem)
+    assert "identified_model" in free.metrics  # the torque-space fit is considered on the arm as shipped
+    xml = model_path("arm3").read_text().replace(
+        "</actuator>", '</actuator>\n  <equality><joint joint1="wrist" joint2="elbow" polycoef="0 0.5 0 0 0"/></equality>')
+    (tmp_path / "arm3_coupled.xml").write_text(xml)
+    coupled = identify(replace(problem, model=str(tmp_path / "arm3_coupled.xml")))
+    assert "identified_model" not in coupled.metrics and not coupled.torque_space
+    assert any("torque-space fit are not run: the model couples joints (wrist = 0 + 0.5 elbow" in n
+               for n in coupled.notes), coupled.notes

@@ -27,7 +27,8 @@ from ..rollout.quiet import quiet_output
 from ..rollout.residual import InitialStateRollout, ScaledResidual, batched_residual_fn
 from ..results import RunLog
 from ..checks.torque_validation import held_out_split, torque_validation
-from .torque_fit import TAKE_BELOW, TorqueSpaceChoice, TorqueSpaceFit, choose_on_training, outside_bounds, torque_ratio
+from .torque_fit import (TAKE_BELOW, TorqueSpaceChoice, TorqueSpaceFit, choose_on_training, coupled_joints,
+    outside_bounds, torque_ratio)
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,15 @@ def held_out_torque(problem: Problem, model: mujoco.MjModel, identified: mujoco.
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
     torque-space fit when it is chosen on the training rows (`torque_space.choose_on_training`), else the window
-    fit: the held-out rows judge the choice, they do not make it."""
+    fit: the held-out rows judge the choice, they do not make it. A model whose joints an equality couples (a
+    URDF `<mimic>`) gets none of this: the regressor would treat the coupled joints as independent."""
+    coupled = coupled_joints(model)
+    if coupled:
+        notes.append(f"joint torque checks and the torque-space fit are not run: the model couples joints "
+                     f"({'; '.join(coupled)}: an equality constraint, e.g. a URDF <mimic>), which the arm regressor "
+                     "would treat as independent; the identified model is the window fit (whose rollouts hold the "
+                     "coupling)")
+        return HeldOutTorque({}, identified, {})
     try:
         check = torque_validation(model, maps, train_data, val_data,
                                   {"nominal": model, "window_fit": identified.copy().compile()})

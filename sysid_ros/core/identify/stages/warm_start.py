@@ -211,7 +211,14 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
 def arm_warm_start_if_better(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap], train_data: Sequence,
                              val_data: Sequence, params: sysid.ParameterDict, notes: list[str],
                              metrics: dict[str, Any]) -> dict[str, float]:
-    """The whole-arm regression warm start, used only when it predicts held-out torque better than the start."""
+    """The whole-arm regression warm start, used only when it predicts held-out torque better than the start (and
+    never on a model whose joints an equality couples: the regressor treats them as independent)."""
+    from .torque_fit import coupled_joints
+
+    coupled = coupled_joints(model)
+    if coupled:
+        notes.append(f"whole-arm regression warm start not run: the model couples joints ({'; '.join(coupled)})")
+        return {}
     try:
         arm = arm_warm_start(problem, model, maps, train_data, val_data)
     except SysidRosError as exc:
