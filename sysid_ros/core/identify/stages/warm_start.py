@@ -22,7 +22,7 @@ from ..problem.parameters import build_parameters
 from ..problem.plausibility import Prior, make_prior
 from ..problem.file import Problem
 from ..results import RunLog
-from ..checks.torque_validation import held_out_split, joint_order, torque_rows
+from ..checks.torque_validation import MAX_TORQUE_ROWS, held_out_split, joint_order, torque_rows
 
 
 @dataclass(frozen=True)
@@ -177,8 +177,9 @@ def arm_warm_start(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.Jo
 
     def rows(parts: Sequence[tuple[JointSamples, JointCommands | None]]):
         ws, taus = [], []
+        step = max(every, -(-sum(len(samples) for samples, _ in parts) // MAX_TORQUE_ROWS))  # memory bounded
         for samples, commands in parts:
-            got = torque_rows(model, maps, samples, commands, every)
+            got = torque_rows(model, maps, samples, commands, step)
             if got is None:
                 continue
             deriv, tau, ok = got
