@@ -150,7 +150,7 @@ def inspect_bag(bag: str | Path, *, distro: str | None = None, joint_names: list
     topics = []
     for name, info in sorted(infos.items()):
         count = counted.get(name, 0)
-        if count != info.count and not any(short.topic == name for short in shortfalls):
+        if count != info.count:
             notes.append(f"{name}: metadata.yaml says {info.count} messages, the bag holds {count}")
         span = (last.get(name, 0) - first.get(name, 0)) * 1e-9
         rate = (count - 1) / span if count > 1 and span > 0 else 0.0

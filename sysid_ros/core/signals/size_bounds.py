@@ -6,6 +6,9 @@ for gigabytes to terabytes; these give a one-line error naming what is at fault 
 
 from __future__ import annotations
 
+import os
+import resource
+
 from ..errors import DataError
 
 MAX_GRID_POINTS = 20_000_000  # 5.5 h at 1 kHz; 160 MB per float64 column
@@ -23,9 +26,6 @@ def grid_points(span_ns: int, step_ns: int, what: str, **where: object) -> int:
 def memory_left() -> tuple[int, str]:
     """(bytes this process can still take, what limits it): the smaller of the address-space limit (`ulimit -v`,
     RLIMIT_AS) less the address space in use, and the memory the system has available (MemAvailable)."""
-    import os
-    import resource
-
     limits = []
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:

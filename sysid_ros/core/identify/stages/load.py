@@ -8,6 +8,7 @@ from typing import Sequence
 
 import mujoco
 import numpy as np
+from scipy.signal import decimate
 
 from ...bags import read_recording
 from ...bags.arrays_io import load_npz
@@ -15,6 +16,7 @@ from ...bags.joint_states import MOSTLY_GARBAGE
 from ...bags.logger_clock import regularize
 from ...errors import BagError, ConfigError, DataError
 from ...signals.arrays import JointCommands, JointSamples
+from ...signals.size_bounds import check_memory
 from ..rollout import sequences as sd
 from ..problem.model_cache import compiled_model
 from ..problem.plausibility import physical_bounds
@@ -23,6 +25,7 @@ from ..problem.model import check_problem
 from ..results import RunLog
 from ..rollout.start_states import choose_start_states
 from ..checks.actuator_limits import clamp_warnings
+from ..checks.torque_validation import MAX_TORQUE_ROWS
 
 
 @dataclass(frozen=True)
@@ -195,8 +198,6 @@ def decimated(samples: JointSamples, max_rate: float, where: str, notes: list[st
     """`samples` (on a uniform grid) decimated by the smallest whole factor that brings them to `max_rate` Hz or
     below, each field through scipy's anti-alias filter first (`scipy.signal.decimate`: an order-8 Chebyshev
     type I low-pass at 0.8 x the new Nyquist frequency, run forwards and backwards, so no phase lag); one note."""
-    from scipy.signal import decimate
-
     if len(samples) < 3:
         return samples
     period_ns = int(np.median(np.diff(samples.time_ns)))
@@ -229,9 +230,6 @@ peaks at 0.93 GiB resident fails under a 1.2 GiB `ulimit -v` with 0.59 GiB in us
 def check_run_memory(problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap],
                      data: Sequence[tuple[str, list]]) -> None:
     """Refuse up front, naming the limit, a run whose data would not fit in the memory this process has left."""
-    from ...signals.size_bounds import check_memory
-    from ..checks.torque_validation import MAX_TORQUE_ROWS
-
     rows = sum(len(samples) for _, parts in data for samples, _ in parts)
     signals = len(maps) * len(problem.observe)
     params = sum(len(p.min_value or p.start or (0,)) for p in problem.parameters)

@@ -18,6 +18,7 @@ from ...signals.arrays import JointCommands, JointSamples
 from ...signals.derivatives import savgol_derivatives
 from ..rollout import sequences as sd
 from .load import Loaded
+from .torque_fit import coupled_joints
 from ..problem.parameters import build_parameters
 from ..problem.plausibility import Prior, make_prior
 from ..problem.file import Problem
@@ -214,8 +215,6 @@ def arm_warm_start_if_better(problem: Problem, model: mujoco.MjModel, maps: Sequ
                              metrics: dict[str, Any]) -> dict[str, float]:
     """The whole-arm regression warm start, used only when it predicts held-out torque better than the start (and
     never on a model whose joints an equality couples: the regressor treats them as independent)."""
-    from .torque_fit import coupled_joints
-
     coupled = coupled_joints(model)
     if coupled:
         notes.append(f"whole-arm regression warm start not run: the model couples joints ({'; '.join(coupled)})")
