@@ -34,8 +34,8 @@ def memory_left() -> tuple[int, str]:
                 used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, ValueError):
             used = 0
-        limits.append((soft - used, f"the address-space limit (ulimit -v) of {soft / 2**30:.3g} GiB, "
-                                    f"{used / 2**30:.2f} GiB of it in use"))
+        text = f"the address-space limit (ulimit -v) of {soft / 2**30:.3g} GiB, {used / 2**30:.2f} GiB of it in use"
+        limits.append((soft - used, text))
     try:
         with open("/proc/meminfo") as f:
             avail = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
