@@ -78,10 +78,13 @@ class OnlineEstimator:
                                                          self._provisional_weight)),
                         bool(self._requested), tuple(float(v) for v in self._std))
 
-    def _physical(self, values: np.ndarray) -> np.ndarray:
-        """`values` as published: projected onto physical ones if the model says how (`model.physical`)."""
+    def _physical(self, values: np.ndarray, names: tuple[str, ...] | None = None) -> np.ndarray:
+        """`values` (of `names`, default all) as published: projected onto physical ones if the model says how
+        (`model.physical`)."""
         physical = getattr(self.config.model, "physical", None)
-        return physical(values) if physical is not None else values
+        if physical is None:
+            return values
+        return physical(values) if names is None else physical(values, names)
 
     def _scale(self, values: np.ndarray) -> np.ndarray:
         """Per parameter, the scale a change is judged against: the model's (`change_scale`: a payload's first
@@ -390,9 +393,11 @@ class OnlineEstimator:
         self._pending[:] = 0
         self._detect_count = 0
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
-        before, after = self._physical(self._pre_change), self._physical(self._values)  # as published: physical
-        return [ChangeDetected(now, cfg.joint, tuple(names[i] for i in idx), tuple(float(before[i]) for i in idx),
-                               tuple(float(after[i]) for i in idx))]
+        moved_names = tuple(names[i] for i in idx)  # the step's rough values, clipped (mass >= 0): the rest of the
+        before = self._physical(self._pre_change[idx], moved_names)  # vector has not moved yet, so no projection
+        after = self._physical(self._values[idx], moved_names)       # of the whole
+        return [ChangeDetected(now, cfg.joint, moved_names, tuple(float(v) for v in before),
+                               tuple(float(v) for v in after))]
 
     def _excitation_events(self, time_ns: int) -> list[Event]:
         cfg = self.config

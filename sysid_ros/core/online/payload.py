@@ -126,9 +126,9 @@ class PayloadWindowModel:
             return moved
         return np.zeros_like(moved)
 
-    def physical(self, values: np.ndarray) -> np.ndarray:
-        """The nearest physically consistent payload to `values` (in `names` order): `physical_payload`."""
-        return physical_payload(self.names, values)
+    def physical(self, values: np.ndarray, names: Sequence[str] | None = None) -> np.ndarray:
+        """The nearest physically consistent payload to `values` (in `names` order, default all): `physical_payload`."""
+        return physical_payload(self.names if names is None else names, values)
 
     def regressor(self, time_ns: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
                   valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
