@@ -40,7 +40,8 @@ CHANGES = (ChangeDetected, ParameterChange)
 def pseudo_inertia(values: dict[str, float]) -> np.ndarray:
     """[[S, h], [h', m]] with S = tr(I)/2 - I: positive semidefinite exactly for real bodies."""
     v = values
-    inertia = np.array([[v["ixx_kg_m2"], v["ixy_kg_m2"], v["ixz_kg_m2"]], [v["ixy_kg_m2"], v["iyy_kg_m2"], v["iyz_kg_m2"]],
+    inertia = np.array([[v["ixx_kg_m2"], v["ixy_kg_m2"], v["ixz_kg_m2"]],
+                        [v["ixy_kg_m2"], v["iyy_kg_m2"], v["iyz_kg_m2"]],
                         [v["ixz_kg_m2"], v["iyz_kg_m2"], v["izz_kg_m2"]]])
     out = np.zeros((4, 4))
     out[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
