@@ -28,5 +28,5 @@ from .window import fit_window
 __all__ = ["ACCEPTED", "DEFAULT_CHANGE_THRESHOLD", "DEFAULT_PRECISION", "DISCARDED", "FIRST_MOMENTS", "PENDING",
            "REPLACED", "SETTLING", "WITH_INERTIA", "ChangeDetected", "Estimate", "Event", "ExcitationRecovered",
            "ExcitationRequest", "InputPaused", "InputResumed", "OnlineConfig", "OnlineEstimator", "ParameterChange",
-           "PayloadWindowModel", "WindowFit", "WindowModel", "event_record", "fit_window", "joint_window_model", "payload_config",
-           "pendulum_config", "pendulum_window_model"]
+           "PayloadWindowModel", "WindowFit", "WindowModel", "event_record", "fit_window", "joint_window_model",
+           "payload_config", "pendulum_config", "pendulum_window_model"]
