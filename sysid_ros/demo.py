@@ -359,15 +359,22 @@ def main(argv: list[str] | None = None) -> int:
     print("     position drive with poor factory gains (p 5, d 0.2) and a 0.02 mrad encoder")
     tuned, _ = tune_pendulum(folder, args.real_time_factor)
     print(f"done: everything is in {folder} (bags/, identified/, tuner/, logs/). Next:")
-    print(
-        f"  sysid-ros identify config/identify_pendulum.yaml --train {training} --validate {held_out} "
-        f"--control effort --out results/   # the torque the drive applied (the commands' stamps lag it)"
-    )
-    print(
-        f"  sysid-ros export {tuned['proposal_file']} --controller sim_robot   # the gains as a controllers file block"
-    )
-    print("  README.md, 'On a robot with a ROS 2 install': the same on your robot")
+    for line in next_steps(training, held_out, tuned["proposal_file"]):
+        print(f"  {line}")
     return 0
+
+
+def next_steps(training: str, held_out: str, proposal_file: str) -> list[str]:
+    """The commands the demo suggests at its end, each as it runs (test_export_feedforward runs the export)."""
+    # the pendulum's proposal was proven with a host feed-forward (gravity, friction, inertia) that no controller
+    # parameter holds: `export` refuses it alone, and with --gains-only writes the gains and names every term left out
+    return [
+        f"sysid-ros identify config/identify_pendulum.yaml --train {training} --validate {held_out} "
+        f"--control effort --out results/   # the torque the drive applied (the commands' stamps lag it)",
+        f"sysid-ros export {proposal_file} --controller sim_robot --gains-only   # the gains as a controllers "
+        f"file block; its note names the host feed-forward they were proven with",
+        "README.md, 'On a robot with a ROS 2 install': the same on your robot",
+    ]
 
 
 if __name__ == "__main__":

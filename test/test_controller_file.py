@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from sysid_ros.core.errors import ConfigError
 from sysid_ros.core.files import load_ros_parameters
-from sysid_ros.core.gains import get_style, persist
+from sysid_ros.core.gains import get_style, persist, prepare_persist
 
 CONTROLLERS = """\
 controller_manager:
@@ -137,3 +140,45 @@ def test_parameter_files_merge_as_ros_applies_them(tmp_path):
     path.write_text("/ns/y:\n  ros__parameters: {}\n")
     with pytest.raises(ConfigError, match="no ros__parameters for node 'x'"):
         load_ros_parameters(path, "x")
+
+
+def test_a_prepared_persist_is_written_beside_the_file_and_leaves_nothing_when_discarded(tmp_path):
+    """`apply --persist` prepares before the apply (backup and new version written beside the file) and renames
+    after the canary kept the change; a change not kept discards both."""
+    path = tmp_path / "controllers.yaml"
+    path.write_text(CONTROLLERS)
+    pending = prepare_persist(path, "arm_controller", NEW, get_style("pid_controller"))
+    assert path.read_text() == CONTROLLERS and pending.backup.read_text() == CONTROLLERS
+    assert pending.new.name.startswith(f".controllers.yaml.partial-{os.getpid()}-")
+    pending.discard()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["controllers.yaml"]
+    pending = prepare_persist(path, "arm_controller", NEW, get_style("pid_controller"))
+    assert pending.commit() == pending.backup and pending.backup.read_text() == CONTROLLERS
+    pending.discard()  # after commit: a no-op, the backup stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["controllers.yaml", "controllers.yaml.bak"]
+    assert load_ros_parameters(path, "arm_controller")["gains.elbow.d"] == 0.9
+
+
+def test_a_file_edited_while_the_canary_ran_is_updated_from_its_new_text(tmp_path):
+    path = tmp_path / "controllers.yaml"
+    path.write_text(CONTROLLERS)
+    pending = prepare_persist(path, "arm_controller", NEW, get_style("pid_controller"))
+    edited = CONTROLLERS.replace("goal_time: 0.6", "goal_time: 0.8  # edited meanwhile")
+    path.write_text(edited)
+    backup = pending.commit()
+    assert backup.read_text() == edited and "goal_time: 0.8  # edited meanwhile" in path.read_text()
+    assert load_ros_parameters(path, "arm_controller")["gains.elbow.d"] == 0.9
+    # the first preparation's files are gone; the backup is the file as it was just before the update
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["controllers.yaml", "controllers.yaml.bak"]
+
+
+def test_what_a_killed_persist_left_beside_the_file_is_removed_by_the_next(tmp_path):
+    path = tmp_path / "controllers.yaml"
+    path.write_text(CONTROLLERS)
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that is gone (reaped)
+    stale = tmp_path / f".controllers.yaml.partial-{dead.pid}-0123abcd"
+    stale.write_text("half")
+    persist(path, "arm_controller", NEW, get_style("pid_controller"))
+    assert not stale.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["controllers.yaml", "controllers.yaml.bak"]

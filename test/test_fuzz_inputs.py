@@ -1,5 +1,6 @@
-"""Fuzzing the files a user hands the command line (issue 27): problem files, fleet manifests and gain
-proposals, each a valid document with parts replaced by arbitrary YAML values (hypothesis). Whatever the
+"""Fuzzing the files a user hands the command line (issues 27 and 34): problem files, fleet manifests, gain
+proposals and their gain values, and controllers files, each a valid document with parts replaced by arbitrary
+YAML values (hypothesis); whatever is written holds only gains the tuner's guard allows. Whatever the
 document, the command ends in one line on stderr and exit 2 (or succeeds), never a traceback and never an
 `unexpected` error from the last guard, writes nothing outside its `--out`, and answers within a bounded
 time per example (the identification itself is replaced by a marker: the fuzz is about the reading)."""
@@ -168,3 +169,116 @@ def test_proposals(capsys, tmp_path_factory, data):
     out = tmp_path_factory.mktemp("out") / "block.yaml"
     check(capsys, work, ["export", work / "proposal.yaml", "--out", out])
     assert sorted(p.name for p in out.parent.iterdir()) in ([], ["block.yaml"])
+
+
+# ---- issue 34: proposals' gain values and controllers files: nothing absurd is ever written --------------------
+
+plausible = st.floats(0.0, 1e3)  # drawn as often as all the rest: the writes are exercised, not only refusals
+gain_values = st.one_of(
+    plausible,
+    plausible,
+    plausible,
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(-1e6, 1e6),
+    st.integers(-(10**20), 10**20),
+    st.sampled_from([0.0, -0.0, 1e308, -5, 1e5, 100000.01, 5e-324, "1e3", "fast", True, None, [1.0], {"p": 1}]),
+)
+
+
+def gains_proposal(data: st.DataObject) -> dict:
+    """A proposal whose gains, viscous feed-forward and as-found velocity feed-forward are drawn."""
+    draw = lambda: data.draw(gain_values)  # noqa: E731
+    gains = {"gains.elbow.p": 42.0, "gains.elbow.d": 0.5}
+    found = {"gains.elbow.p": 200.0, "gains.elbow.d": 0.4}
+    doc = {
+        **GainProposal(("elbow",), True, gains, found, {"elbow": None}, (), {}, {}, 0.8, "x").to_dict(),
+        "controller": "arm_controller",
+        "controller_style": "jtc",
+        "trajectory_feedforward": "added by the controller",
+    }
+    doc["parameters"] = {
+        "gains.elbow.p": draw(),
+        "gains.elbow.d": draw(),
+        **({"gains.elbow.i": draw()} if data.draw(st.booleans()) else {}),
+    }
+    doc["as_found"] = {k: 1.0 for k in doc["parameters"]}
+    if data.draw(st.booleans()):
+        doc["host_feedforward"] = {"elbow": {"viscous_nm_s_rad": draw()}}
+        doc["ff_velocity_scale_as_found"] = {"gains.elbow.ff_velocity_scale": draw()}
+    return doc
+
+
+def written_gains_are_plausible(path: Path, controller: str = "arm_controller", joint: str = "elbow") -> dict:
+    """The gains the file holds for `controller`'s `joint`, each checked against the tuner's guard."""
+    from sysid_ros.core.files import load_ros_parameters
+    from sysid_ros.core.gains import GainGuard
+
+    gains = {
+        k: v
+        for k, v in load_ros_parameters(path, controller).items()
+        if k.startswith(f"gains.{joint}.") and k.rsplit(".", 1)[1] in ("p", "i", "d", "ff_velocity_scale")
+    }
+    for name, value in gains.items():
+        assert GainGuard().parameter_refusal(name, value) is None, (name, value)
+    return gains
+
+
+@SETTINGS
+@given(data=st.data())
+def test_proposal_gain_values(capsys, tmp_path_factory, data):
+    work = tmp_path_factory.mktemp("v")
+    (work / "proposal.yaml").write_text(yaml.safe_dump(gains_proposal(data)))
+    out = tmp_path_factory.mktemp("out") / "block.yaml"
+    extra = ["--gains-only"] if data.draw(st.booleans()) else []
+    check(capsys, work, ["export", work / "proposal.yaml", "--out", out, *extra])
+    if out.exists():
+        written_gains_are_plausible(out)
+
+
+CONTROLLERS = {
+    "controller_manager": {"ros__parameters": {"update_rate": 1000}},
+    "arm_controller": {
+        "ros__parameters": {"joints": ["elbow"], "gains": {"elbow": {"p": 200.0, "d": 0.4, "i": 0.0, "i_clamp": 1.0}}}
+    },
+    "other_controller": {"ros__parameters": {"gains": {"elbow": {"p": 7.0}}}},
+}
+
+
+@SETTINGS
+@given(data=st.data())
+def test_controllers_files(capsys, monkeypatch, tmp_path_factory, data):
+    """`apply --persist` with drawn proposal gains into a mutated controllers file; the canary replaced by a marker
+    that keeps the change (the file is then written for real). Either the file holds the proposal's gains, every
+    one inside the guard, beside its backup, or nothing changed in its folder."""
+    import sysid_ros.cli.tuner as tuner
+
+    monkeypatch.setattr(
+        tuner, "_request", lambda args, pending: tuner._persist(args.persist, {"kept": True}, *pending) or 0
+    )
+    work = tmp_path_factory.mktemp("c")
+    proposal = (
+        gains_proposal(data)
+        if data.draw(st.booleans())
+        else {
+            **yaml.safe_load(yaml.safe_dump(gains_proposal(data))),
+            "parameters": {"gains.elbow.p": 42.0},
+            "as_found": {"gains.elbow.p": 1.0},
+        }
+    )
+    (work / "proposal.yaml").write_text(yaml.safe_dump(proposal))
+    folder = tmp_path_factory.mktemp("config")
+    text = yaml.safe_dump(mutate(CONTROLLERS, data) if data.draw(st.booleans()) else CONTROLLERS)
+    if data.draw(st.integers(0, 3)) == 0:
+        text = text[: data.draw(st.integers(0, len(text)))]  # cut anywhere
+    (folder / "controllers.yaml").write_text(text)
+    before = tree(folder)
+    check(capsys, work, ["apply", work / "proposal.yaml", "--persist", folder / "controllers.yaml", "--gains-only"])
+    names = sorted(p.name for p in folder.iterdir())
+    if names == ["controllers.yaml"]:
+        assert tree(folder) == before
+    else:
+        assert names == ["controllers.yaml", "controllers.yaml.bak"], names
+        assert (folder / "controllers.yaml.bak").read_text() == text
+        gains = written_gains_are_plausible(folder / "controllers.yaml")
+        for name, value in proposal["parameters"].items():
+            assert gains[name] == float(value), (name, gains)

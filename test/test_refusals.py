@@ -1,10 +1,11 @@
-"""Hardening round 3 (issue 27): the refusal table. Each row is one hostile-but-honest input from the issue;
+"""Hardening rounds 3 and 4 (issues 27, 34): the refusal table. Each row is one hostile-but-honest input from the issue;
 each is refused with one line on stderr (exit 2, no traceback) or one error naming the fault, and nothing
 is written or changed (inputs hashed before and after). The files the project reads go through one door
 (`core/files/reading.py`), the files it writes through another (`core/files/writing.py`)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -446,6 +447,127 @@ def test_a_huge_controllers_file_is_refused_at_once(tmp_path):
         f.truncate(8 << 20)
     with pytest.raises(ConfigError, match=r"more than the 1 MiB"):
         persist(path)
+
+
+# ---- issue 34: absurd gains never reach a file; --persist proven before anything is applied ------------------
+
+ABSURD = [
+    ({"gains.elbow.d": 1e308}, r"gain gains\.elbow\.d=1e\+308 outside the guard \[0, 10000\.0\]"),
+    ({"gains.elbow.p": -5.0}, r"gain gains\.elbow\.p=-5\.0 outside the guard \[0, 100000\.0\]"),
+    ({"gains.elbow.p": 2e5}, r"gain gains\.elbow\.p=200000\.0 outside the guard \[0, 100000\.0\]"),
+    ({"gains.elbow.p": float("inf")}, r"gain gains\.elbow\.p must be a finite number, got inf"),
+    ({"gains.elbow.p": "fast"}, r"gain gains\.elbow\.p must be a finite number, got 'fast'"),
+    ({"gains.elbow.p": True}, r"gain gains\.elbow\.p must be a finite number, got True"),
+]
+
+
+@pytest.mark.parametrize("gains, match", ABSURD, ids=["d-1e308", "p-negative", "p-over-ceiling", "inf", "text", "bool"])
+def test_absurd_gains_in_a_proposal_are_refused_wherever_read(capsys, tmp_path, gains, match):
+    """A proposal's gains pass the tuner's own guard (GainGuard: finite, >= 0, at most its ceilings) when the
+    proposal is read (load_proposal, the servo_tuner's ~/apply), exported, applied with --persist, persisted."""
+    from sysid_ros.core.errors import GainsError
+    from sysid_ros.core.gains import get_style
+    from sysid_ros.core.gains import persist as write
+    from sysid_ros.core.tuner import load_proposal
+
+    path = proposal_file(tmp_path)
+    document = yaml.safe_load(path.read_text())
+    document["parameters"].update(gains)
+    path.write_text(yaml.safe_dump(document))
+    controllers = tmp_path / "c.yaml"
+    controllers.write_text(CONTROLLERS)
+    before = digest(tmp_path)
+    refused(capsys, "export", path, "--out", tmp_path / "block.yaml", match=match)
+    refused(capsys, "export", path, "--gains-only", match=match)
+    refused(capsys, "apply", path, "--persist", controllers, "--gains-only", match=match)  # before any ROS call
+    with pytest.raises(GainsError, match=match):
+        load_proposal(path)
+    with pytest.raises(GainsError, match=match):
+        write(controllers, "arm_controller", document["parameters"], get_style("pid_controller"))
+    assert digest(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "viscous, found, match",
+    [
+        (0.08, 1e308, r"ff_velocity_scale=1e\+308 outside the guard .*key=ff_velocity_scale_as_found"),
+        (0.08, -5.0, r"ff_velocity_scale=-5\.0 outside the guard .*key=ff_velocity_scale_as_found"),
+        (0.08, "x", r"ff_velocity_scale must be a finite number, got 'x'"),
+        (1e308, 0.0, r"ff_velocity_scale=1e\+308 outside the guard \[0, 1000\.0\]"),
+    ],
+)
+def test_a_velocity_feedforward_out_of_the_guard_is_not_written(capsys, tmp_path, viscous, found, match):
+    """The viscous term goes into the file as ff_velocity_scale (its as-found value raised by it): both pass
+    the guard."""
+    path = proposal_file(
+        tmp_path,
+        host_feedforward={"elbow": {"viscous_nm_s_rad": viscous}},
+        trajectory_feedforward="added by the controller",
+        ff_velocity_scale_as_found={"gains.elbow.ff_velocity_scale": found},
+    )
+    before = digest(tmp_path)
+    refused(capsys, "export", path, "--out", tmp_path / "block.yaml", match=match)
+    assert digest(tmp_path) == before
+
+
+def persist_precondition(tmp_path: Path, what: str) -> tuple[Path, Path]:
+    """(proposal, controllers file in its own folder) for `apply --persist` cases."""
+    folder = tmp_path / "config"
+    folder.mkdir()
+    controllers = folder / "controllers.yaml"
+    controllers.write_text(
+        CONTROLLERS.replace("arm_controller", "wrist_controller") if what == "no-block" else CONTROLLERS
+    )
+    if what == "mode":
+        controllers.chmod(0o444)
+    return proposal_file(tmp_path), controllers
+
+
+@pytest.mark.parametrize(
+    "what, match",
+    [
+        ("file", r"the file cannot be written \(a read-only file system, or immutable\)"),
+        ("folder", r"its folder cannot be written \(a read-only file system, or immutable\)"),
+        ("mode", r"is read-only \(mode 0444\)"),
+        ("no-block", r"no `arm_controller: ros__parameters:` section to update"),
+    ],
+)
+def test_persist_that_cannot_be_written_is_refused_before_anything_is_sent(capsys, tmp_path, what, match):
+    """Everything --persist needs is proven before the apply: a file or folder root cannot write (immutable), a
+    read-only mode, no block for the controller. Refused in one line, before any ROS call (no node runs here),
+    nothing left beside the file. test_persist_preconditions.py shows the robot's gains untouched over DDS."""
+    from support.unwritable import unwritable
+
+    path, controllers = persist_precondition(tmp_path, what)
+    before = digest(controllers.parent)
+    lock = {"file": controllers, "folder": controllers.parent}.get(what)
+    with unwritable(lock) if lock else contextlib.nullcontext():
+        line = refused(capsys, "apply", path, "--persist", controllers, match=match)
+    assert "nothing was sent to the robot" in line
+    assert digest(controllers.parent) == before and os.listdir(controllers.parent) == ["controllers.yaml"]
+
+
+def test_persist_on_a_full_filesystem_is_refused_before_anything_is_sent(tmp_path):
+    """The backup and the new version are written before the apply: a filesystem with no room refuses them then.
+    Real condition exercised: RLIMIT_FSIZE in the command's process (the kernel refuses the bytes past 64 with
+    EFBIG, root included, where a full disk refuses them with ENOSPC); the same write path and clean-up."""
+    from support.unwritable import file_size_limit
+
+    path, controllers = persist_precondition(tmp_path, "full")
+    before = digest(controllers.parent)
+    done = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "apply", str(path), "--persist", str(controllers)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=file_size_limit(64),
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(
+        r"cannot write a backup beside it: File too large: not changed.*nothing was sent to the robot", lines[0]
+    ), lines[0]
+    assert digest(controllers.parent) == before and os.listdir(controllers.parent) == ["controllers.yaml"]
 
 
 # ---- identify and fleet: inputs inside --out, concurrent runs, stale staging, names, baselines, workers -------

@@ -9,7 +9,9 @@ started without `autostart`). `apply` and `rollback` call its services, then wai
 --persist FILE` also writes the gains the canary kept into the controller's block of the controllers YAML
 FILE (in place, comments and order kept, the old file kept as FILE.bak), so a reload keeps them: everything the
 canary proved, or a refusal before anything is sent when the proposal's host feed-forward cannot be written in
-the controller's terms (`--gains-only` writes the gains anyway and says what is left out).
+the controller's terms (`--gains-only` writes the gains anyway and says what is left out). Everything the file
+needs is done before anything is sent (its block found, the gains inside the guard, the backup and the new
+version written beside it): only the rename waits for the canary, and a change not kept leaves no trace.
 """
 
 from __future__ import annotations
@@ -46,7 +48,15 @@ def _print(result: dict) -> None:
 
 def tuner_command(args: argparse.Namespace) -> int:
     """Call `~/<command>` on the servo_tuner and wait for its outcome; 0 when it succeeded."""
-    persist_to = _persist_target(args) if getattr(args, "persist", None) else None  # before any ROS
+    pending = _prepare_persist(args) if getattr(args, "persist", None) else None  # before any ROS
+    try:
+        return _request(args, pending)
+    finally:
+        if pending is not None:
+            pending[0].discard()  # not kept, failed, interrupted: no backup, no new version left (committed: no-op)
+
+
+def _request(args: argparse.Namespace, pending) -> int:
     from std_msgs.msg import String
     from std_srvs.srv import Trigger
 
@@ -90,8 +100,8 @@ def tuner_command(args: argparse.Namespace) -> int:
             f"{node} to finish {args.command}",
         )
         _print(result)
-        if persist_to is not None:
-            _persist(args.persist, result, *persist_to)
+        if pending is not None:
+            _persist(args.persist, result, *pending)
         return 0 if result.get("ok") else 1
     finally:
         client.close()
@@ -180,28 +190,29 @@ def _bring_up(client, node: str) -> None:
         print(f"{client.resolve(name)}: {state}")
 
 
-def _persist_target(args: argparse.Namespace):
-    """(parameters, controller, style) for --persist, checked before anything is sent to the robot."""
+def _prepare_persist(args: argparse.Namespace):
+    """(the controllers file update made ready before anything is sent to the robot (`prepare_persist`), the note
+    of what it leaves out); a refusal says that nothing was sent."""
     from ..core.errors import ConfigError
-    from ..core.gains import check_target
+    from ..core.gains import prepare_persist
     from ..core.tuner import proposal_target, proven_parameters
 
     if args.proposal is None:
         raise ConfigError("--persist needs the PROPOSAL file that is applied")
     _, controller, style = proposal_target(args.proposal, args.controller, args.style)
     parameters, note = proven_parameters(args.proposal, args.gains_only)
-    check_target(args.persist, controller)
-    return parameters, note, controller, style
+    try:
+        return prepare_persist(args.persist, controller, parameters, style), note
+    except SysidRosError as exc:
+        raise type(exc)(f"--persist {args.persist}: {exc}; nothing was sent to the robot") from None
 
 
-def _persist(path: Path, result: dict, parameters: dict, note: str, controller: str, style) -> None:
-    from ..core.gains import persist
-
+def _persist(path: Path, result: dict, pending, note: str) -> None:
     if not result.get("kept"):
         print(f"not persisted to {path}: the change was not kept")
         return
-    backup = persist(path, controller, parameters, style)
-    print(f"persisted to {path} ({controller}, {style.name} names; the file as it was: {backup})")
+    backup = pending.commit()
+    print(f"persisted to {path} ({pending.controller}, {pending.style.name} names; the file as it was: {backup})")
     if note:
         print(f"note: {note}")
 

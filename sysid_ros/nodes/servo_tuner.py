@@ -529,8 +529,14 @@ class ServoTunerNode(LifecycleNode):
 
     def _proposal_to_apply(self) -> tuple[GainProposal, Path]:
         file = self.get_parameter("apply.proposal_file").value
-        if file:
-            return load_proposal(file), Path(file)
+        if file:  # absurd gains are refused as the file is read; gains over this tuner's own guard, when sent
+            loosest = GainGuard(
+                **{
+                    f.name: max(getattr(GainGuard(), f.name), getattr(self._config.guard, f.name))
+                    for f in fields(GainGuard)
+                }
+            )
+            return load_proposal(file, loosest), Path(file)
         if self._proposal is None:
             raise ValueError("no proposal: call ~/tune first, or set apply.proposal_file")
         return self._proposal

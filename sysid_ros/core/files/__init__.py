@@ -42,6 +42,7 @@ EXPORTS = {
     "npz_headers": ".reading",
     "parameter_blocks": ".ros_params",
     "parameter_sections": ".ros_params",
+    "pending_beside": ".writing",
     "process_alive": ".writing",
     "read_bytes": ".reading",
     "refuse_inputs_inside": ".writing",

@@ -7,6 +7,8 @@ renamed over it, a lock per output folder, and the checks that keep a run from w
   unless `through_link`: then the file it points at is replaced, deliberately (a controllers file linked
   from a colcon install is edited where it lives), and the link stays a link.
 - `create_new` creates a file that must not exist yet (a backup), again never through a link.
+- `pending_beside` writes a file's next version beside it now, to be renamed over it later (`apply --persist`
+  proves before anything is applied that the new file and its backup can be written).
 - `folder_lock` holds `<folder>/.sysid-ros.lock` (flock) for a run: a second run into the same folder is
   refused at once instead of mixing its files with the first's.
 - `remove_stale` deletes the staging folders of runs whose process is gone (`kill -9`), under that lock.
@@ -62,6 +64,36 @@ def temporary_beside(target: Path, mode: int = 0o600) -> tuple[int, Path]:
         except FileExistsError:
             continue
     raise ConfigError("cannot create a temporary file beside the target", file=str(target))
+
+
+def pending_beside(target: Path, data: bytes, mode: int) -> Path:
+    """`data` written and synced beside `target` under a hidden name that carries this process's id
+    (`.<name>.partial-<pid>-<hex>`, exclusively created, never through a link), for a later `os.replace`
+    over `target`: written now, it proves the folder writable and the room there. What a killed process
+    left of such files for `target` is removed first. OSError when the folder or the filesystem refuses."""
+    for entry in target.parent.iterdir():
+        match = STALE.match(entry.name)
+        if entry.name.startswith(f".{target.name}.partial-") and match and not process_alive(int(match.group(1))):
+            entry.unlink(missing_ok=True)
+    for _ in range(100):
+        new = target.with_name(f".{target.name}.partial-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            fd = os.open(new, _NEW, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise ConfigError("cannot create a temporary file beside the target", file=str(target))
+    try:
+        _write_all(fd, data)
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        new.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return new
 
 
 def resolve_target(path: str | Path, through_link: bool = False) -> Path:

@@ -2,15 +2,18 @@
 
 `parameter_block` gives `NAME: {ros__parameters: {gains: {<joint>: {p: .., d: .., ...}}}}` in a style's own
 names (see `core.gains.controller_styles`); `persist` writes the same values into an existing controllers YAML,
-keeping its comments, key order and flow style (ruamel.yaml round trip) and a backup of the file as it was.
+keeping its comments, key order and flow style (ruamel.yaml round trip) and a backup of the file as it was;
+`prepare_persist` does all of that but the final rename before a robot is touched (`apply --persist`).
 """
 
 from __future__ import annotations
 
 import copy
 import io
+import os
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +22,14 @@ from ..files import (
     applies_to,
     check_yaml_text,
     create_new,
-    load_yaml,
     parameter_blocks,
     parameter_sections,
+    pending_beside,
     read_bytes,
-    replace_file,
     resolve_target,
 )
 from .controller_styles import ControllerStyle, integral_switches, split_name, switched_on, to_controller
+from .pid import GainGuard
 
 
 def with_switches(
@@ -49,7 +52,9 @@ def gains_tree(parameters: Mapping[str, Any], style: ControllerStyle) -> dict[st
 
 
 def parameter_block(parameters: Mapping[str, Any], controller: str, style: ControllerStyle) -> dict[str, Any]:
-    """The controller's parameter-file block holding `parameters` in `style`'s names."""
+    """The controller's parameter-file block holding `parameters` in `style`'s names (GainsError for a value
+    the tuner's guard refuses: a file never holds a gain the tuner would not send)."""
+    GainGuard().check_parameters(parameters)
     return {controller: {"ros__parameters": {"gains": gains_tree(with_switches(parameters, style), style)}}}
 
 
@@ -143,32 +148,50 @@ def _own(parent: Any, key: Any, counts: dict[int, int], default: Any = None) -> 
     return value, []
 
 
-def check_target(path: str | Path, controller: str) -> None:
-    """Raise ConfigError unless `path` is a readable controllers file with a `controller` block (the fast
-    loader: the round trip is `persist`'s, once)."""
-    document = load_yaml(path, "controllers file", MAX_CONTROLLERS_BYTES)
-    blocks = [
-        name
-        for name, block in parameter_blocks(document)
-        if applies_to(name, controller) and isinstance(block, Mapping)
-    ]
-    if len(blocks) != 1:
-        _section(document, controller, Path(path))  # its error says what is wrong
+@dataclass(frozen=True)
+class PendingPersist:
+    """A controllers file update made ready by `prepare_persist`: its backup and its new version written beside
+    it, waiting for `commit` (a rename) or `discard`."""
+
+    path: Path
+    target: Path
+    original: bytes
+    new: Path
+    backup: Path
+    controller: str
+    parameters: dict[str, Any]
+    style: ControllerStyle
+
+    def commit(self) -> Path:
+        """Put the new version in place; returns the backup's path. A file changed since it was prepared (an
+        edit while the canary ran) is updated again from what it holds now."""
+        try:
+            unchanged = read_bytes(self.target, "controllers file", MAX_CONTROLLERS_BYTES) == self.original
+        except (ConfigError, OSError):
+            unchanged = False
+        if not unchanged or not self.new.exists():
+            self.discard()
+            return persist(self.path, self.controller, self.parameters, self.style)
+        try:
+            os.replace(self.new, self.target)
+        except OSError as exc:
+            self.discard()
+            raise ConfigError(
+                f"cannot put the new version in place: {exc.strerror or exc}", file=str(self.path)
+            ) from None
+        return self.backup
+
+    def discard(self) -> None:
+        """Remove the new version and its backup, unless committed (then a no-op: the backup stays)."""
+        if self.new.exists():
+            self.new.unlink(missing_ok=True)
+            self.backup.unlink(missing_ok=True)
 
 
-def persist(path: str | Path, controller: str, parameters: Mapping[str, Any], style: ControllerStyle) -> Path:
-    """Write `parameters` into the `controller` block of the controllers YAML at `path`, in place.
-
-    Only the named gains (and an anti-windup switch integral action needs) change; everything else, comments
-    included, stays as it was. A block the controller shares with others (`gains: *shared`, `<<: *base`)
-    becomes its own copy first, so no other controller changes. The file is replaced whole (`replace_file`:
-    mode kept, never through a planted temporary); a link to it is written through, to the file it names.
-    The file as it was is kept as `<file>.bak` (or `.bak.N`, never overwritten); returns that backup's path.
-    A file that cannot be read or has no such block is left untouched.
-    """
-    path = Path(path)
-    target = resolve_target(path, through_link=True)
-    original = read_bytes(target, "controllers file", MAX_CONTROLLERS_BYTES)
+def _updated(
+    original: bytes, path: Path, controller: str, parameters: Mapping[str, Any], style: ControllerStyle
+) -> bytes:
+    """The controllers file `original` with `parameters` written into `controller`'s block (see `persist`)."""
     try:
         document = _load(original.decode("utf-8"), path)
     except UnicodeDecodeError:
@@ -187,19 +210,61 @@ def persist(path: str | Path, controller: str, parameters: Mapping[str, Any], st
             block[name] = value
     text = io.StringIO()
     _round_trip().dump(document, text)
+    return text.getvalue().encode()
+
+
+def prepare_persist(
+    path: str | Path, controller: str, parameters: Mapping[str, Any], style: ControllerStyle
+) -> PendingPersist:
+    """Everything `persist` needs, done before anything is applied to a robot: the gains checked by the tuner's
+    guard, the file read and its `controller` block found, the file and its folder writable (a read-only mode,
+    an immutable file or folder, a read-only file system: refused, root included), and the backup and the new
+    version written and synced beside it (so the folder takes new files and the filesystem has room for both).
+    ConfigError or GainsError naming the file otherwise, with nothing left behind."""
+    GainGuard().check_parameters(parameters, file=str(path))
+    path = Path(path)
+    target = resolve_target(path, through_link=True)
+    original = read_bytes(target, "controllers file", MAX_CONTROLLERS_BYTES)
+    new_text = _updated(original, path, controller, parameters, style)
     mode = stat.S_IMODE(target.stat().st_mode)
-    for number in range(1000):
-        backup = target.with_name(f"{target.name}.bak" + (f".{number}" if number else ""))
-        try:
-            create_new(backup, original, mode)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise ConfigError("1000 backups exist already: remove old ones", file=str(path))
+    if not mode & stat.S_IWUSR:
+        raise ConfigError(f"is read-only (mode {mode:04o}): not changed; make it writable first", file=str(target))
+    for what, where in (("the file", target), ("its folder", target.parent)):
+        if not os.access(where, os.W_OK):
+            raise ConfigError(
+                f"{what} cannot be written (a read-only file system, or immutable): not changed", file=str(where)
+            )
+    backup = None
     try:
-        replace_file(target, text.getvalue().encode())
-    except BaseException:
-        backup.unlink(missing_ok=True)  # refused (read-only) or failed: as if never tried
-        raise
-    return backup
+        for number in range(1000):
+            candidate = target.with_name(f"{target.name}.bak" + (f".{number}" if number else ""))
+            try:
+                backup = create_new(candidate, original, mode)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise ConfigError("1000 backups exist already: remove old ones", file=str(path))
+        new = pending_beside(target, new_text, mode)
+    except OSError as exc:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+        doing = "the new version" if backup is not None else "a backup"
+        raise ConfigError(
+            f"cannot write {doing} beside it: {exc.strerror or exc}: not changed", file=str(path)
+        ) from None
+    return PendingPersist(path, target, original, new, backup, controller, dict(parameters), style)
+
+
+def persist(path: str | Path, controller: str, parameters: Mapping[str, Any], style: ControllerStyle) -> Path:
+    """Write `parameters` into the `controller` block of the controllers YAML at `path`, in place.
+
+    Only the named gains (and an anti-windup switch integral action needs) change; everything else, comments
+    included, stays as it was. A block the controller shares with others (`gains: *shared`, `<<: *base`)
+    becomes its own copy first, so no other controller changes. The file is replaced whole (a new version
+    written beside it and renamed over it; mode kept); a link to it is written through, to the file it names.
+    The file as it was is kept as `<file>.bak` (or `.bak.N`, never overwritten); returns that backup's path.
+    Gains the tuner's guard refuses, a file that cannot be read, written or has no such block: refused, the file
+    untouched (`prepare_persist`, which `apply --persist` calls before anything is applied).
+    """
+    return prepare_persist(path, controller, parameters, style).commit()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import GainsError
@@ -58,6 +59,21 @@ class GainGuard:
             reason = self.reason_to_refuse(f.name, getattr(gains, f.name))
             if reason:
                 raise GainsError(reason, joint=joint or None)
+
+    def parameter_refusal(self, name: str, value: object) -> str | None:
+        """Why `value` cannot be controller parameter `name` (`gains.<joint>.<gain>`), or None when it can."""
+        split = split_parameter_name(name)
+        if split is None:
+            return f"{name} is not a gain parameter (gains.<joint>.<gain>)"
+        return gain_refusal(name, value, getattr(self, f"{split[1]}_max"))
+
+    def check_parameters(self, parameters: Mapping[str, object], **where: object) -> None:
+        """Raise GainsError for the first of `parameters` (our `gains.<joint>.<gain>` names) the guard refuses:
+        what a proposal or a controllers file may hold is what the tuner itself may send."""
+        for name, value in parameters.items():
+            reason = self.parameter_refusal(str(name), value)
+            if reason:
+                raise GainsError(reason, **where)
 
 
 def clamp_for_tuning(i_clamp: float, cap_nm: float) -> float:

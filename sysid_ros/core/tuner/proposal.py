@@ -18,7 +18,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..files import load_yaml
-from ..gains import ControllerStyle, get_style, parameter_name, split_parameter_name
+from ..gains import ControllerStyle, GainGuard, get_style, parameter_name, split_parameter_name
 from ..linear import ALL_TERMS, REVOLUTE_TERMS, JointModel
 from ..tapes import Tape
 from .pipeline import TuneResult
@@ -199,20 +199,25 @@ class GainProposal:
         )
 
     @classmethod
-    def from_dict(cls, data: Any) -> GainProposal:
+    def from_dict(cls, data: Any, guard: GainGuard = GainGuard(), **where: object) -> GainProposal:
+        """A proposal read back; its gains must pass `guard` (finite, >= 0, at most its ceilings) as the
+        tuner's own would: GainsError naming the gain (and `where`, e.g. the file) otherwise."""
         if not isinstance(data, dict) or data.get("format") != APPLY_FORMAT:
             raise ConfigError(
                 f"not a gain proposal (format {data.get('format') if isinstance(data, dict) else None},"
-                f" expected {APPLY_FORMAT})"
+                f" expected {APPLY_FORMAT})",
+                **where,
             )
         try:
             canary = data["canary"]
+            parameters = {k: as_number(v) for k, v in data["parameters"].items()}
+            guard.check_parameters(parameters, **where)
             return cls(
                 tuple(data["joints"]),
                 bool(data["improved"]),
-                {k: float(v) for k, v in data["parameters"].items()},
+                parameters,
                 {k: float(v) for k, v in data["as_found"].items()},
-                {j: (JointModel(**m) if m else None) for j, m in data["host_feedforward"].items()},
+                {j: (_joint_model(m, j, where) if m else None) for j, m in data["host_feedforward"].items()},
                 tuple(Tape.from_dict(t) for t in canary["tapes"]),
                 {j: Score(**{**s, "aborted": s.get("aborted")}) for j, s in canary["before"].items()},
                 {j: float(v) for j, v in canary["allocation_mrad"].items()},
@@ -221,7 +226,31 @@ class GainProposal:
                 data.get("details") or {},
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigError(f"gain proposal is incomplete or malformed: {exc!r}") from exc
+            raise ConfigError(f"gain proposal is incomplete or malformed: {exc!r}", **where) from exc
+
+
+def as_number(value: Any) -> Any:
+    """A gain as YAML gave it, as a float (YAML 1.1 reads `1e3` as a string); anything else unchanged, for the
+    guard to refuse by name."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _joint_model(terms: Any, joint: str, where: dict[str, object]) -> JointModel:
+    """A host feed-forward read back: every term a finite number."""
+    model = JointModel(**terms)  # an unknown term: TypeError (a malformed proposal)
+    bad = {
+        k: v
+        for k, v in asdict(model).items()
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+    }
+    if bad:
+        raise ConfigError(f"{joint}'s host feed-forward terms must be finite numbers, got {str(bad)[:80]}", **where)
+    return model
 
 
 def gain_parameters(controllers: dict[str, Controller]) -> dict[str, float]:
@@ -279,8 +308,9 @@ def from_arm(result: ArmResult, canary_tapes: Sequence[Tape]) -> GainProposal:
     )
 
 
-def load_proposal(path: str | Path) -> GainProposal:
-    return GainProposal.from_dict(load_yaml(path, "gain proposal"))
+def load_proposal(path: str | Path, guard: GainGuard = GainGuard()) -> GainProposal:
+    """The proposal in file `path`, its gains checked against `guard` (see `GainProposal.from_dict`)."""
+    return GainProposal.from_dict(load_yaml(path, "gain proposal"), guard, file=str(path))
 
 
 def proposal_target(
@@ -292,7 +322,7 @@ def proposal_target(
     (`controller`, `controller_style`).
     """
     document = load_yaml(path, "gain proposal")
-    found = GainProposal.from_dict(document)
+    found = GainProposal.from_dict(document, file=str(path))
     controller = controller or document.get("controller")
     if not controller:
         raise ConfigError(f"{path} does not name its controller: give --controller")
@@ -318,31 +348,43 @@ def proven_parameters(path: str | Path, gains_only: bool = False) -> tuple[dict[
     model's inverse dynamics) unless the controller was measured to ignore it. A controller's own parameters can
     hold only a viscous term: the drive's `ff_velocity_scale` (effort = ff_velocity_scale * v_ref + PID) raised
     by it from its as-found value. Anything else would be lost by writing the gains alone: ConfigError naming it,
-    unless `gains_only` (then the gains alone, and the note says what is left out).
+    unless `gains_only` (then the gains alone, and the note names every term left out, the viscous one too).
+    Every value returned passes the tuner's guard (GainGuard's defaults): GainsError naming it otherwise.
     """
     document = load_yaml(path, "gain proposal")
-    proposal = GainProposal.from_dict(document)
+    proposal = GainProposal.from_dict(document, file=str(path))
     if document.get("trajectory_feedforward") == "ignored by the controller":
         return dict(proposal.parameters), ""  # measured: the plays ran on the gains alone
     found = document.get("ff_velocity_scale_as_found") or {}
+    if not isinstance(found, dict):
+        raise ConfigError(
+            "ff_velocity_scale_as_found must map gains.<joint>.ff_velocity_scale to numbers", file=str(path)
+        )
     held: dict[str, float] = {}
-    lost = (
-        [f"the nominal inverse dynamics of {document['base_feedforward']}"] if document.get("base_feedforward") else []
-    )
+    base = document.get("base_feedforward")
+    lost = [f"the nominal inverse dynamics of {str(base)[:60]}"] if base else []
+    dropped = list(lost)  # everything the canary ran with beside the gains: what --gains-only leaves out
     for joint, model in proposal.feedforward.items():
         terms = {t: v for t, v in asdict(model).items() if t in ALL_TERMS and v} if model is not None else {}
+        if terms:
+            dropped.append(f"{joint}'s " + ", ".join(f"{t} {v:.4g}" for t, v in terms.items()))
         scale = parameter_name(joint, "ff_velocity_scale")
         if "viscous_nm_s_rad" in terms and scale in found:
-            held[scale] = float(found[scale]) + terms.pop("viscous_nm_s_rad")
+            as_found = as_number(found[scale])
+            GainGuard().check_parameters({scale: as_found}, file=str(path), key="ff_velocity_scale_as_found")
+            held[scale] = as_found + terms.pop("viscous_nm_s_rad")
         if terms:
             lost.append(f"{joint}'s " + ", ".join(f"{t} {v:.4g}" for t, v in terms.items()))
     if not lost:
+        GainGuard().check_parameters(held, file=str(path))  # the as-found scale raised by the viscous term
         return {**proposal.parameters, **held}, ""
-    what = "; ".join(lost)
     if not gains_only:
         raise ConfigError(
             f"the canary proved these gains together with a host feed-forward the controller's "
-            f"parameters cannot hold ({what}): the gains alone were never tried on the robot. Send "
-            f"that feed-forward from the host, or give --gains-only to write the gains anyway"
+            f"parameters cannot hold ({'; '.join(lost)}): the gains alone were never tried on the "
+            f"robot. Send that feed-forward from the host, or give --gains-only to write the gains "
+            f"anyway"
         )
-    return dict(proposal.parameters), f"the host feed-forward the canary also ran with is not written: {what}"
+    return dict(proposal.parameters), (
+        "the host feed-forward the canary also ran with is not written: " + "; ".join(dropped)
+    )
