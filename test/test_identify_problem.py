@@ -19,7 +19,7 @@ def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("data")
     samples, commands = pendulum_npz(d)
     position = samples.position.copy()
-    position[250, 0] = np.inf
+    position[len(position) // 4 :, 0] = np.inf  # one row alone is dropped with a count (test_data_faults)
     save_npz(
         d / "inf.npz",
         JointSamples(samples.joint_names, samples.time_ns, position, samples.velocity, samples.effort),
@@ -121,7 +121,7 @@ def test_data_without_the_mapped_joints(data):
 
 
 def test_non_finite_data_and_missing_files(data):
-    with pytest.raises(DataError, match=r"non-finite position.*joint=hinge, time_s=0\.5"):
+    with pytest.raises(DataError, match=r"mostly non-finite: .* non-finite position; joint hinge first"):
         identify(problem_from_dict(_doc(data, training=[str(data / "inf.npz")])))
     with pytest.raises(ConfigError, match=r"does not exist.*nothere\.npz"):
         identify(problem_from_dict(_doc(data, validation=[str(data / "nothere.npz")])))

@@ -893,3 +893,74 @@ def test_values_the_physics_cannot_take_are_refused_in_one_line(capsys, tmp_path
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
     refused(capsys, "identify", tmp_path / "p.yaml", "--out", tmp_path / "out", match=match)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())  # nothing written
+
+
+# ---- issue 34: a 10 s arm log at 20 kHz (a MemoryError after 50 s at 2.6 GB under 3 GiB, 7.3 GB resident) ------
+
+
+def arm_log_20khz(path: Path) -> Path:
+    """The industrial arm of test/industrial_arm.py (6 joints, hidden physics) tracking its setpoints for 10 s,
+    logged at 20 kHz: positions and velocities from a cubic spline through the 1 kHz simulation, the drive torque
+    held per 1 ms step, white noise of 20 urad, 2 mrad/s and 0.05 N m; 200,001 JointState messages."""
+    from industrial_arm import simulate, write_joint_states_bag
+    from scipy.interpolate import CubicSpline
+
+    from sysid_ros.core.signals import JointSamples
+
+    truth, _ = simulate(0, 10.0, 0.0)
+    t = (truth.time_ns - truth.time_ns[0]) * 1e-9
+    fine_ns = np.arange(0, int(round(t[-1] * 1e9)) + 1, 50_000, dtype=np.int64)
+    spline = CubicSpline(t, truth.position)
+    rng = np.random.default_rng(0)
+    q = spline(fine_ns * 1e-9) + rng.normal(0, 2e-5, (len(fine_ns), 6))
+    v = spline(fine_ns * 1e-9, 1) + rng.normal(0, 2e-3, (len(fine_ns), 6))
+    e = truth.effort[np.minimum(fine_ns // 1_000_000, len(t) - 1)] + rng.normal(0, 0.05, (len(fine_ns), 6))
+    return write_joint_states_bag(path, JointSamples(truth.joint_names, truth.time_ns[0] + fine_ns, q, v, e))
+
+
+def test_a_20_khz_arm_log_identifies_under_3_gib_or_is_refused_up_front_naming_the_limit(tmp_path):
+    """Decimated by 10 to 2 kHz (zero-phase anti-alias filter, a note), then identified within a 3 GiB address
+    space (measured: 0.93 GiB peak resident, 15-19 s); under 1.2 GiB it is refused before any work, in one line
+    naming the limit, and nothing is written."""
+    from support.industrial_problems import _arm_problem
+
+    bag = arm_log_20khz(tmp_path / "arm20k")
+    doc = {**_arm_problem("ur10e_like", str(bag)), "optimizer": {"max_iters": 2}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+    script = BOUNDED.replace("(2 << 30, 2 << 30)", "(int(float(sys.argv.pop(1)) * 2**30),) * 2")
+    assert script != BOUNDED
+
+    def run(limit_gib: float, out: Path) -> tuple[int, str]:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                script,
+                str(limit_gib),
+                "identify",
+                str(tmp_path / "p.yaml"),
+                "--out",
+                str(out),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+        return int(done.stdout.split()[-3]), done.stderr
+
+    code, err = run(3.0, tmp_path / "out")
+    assert code == 0 and "Traceback" not in err and "MemoryError" not in err, err
+    result = yaml.safe_load((tmp_path / "out" / "identified.yaml").read_text())
+    assert any("20000 Hz samples decimated by 10 to 2000 Hz (200001 -> 20001 rows" in n for n in result["notes"])
+    code, err = run(1.2, tmp_path / "small")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert re.search(
+        r"identifying 20001 rows of 6 joints .* needs about [0-9.]+ GiB, more than the address-space "
+        r"limit \(ulimit -v\) of 1.2 GiB",
+        lines[0],
+    ), lines[0]
+    assert not (tmp_path / "small").exists() or not any((tmp_path / "small").iterdir())

@@ -26,6 +26,7 @@ EXPORTS = {
     "Gap": ".timing",
     "JointStateRead": ".joint_states",
     "METADATA_TOPIC": ".write",
+    "MOSTLY_GARBAGE": ".joint_states",
     "Recording": ".recording",
     "RepairReport": ".repair",
     "TimeBase": ".timing",

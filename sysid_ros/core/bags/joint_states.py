@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,8 @@ class JointStateRead:
     timing: timing.TimingReport
     warnings: tuple[str, ...] = field(default=())
     dropped_rows: int = 0  # garbage rows (non-finite or physically impossible values) left out
+    shortfalls: tuple[str, ...] = ()  # topics read short of what the bag lists (a damaged chunk): one line each
+    fraction_read: float = 1.0  # messages read over messages the bag lists, over the topics read
 
     @property
     def samples(self) -> JointSamples:
@@ -155,19 +157,27 @@ def read_joint_states(
         topic_names = tuple(chosen)
         buffers, columns, warnings = _fill(src, conns, topic_names, joints, joint_order, deserialize)
         notes = list(src.notes)
-    return _assemble(
+        short = tuple(s.describe(src.start_ns) for s in src.shortfalls)
+        claimed = sum(int(c.msgcount or 0) for c in conns)
+        lost = sum(s.claimed - s.read for s in src.shortfalls)
+    for text in short:
+        log.warning("%s: %s", bag, text)
+    result = _assemble(
         str(bag),
         topic_names,
         buffers,
         columns,
         joints,
-        warnings + notes,
+        list(short) + warnings + notes,
         time_source,
         max_gap_s,
         on_gap,
         trim_to_common,
         min_motion_rad,
     )
+    if not short:
+        return result
+    return replace(result, shortfalls=short, fraction_read=(claimed - lost) / claimed)
 
 
 def _choose_topics(src: BagSource, topics: list[str] | tuple[str, ...] | None) -> list[str]:

@@ -33,6 +33,32 @@ _DISTROS = ("dashing", "eloquent", "foxy", "galactic", "humble", "iron", "jazzy"
 
 
 @dataclass(frozen=True)
+class Shortfall:
+    """A topic the bag claims more messages of than a complete read gave (a damaged chunk read as its end), and
+    the longest stretch of record time the read messages leave empty (where the lost ones were)."""
+
+    topic: str
+    read: int
+    claimed: int
+    missing_from_ns: int
+    missing_to_ns: int
+
+    @property
+    def fraction(self) -> float:
+        return self.read / self.claimed if self.claimed else 1.0
+
+    def describe(self, start_ns: int | None = None) -> str:
+        """One line: how much was read and where the lost messages were (seconds from `start_ns` when known)."""
+        t0 = self.missing_from_ns if start_ns is None else start_ns
+        return (
+            f"{self.topic}: only {self.read} of the {self.claimed} messages the bag lists could be read "
+            f"({100 * self.fraction:.1f} %; a damaged chunk?): nothing from {(self.missing_from_ns - t0) * 1e-9:.3f} "
+            f"to {(self.missing_to_ns - t0) * 1e-9:.3f} s of the record (record time {self.missing_from_ns} to "
+            f"{self.missing_to_ns} ns)"
+        )
+
+
+@dataclass(frozen=True)
 class TopicInfo:
     """One topic of a bag: its message type and message count."""
 
@@ -96,6 +122,7 @@ class BagSource:
         self.distro = distro
         self.metadata: dict = {}
         self.notes: list[str] = []
+        self.shortfalls: list[Shortfall] = []  # filled when `messages` reads to the end and finds less than claimed
         self._reader: AnyReader | Reader1 | None = None
         self.typestore: Typestore | None = None
 
@@ -224,13 +251,25 @@ class BagSource:
         return [c for c in self.connections if c.topic in wanted]
 
     def messages(self, connections: list[Connection]) -> Iterator[tuple[Connection, int, bytes]]:
-        """(connection, record time ns, raw bytes) in record-time order; damage raises `BagError`."""
+        """(connection, record time ns, raw bytes) in record-time order; damage raises `BagError`.
+
+        A read that ends without an error but with fewer messages of a connection than the bag lists (rosbags
+        stops silently inside a chunk whose records were overwritten) is recorded in `shortfalls`."""
         assert self._reader is not None, "bag not open"
         last_topic, last_ns, count = None, None, 0
+        seen: dict[int, list[int]] = {}  # id(connection) -> [count, first ns, previous ns, gap from, gap to]
         try:
             for conn, record_ns, raw in self._reader.messages(connections=connections):
                 last_topic, last_ns = conn.topic, record_ns
                 count += 1
+                track = seen.get(id(conn))
+                if track is None:
+                    seen[id(conn)] = [1, record_ns, record_ns, 0, 0]
+                else:
+                    track[0] += 1
+                    if record_ns - track[2] > track[4] - track[3]:
+                        track[3], track[4] = track[2], record_ns
+                    track[2] = record_ns
                 yield conn, record_ns, raw
         except Exception as exc:  # ReaderError, SerdeError, apsw errors, struct errors on damage
             raise BagError(
@@ -239,6 +278,31 @@ class BagSource:
                 topic=last_topic,
                 record_ns=last_ns,
             ) from None
+        self.shortfalls = self._shortfalls(connections, seen)
+
+    def _shortfalls(self, connections: list[Connection], seen: dict[int, list[int]]) -> list[Shortfall]:
+        """Per topic, what a complete read gave against what the bag lists, where fewer."""
+        start, end = self.start_ns, self.end_ns
+        by_topic: dict[str, list] = {}
+        for conn in connections:
+            count, first, last, gap_from, gap_to = seen.get(id(conn), [0, end or 0, end or 0, 0, 0])
+            got = by_topic.setdefault(conn.topic, [0, 0, []])
+            got[0] += count
+            got[1] += int(conn.msgcount or 0)
+            if count:  # the empty stretches: before the first, the longest between two, after the last
+                got[2] += [
+                    (first - (start or first), start or first, first),
+                    (gap_to - gap_from, gap_from, gap_to),
+                    ((end or last) - last, last, end or last),
+                ]
+            elif start is not None and end is not None:
+                got[2].append((end - start, start, end))
+        out = []
+        for topic, (count, claimed, holes) in by_topic.items():
+            if count < claimed:
+                _, a, b = max(holes, default=(0, 0, 0))
+                out.append(Shortfall(topic, count, claimed, int(a), int(b)))
+        return out
 
     def deserialize(
         self, raw: bytes, msgtype: str, *, topic: str | None = None, record_ns: int | None = None

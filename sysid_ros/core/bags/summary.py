@@ -47,6 +47,8 @@ class BagSummary:
     usable: bool
     reasons: tuple[str, ...]
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # what makes a usable bag's result suspect (a topic read short: a damaged chunk)
+    fraction_read: float = 1.0  # messages read over messages the bag lists
 
     @property
     def duration_s(self) -> float:
@@ -69,8 +71,12 @@ class BagSummary:
             lines.append(f"  {mark}{t.name} [{t.msgtype}] {t.count} msgs {t.rate_hz:.1f} Hz, {t.role}: {t.reason}")
             if t.msgtype == JOINT_STATE and t.joints:
                 lines.append(f"       joints: {', '.join(t.joints)}")
-        lines.append(f"  usable for identification: {'yes' if self.usable else 'no'}")
+        usable = "yes" if self.usable else "no"
+        if self.usable and self.warnings:
+            usable = f"yes, with {len(self.warnings)} warning(s): {100 * self.fraction_read:.1f} % of its messages read"
+        lines.append(f"  usable for identification: {usable}")
         lines += [f"    because {r}" for r in self.reasons]
+        lines += [f"  WARNING: {w}" for w in self.warnings]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -112,6 +118,8 @@ def inspect_bag(
                 names[conn.topic] = tuple(src.deserialize(raw, conn.msgtype, topic=conn.topic).name)
         meta = dict(src.metadata)
         notes = list(src.notes)
+        shortfalls = list(src.shortfalls)
+        warnings = [short.describe(src.start_ns) for short in shortfalls]
         start_ns, end_ns = src.start_ns, src.end_ns
         storage = src.storage
     reasons: list[str] = []
@@ -136,7 +144,7 @@ def inspect_bag(
             segs = [max(read.segments, key=len)] if segments == "longest" else list(read.segments)
             found = segs[0].joint_names
             time_source, offset_s = read.timing.time_base.source, read.timing.clock_offset_s
-            notes += list(read.warnings)
+            notes += [w for w in read.warnings if w not in read.shortfalls]
             for k, seg in enumerate(segs):
                 _, fix = regularize(seg)
                 if fix.kind != "uniform" or fix.repeated_rows:
@@ -191,6 +199,8 @@ def inspect_bag(
         )
     if not any(counted.values()):
         reasons = ["the bag has no messages"]
+    listed = sum(info.count for info in infos.values())
+    fraction = 1.0 if not shortfalls or not listed else sum(counted.values()) / listed
     return BagSummary(
         str(bag),
         storage,
@@ -205,6 +215,8 @@ def inspect_bag(
         js_ok and not reasons,
         tuple(reasons),
         tuple(notes),
+        tuple(warnings),
+        fraction,
     )
 
 

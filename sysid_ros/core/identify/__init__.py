@@ -36,6 +36,7 @@ EXPORTS = {
     "check_problem": ".problem.model",
     "choose_start_states": ".rollout.start_states",
     "compiled_model": ".problem.model_cache",
+    "coupled_joints": ".stages.torque_fit",
     "fit_on_parts": ".stages.torque_fit",
     "fitted_bodies": ".stages.torque_fit",
     "identifiable": ".stages.summarize",

@@ -18,6 +18,7 @@ EXPORTS = {
     "MAX_ABS_RATE": ".plausible",
     "MAX_GRID_POINTS": ".size_bounds",
     "Trajectory": ".joint_trajectory",
+    "check_memory": ".size_bounds",
     "estimate_position_noise": ".derivatives",
     "finite_differences": ".derivatives",
     "grid_points": ".size_bounds",

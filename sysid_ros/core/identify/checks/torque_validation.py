@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mujoco
@@ -28,6 +28,10 @@ from ..rollout import sequences as sd
 FRICTIONLOSS_BAND_RAD_S = 0.01
 """v_s standing in for MuJoCo's friction loss, a soft sign (the same band as the warm start's regressor)."""
 Part = tuple[JointSamples, JointCommands | None]
+MAX_TORQUE_ROWS = 20_000
+"""Rows the torque checks and fits use at most per set of records (evenly spaced; the derivatives are taken on
+every row first): the whole-arm regressor holds about 17 kB per row for a 6-joint arm (rows x bodies x joints x
+3 Jacobians), so a long or fast record would otherwise need gigabytes (149,000 rows: 2.6 GB and a MemoryError)."""
 
 
 def torque_rows(
@@ -102,6 +106,12 @@ def torque_records(
     if not got:
         return None
     deriv, tau = concatenate(got)
+    valid = np.flatnonzero(deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1))
+    if len(valid) > MAX_TORQUE_ROWS:  # evenly spaced rows: memory bounded whatever the record's length or rate
+        unused = np.ones(len(tau), dtype=bool)
+        unused[valid[np.linspace(0, len(valid) - 1, MAX_TORQUE_ROWS).round().astype(int)]] = False
+        tau = np.where(unused[:, None], np.nan, tau)
+        deriv = replace(deriv, valid=deriv.valid & ~unused.reshape((-1,) + (1,) * (deriv.valid.ndim - 1)))
     return deriv, tau, None if any(v is None for v in velocities) else np.concatenate(velocities)
 
 

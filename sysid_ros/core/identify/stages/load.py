@@ -8,10 +8,13 @@ from dataclasses import dataclass, replace
 
 import mujoco
 import numpy as np
+from scipy.signal import decimate
 
-from ...bags import load_npz, read_recording, regularize
+from ...bags import MOSTLY_GARBAGE, load_npz, read_recording, regularize
 from ...errors import BagError, ConfigError, DataError
-from ...signals import JointCommands, JointSamples
+from ...signals import JointCommands, JointSamples, check_memory
+from ..checks.actuator_limits import clamp_warnings
+from ..checks.torque_validation import MAX_TORQUE_ROWS
 from ..problem.file import DataSource, Problem
 from ..problem.model import check_problem
 from ..problem.model_cache import compiled_model
@@ -46,12 +49,13 @@ def load_run(problem: Problem, log: RunLog) -> Loaded:
     problem, bound_notes = physical_bounds(problem, spec, model)  # missing min/max from physics, one note each
     log.notes += bound_notes
     starts = check_problem(problem, spec, model, signals)
+    rate = max_rate_hz(model)
     train_data = [
-        (f"train{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
+        (f"train{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes, rate))
         for k, src in enumerate(problem.training)
     ]
     val_data = [
-        (f"val{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes))
+        (f"val{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes, rate))
         for k, src in enumerate(problem.validation)
     ]
     if problem.start_velocity == "auto":  # measured start states: from the measured velocity or positions
@@ -59,6 +63,8 @@ def load_run(problem: Problem, log: RunLog) -> Loaded:
         problem = replace(problem, start_velocity=choice.velocity, smoothing_samples=choice.smoothing_samples)
         if not problem.estimate_initial_state:
             log.notes.append(f"start states: {choice.reason}")
+    log.warnings += clamp_warnings(model, maps, [*train_data, *val_data])  # never a silent clamp
+    check_run_memory(problem, model, maps, [*train_data, *val_data])
     train_sources = segment_sources(problem, model, maps, train_data)
     val = build_segments(problem, model, maps, val_data) if val_data else []
     return Loaded(
@@ -86,14 +92,18 @@ def _from_first_command(samples: JointSamples, commands: JointCommands) -> Joint
 
 
 def load_source(
-    src: DataSource, joints: Sequence[str], warnings: list[str] | None = None, notes: list[str] | None = None
+    src: DataSource,
+    joints: Sequence[str],
+    warnings: list[str] | None = None,
+    notes: list[str] | None = None,
+    max_rate: float | None = None,
 ) -> list[tuple[JointSamples, JointCommands | None]]:
     """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort).
 
     Data repairs that may have changed the answer (duplicate stamps with different values, of which the
     reader kept the first; a log resampled without a device clock) are appended to `warnings` as one line
     naming the file; a real logger's time base put right (repeated rows dropped, device clock recovered,
-    `bags.logger_clock`) to `notes`.
+    `bags.logger_clock`) to `notes`. Samples faster than `max_rate` Hz are decimated (`decimated`), a note says so.
     """
     if src.kind == "npz":
         samples, commands, _ = load_npz(src.path)
@@ -120,6 +130,8 @@ def load_source(
         except (DataError, BagError) as exc:
             raise type(exc)(f"cannot read joints {list(joints)}: {exc}") from exc
         segments = list(getattr(rec.feedback, "segments", None) or [rec.samples])
+        if warnings is not None:  # a damaged chunk read as the data's end: the record is not what was recorded
+            warnings += [f"{src.path}: {text}" for text in getattr(rec.feedback, "shortfalls", ())]
         if rec.feedback.dropped_rows and warnings is not None:
             warnings.append(
                 f"{src.path}: {rec.feedback.dropped_rows} joint states dropped as garbage (non-finite or "
@@ -168,12 +180,16 @@ def load_source(
         )
     out = []
     for k, seg in enumerate(segments):
-        seg, fix = regularize(seg.select(list(joints)))
+        where = f"{src.path}" + (f" segment {k}" if len(segments) > 1 else "")
+        seg = drop_non_finite_rows(seg.select(list(joints)), ("effort",) if chosen is None else (), where, warnings)
+        seg, fix = regularize(seg)
         if fix.kind != "uniform" or fix.repeated_rows:
             line = fix.describe(f"{src.path}" + (f" segment {k}" if len(segments) > 1 else ""))
             target = warnings if fix.kind == "resampled" else notes
             if target is not None:
                 target.append(line)
+        if max_rate is not None:
+            seg = decimated(seg, max_rate, where, notes)
         seg = _trim(seg, src)
         if chosen is not None:
             before = len(seg)
@@ -190,6 +206,113 @@ def load_source(
     if not out:
         raise DataError("no usable samples (after trimming)", bag=str(src.path))
     return out
+
+
+DECIMATE_ABOVE_HZ = 2000.0
+"""Samples faster than this (or than the model's simulation rate, if faster) are decimated before anything else:
+the rollouts step at the model's timestep and the torque checks filter over tens of ms, so rows beyond it add
+memory and time, not information (a 10 s, 20 kHz, 6-joint log took 2.6 GB and failed in the torque checks)."""
+
+
+def max_rate_hz(model: mujoco.MjModel) -> float:
+    """The highest sample rate a run keeps: `DECIMATE_ABOVE_HZ`, or the model's simulation rate when faster."""
+    return max(DECIMATE_ABOVE_HZ, 1.0 / float(model.opt.timestep))
+
+
+def decimated(samples: JointSamples, max_rate: float, where: str, notes: list[str] | None = None) -> JointSamples:
+    """`samples` (on a uniform grid) decimated by the smallest whole factor that brings them to `max_rate` Hz or
+    below, each field through scipy's anti-alias filter first (`scipy.signal.decimate`: an order-8 Chebyshev
+    type I low-pass at 0.8 x the new Nyquist frequency, run forwards and backwards, so no phase lag); one note."""
+    if len(samples) < 3:
+        return samples
+    period_ns = int(np.median(np.diff(samples.time_ns)))
+    rate = 1e9 / max(period_ns, 1)
+    factor = int(np.ceil(rate / max_rate - 1e-9))
+    if factor < 2 or len(samples) < 30 * factor:  # the filter needs a few of its lengths of data
+        return samples
+    keep = np.arange(0, len(samples), factor)
+    fields = []
+    for name in ("position", "velocity", "effort"):
+        values = getattr(samples, name)
+        fields.append(None if values is None else decimate(values, factor, axis=0, zero_phase=True)[: len(keep)])
+    if notes is not None:
+        notes.append(
+            f"{where}: {rate:.6g} Hz samples decimated by {factor} to {rate / factor:.6g} Hz ({len(samples)} "
+            f"-> {len(keep)} rows; anti-alias filter: order-8 Chebyshev low-pass at "
+            f"{0.8 * rate / factor / 2:.4g} Hz, zero phase)"
+        )
+    return JointSamples(samples.joint_names, samples.time_ns[keep], *fields, samples.source)
+
+
+BYTES_PER_ROW_SIGNAL_PARAMETER = 32
+"""Memory a run takes per measured row, per signal and per (parameter + 25): calibrated on a 6-joint arm with 23
+parameters (peak resident memory 0.93 GiB for 20,000 rows, 1.78 GiB for 120,000: 9 kB per row)."""
+TORQUE_ROW_BYTES = 17_000
+"""The whole-arm regressor's memory per row (6 joints, 8 bodies), at most `MAX_TORQUE_ROWS` rows."""
+ADDRESS_SPACE_FACTOR = 1.6
+"""Address space taken per byte of resident memory (allocator arenas, thread stacks): the 20,000-row run that
+peaks at 0.93 GiB resident fails under a 1.2 GiB `ulimit -v` with 0.59 GiB in use when it starts, runs under 1.5."""
+
+
+def check_run_memory(
+    problem: Problem, model: mujoco.MjModel, maps: Sequence[sd.JointMap], data: Sequence[tuple[str, list]]
+) -> None:
+    """Refuse up front, naming the limit, a run whose data would not fit in the memory this process has left."""
+    rows = sum(len(samples) for _, parts in data for samples, _ in parts)
+    signals = len(maps) * len(problem.observe)
+    params = sum(len(p.min_value or p.start or (0,)) for p in problem.parameters)
+    needed = rows * BYTES_PER_ROW_SIGNAL_PARAMETER * signals * (params + 25)
+    if len(maps) > 1:
+        needed += min(rows, 2 * MAX_TORQUE_ROWS) * TORQUE_ROW_BYTES * model.nbody * model.nv // 48
+    check_memory(
+        int(needed * ADDRESS_SPACE_FACTOR),
+        f"identifying {rows} rows of {len(maps)} joints with {params} parameter values",
+        "identify a part of the record (start_s / end_s in the problem's data entry) or fewer joints",
+    )
+
+
+def drop_non_finite_rows(
+    samples: JointSamples, needed: Sequence[str], where: str, warnings: list[str] | None = None
+) -> JointSamples:
+    """`samples` without the rows where a field the run uses (`needed`, and the velocity when there is one) is not
+    finite for some joint: one warning line with the count, the fields and the first such row; refused when they
+    are more than half of the rows (`MOSTLY_GARBAGE`, as for positions)."""
+    fields = [f for f in dict.fromkeys(("position", "velocity", *needed)) if getattr(samples, f) is not None]
+    bad = np.zeros(len(samples), dtype=bool)
+    counts: dict[str, int] = {}
+    for f in fields:
+        rows = ~np.isfinite(getattr(samples, f)).all(axis=1)
+        if rows.any():
+            counts[f] = int(rows.sum())
+            bad |= rows
+    if not bad.any():
+        return samples
+    n, total = int(bad.sum()), len(samples)
+    first = int(np.flatnonzero(bad)[0])
+    worst = max(counts, key=counts.get)
+    joint = samples.joint_names[int(np.flatnonzero(~np.isfinite(getattr(samples, worst)).all(axis=0))[0])]
+    what = ", ".join(f"{c} non-finite {f}" for f, c in counts.items())
+    if n > MOSTLY_GARBAGE * total:
+        raise DataError(
+            f"mostly non-finite: {n} of {total} rows ({what}; joint {joint} first); a record whose "
+            "measurements are mostly missing is refused",
+            bag=where,
+        )
+    if warnings is not None:
+        warnings.append(
+            f"{where}: {n} of {total} rows dropped ({what}, the first at "
+            f"{(samples.time_ns[first] - samples.time_ns[0]) * 1e-9:.4f} s; joint {joint})"
+        )
+    keep = np.flatnonzero(~bad)
+    return JointSamples(
+        samples.joint_names,
+        samples.time_ns[keep],
+        *(
+            None if getattr(samples, f) is None else getattr(samples, f)[keep]
+            for f in ("position", "velocity", "effort")
+        ),
+        samples.source,
+    )
 
 
 def build_segments(

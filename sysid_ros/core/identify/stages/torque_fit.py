@@ -88,6 +88,28 @@ class TorqueSpaceFit:
         }
 
 
+def coupled_joints(model: mujoco.MjModel) -> list[str]:
+    """Joints tied to another by an active joint equality (MuJoCo's form of a URDF `<mimic>`: q1 = c0 + c1 q2 +
+    ...), each as "joint1 = c0 + c1 joint2". The arm regressor treats every DOF as independent, which such a
+    model is not: its torque-space fit and torque checks would be wrong."""
+
+    def name(j: int) -> str:
+        return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(j)) or f"joint {j}"
+
+    out = []
+    for e in range(model.neq):
+        if int(model.eq_type[e]) != int(mujoco.mjtEq.mjEQ_JOINT) or not model.eq_active0[e]:
+            continue
+        a, b = model.eq_obj1id[e], model.eq_obj2id[e]
+        c = model.eq_data[e][:5]
+        out.append(
+            f"{name(a)} = {c[0]:.4g}"
+            if b < 0
+            else f"{name(a)} = {c[0]:.4g} + {c[1]:.4g} {name(b)}" + ("" if not np.any(c[2:]) else " + higher powers")
+        )
+    return out
+
+
 def fitted_bodies(model: mujoco.MjModel, parameters: Sequence[ParameterSpec]) -> list[int]:
     """The bodies whose inertials the fit frees: one per welded group the problem frees a body of."""
     free = [model.body(p.target).id for p in parameters if p.kind in BODY_KINDS and not p.frozen]

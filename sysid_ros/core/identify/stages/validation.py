@@ -28,7 +28,15 @@ from ..rollout.residual import InitialStateRollout, ScaledResidual, batched_resi
 from .intervals import Spread
 from .load import Loaded
 from .optimize import Fit
-from .torque_fit import TAKE_BELOW, TorqueSpaceChoice, TorqueSpaceFit, choose_on_training, outside_bounds, torque_ratio
+from .torque_fit import (
+    TAKE_BELOW,
+    TorqueSpaceChoice,
+    TorqueSpaceFit,
+    choose_on_training,
+    coupled_joints,
+    outside_bounds,
+    torque_ratio,
+)
 
 
 @dataclass(frozen=True)
@@ -182,8 +190,18 @@ def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, A
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
     torque-space fit when it is chosen on the training rows (`torque_space.choose_on_training`), else the window
-    fit: the held-out rows judge the choice, they do not make it."""
+    fit: the held-out rows judge the choice, they do not make it. A model whose joints an equality couples (a
+    URDF `<mimic>`) gets none of this: the regressor would treat the coupled joints as independent."""
     problem, model, maps, train_data, val_data = run.problem, run.model, run.maps, run.train_data, run.val_data
+    coupled = coupled_joints(model)
+    if coupled:
+        notes.append(
+            f"joint torque checks and the torque-space fit are not run: the model couples joints "
+            f"({'; '.join(coupled)}: an equality constraint, e.g. a URDF <mimic>), which the arm regressor "
+            "would treat as independent; the identified model is the window fit (whose rollouts hold the "
+            "coupling)"
+        )
+        return HeldOutTorque({}, identified, {})
     try:
         check = torque_validation(
             model, maps, train_data, val_data, {"nominal": model, "window_fit": identified.copy().compile()}

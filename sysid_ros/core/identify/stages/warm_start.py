@@ -15,13 +15,14 @@ from mujoco import sysid
 from ...errors import ModelError, SysidRosError
 from ...linear import ArmRegressor, fit_pendulum
 from ...signals import JointCommands, JointSamples, savgol_derivatives
-from ..checks.torque_validation import held_out_split, joint_order, torque_rows
+from ..checks.torque_validation import MAX_TORQUE_ROWS, held_out_split, joint_order, torque_rows
 from ..problem.file import Problem
 from ..problem.parameters import build_parameters
 from ..problem.plausibility import Prior, make_prior
 from ..results import RunLog
 from ..rollout import sequences as sd
 from .load import Loaded
+from .torque_fit import coupled_joints
 
 
 @dataclass(frozen=True)
@@ -193,8 +194,9 @@ def arm_warm_start(
 
     def rows(parts: Sequence[tuple[JointSamples, JointCommands | None]]):
         ws, taus = [], []
+        step = max(every, -(-sum(len(samples) for samples, _ in parts) // MAX_TORQUE_ROWS))  # memory bounded
         for samples, commands in parts:
-            got = torque_rows(model, maps, samples, commands, every)
+            got = torque_rows(model, maps, samples, commands, step)
             if got is None:
                 continue
             deriv, tau, ok = got
@@ -235,7 +237,12 @@ def arm_warm_start_if_better(
     notes: list[str],
     metrics: dict[str, Any],
 ) -> dict[str, float]:
-    """The whole-arm regression warm start, used only when it predicts held-out torque better than the start."""
+    """The whole-arm regression warm start, used only when it predicts held-out torque better than the start (and
+    never on a model whose joints an equality couples: the regressor treats them as independent)."""
+    coupled = coupled_joints(model)
+    if coupled:
+        notes.append(f"whole-arm regression warm start not run: the model couples joints ({'; '.join(coupled)})")
+        return {}
     try:
         arm = arm_warm_start(problem, model, maps, train_data, val_data)
     except SysidRosError as exc:
