@@ -16,7 +16,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
 from launch import LaunchDescription
-from sysid_ros.launching import manager, placement
+from sysid_ros.launching import TUNE_CONFIGS, manager, placement, tuning_sim
 
 
 def _stacks(context):
@@ -24,8 +24,8 @@ def _stacks(context):
     robots = [r.strip().strip("/") for r in LaunchConfiguration("robots").perform(context).split(",") if r.strip()]
     if not robots:
         raise RuntimeError("robots:= names no robot (e.g. robots:=r1,r2)")
-    params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(
-        share, "config", "servo_tuner.yaml")
+    tuner_file, sim_file, _ = TUNE_CONFIGS["pendulum"]
+    params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(share, "config", tuner_file)
     sim = LaunchConfiguration("sim").perform(context).lower() == "true"
     physics_file = LaunchConfiguration("physics_file").perform(context)
     physics = {}
@@ -40,10 +40,8 @@ def _stacks(context):
                   for executable in ("tape_recorder", "servo_tuner")]
         if sim:
             nodes.append(Node(package="sysid_ros", executable="sim_robot", name="sim_robot", output="screen", **where,
-                              parameters=[os.path.join(share, "config", "sim_robot.yaml"),
-                                          {"use_sim_time": True, "forward_interface": "position",
-                                           "command_rate_hz": 250.0, "publish_rate_hz": 250.0, "seed": k,
-                                           "real_time_factor": 1.0, **physics.get(name, {}), **robot}]))
+                              parameters=[os.path.join(share, "config", sim_file),
+                                          {**tuning_sim("pendulum"), "seed": k, **physics.get(name, {}), **robot}]))
         nodes.append(manager(where, robot, ["sim_robot"] * sim + ["tape_recorder", "servo_tuner"]))
     return nodes
 

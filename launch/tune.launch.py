@@ -17,25 +17,21 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
 from launch import LaunchDescription
-from sysid_ros.launching import managed, placement, stack_arguments
+from sysid_ros.launching import TUNE_CONFIGS, managed, placement, stack_arguments, tuning_sim
 
 
 def _nodes(context):
     share = get_package_share_directory("sysid_ros")
     model = LaunchConfiguration("model").perform(context)
-    params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(
-        share, "config", "servo_tuner_arm3.yaml" if model == "arm3" else "servo_tuner.yaml")
+    tuner_file, sim_file, _ = TUNE_CONFIGS["arm3" if model == "arm3" else "pendulum"]
+    params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(share, "config", tuner_file)
     where, robot = placement(context)
     nodes = [LifecycleNode(package="sysid_ros", executable=name, name=name, output="screen", **where,
                            parameters=[params_file, robot]) for name in ("tape_recorder", "servo_tuner")]
     if LaunchConfiguration("sim").perform(context).lower() == "true":
-        sim_file = "sim_robot_arm3.yaml" if model == "arm3" else "sim_robot.yaml"
-        rate = 200.0 if model == "arm3" else 250.0
         nodes.append(Node(package="sysid_ros", executable="sim_robot", name="sim_robot", output="screen", **where,
                           parameters=[os.path.join(share, "config", sim_file),
-                                      {"use_sim_time": True, "forward_interface": "position",
-                                       "command_rate_hz": rate, "publish_rate_hz": rate,
-                                       "real_time_factor": 1.0, **robot}]))
+                                      {**tuning_sim("arm3" if model == "arm3" else "pendulum"), **robot}]))
     sim = LaunchConfiguration("sim").perform(context).lower() == "true"
     return managed(context, nodes, ["sim_robot"] * sim + ["tape_recorder", "servo_tuner"], where, robot)
 

@@ -51,6 +51,27 @@ def autostart(context: Any) -> bool:
     return LaunchConfiguration("autostart").perform(context).lower() == "true"
 
 
+TUNE_CONFIGS = {
+    "pendulum": ("servo_tuner.yaml", "sim_robot.yaml", 250.0),
+    "arm3": ("servo_tuner_arm3.yaml", "sim_robot_arm3.yaml", 200.0),
+}
+"""model -> (servo_tuner + tape_recorder file, sim_robot file, the tuner's rate) in config/: what tune.launch.py
+(and fleet.launch.py, pendulum) start with `sim:=true`. test_shipped_configs tunes each to a proposal."""
+
+
+def tuning_sim(model: str) -> dict[str, Any]:
+    """What a simulated robot to tune gets over its config file: position-controlled at the tuner's rate, on
+    simulated time at real time."""
+    rate = TUNE_CONFIGS[model][2]
+    return {
+        "use_sim_time": True,
+        "forward_interface": "position",
+        "command_rate_hz": rate,
+        "publish_rate_hz": rate,
+        "real_time_factor": 1.0,
+    }
+
+
 PLAIN_NODES = ("sim_robot",)  # our nodes without lifecycle services: waited for, never transitioned
 
 

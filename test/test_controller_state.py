@@ -49,3 +49,40 @@ def test_an_inactive_controller_is_refused(nodes, client, tmp_path):
     )
     assert lonely.log().count("no controller manager answers") == 1
     assert recorder.alive()
+
+
+def test_a_controller_of_another_interface_is_refused(nodes, tmp_path):
+    """The shipped sim_robot (its forward controller on the effort interface) and the shipped recorder (a position
+    stream): `sysid-ros record` refuses in one line naming both, before anything moves, and writes no bag
+    (it played position values as torques before: "completed", 7 mrad of motion)."""
+    import subprocess
+    import sys
+
+    from sysid_ros.core.files import config_dir, load_ros_parameters
+
+    nodes("sim_robot", "sim_robot", load_ros_parameters(config_dir() / "sim_robot.yaml", "sim_robot"))
+    out = tmp_path / "bags"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sysid_ros.cli",
+            "record",
+            "--params-file",
+            str(config_dir() / "tape_recorder.yaml"),
+            "--out",
+            str(out),
+            "--timeout",
+            "300",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    line = (
+        "refused: controller forward_command_controller commands hinge/effort but forward_interface is position "
+        "(the play would send hinge/position): set forward_interface: effort, or name a position controller"
+    )
+    assert done.stderr.splitlines()[-1] == line and "Traceback" not in done.stderr
+    assert not out.exists() or not any(out.iterdir())

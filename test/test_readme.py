@@ -4,7 +4,9 @@ Placeholders a reader replaces (BAG, PROPOSAL.yaml, NAME, j1 j2, ...) are replac
 table with what the README's own commands produced before them: the bag `sysid-ros record` wrote, the proposal
 `sysid-ros tune` wrote. Commands that move a robot run against a sim_robot stack this test starts (the demo's
 hidden pendulum: a forward position stream for `record`, then the demo's tuning rig for `tune`/`apply`/
-`rollback`). What cannot run here is in SKIP, each with its reason; a README command neither run nor skipped
+`rollback`); the nodes the README starts itself (the venv's `python -m sysid_ros.nodes.<node> ... &` lines) run
+as written, in processes of their own, once the demo's rig is stopped. What cannot run here is in SKIP, each with
+its reason; a README command neither run nor skipped
 fails the test, so a new block is either runnable or reviewed.
 """
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -86,8 +90,33 @@ def skip_reason(command: str) -> str | None:
 
 
 def in_run_order(commands: list[str]) -> list[str]:
-    first = [c for start in FIRST for c in commands if c.startswith(start)]
-    return first + [c for c in commands if c not in first]
+    """FIRST's commands (each once: the venv section repeats `sysid-ros tune --activate`), then the rest in README
+    order, a command the README repeats run once."""
+    first = [next(c for c in commands if c.startswith(start)) for start in FIRST]
+    rest = [c for c in commands if c not in first]
+    return first + [c for k, c in enumerate(rest) if c not in rest[:k]]
+
+
+NODE_LINE = re.compile(r"^python -m sysid_ros\.nodes\.(\w+) (.*)&$")
+"""A node the README starts in the background (the venv's `ros2 launch`): started here as a process of its own."""
+
+
+class Background:
+    """A README node line's process, stopped by its pid (SIGINT: a clean shutdown) with the others."""
+
+    def __init__(self, command: str, cwd: Path, env: dict, log: Path) -> None:
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(shlex.split(command), cwd=cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(15.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(15.0)
+        self.log.close()
 
 
 def test_the_readme_lists_what_it_skips():
@@ -116,6 +145,7 @@ def test_every_readme_command_runs(tmp_path, client):
     work = tmp_path / "work"
     work.mkdir()
     (work / "config").symlink_to(ROOT / "config")  # the README's relative paths: run from a copy of the repo's root
+    (work / ".venv").symlink_to(Path(sys.executable).parents[1])  # `source .venv/bin/activate`: this venv
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -183,6 +213,24 @@ def test_every_readme_command_runs(tmp_path, client):
             command = re.sub(pattern, value, command)
         return command
 
+    def start_readme_node(node: str, command: str) -> None:
+        """A README node line, as written (the demo's rig goes first: the same node names): up, and a lifecycle
+        node configured and activated as `sysid-ros tune --activate` would (its tune is the one run first)."""
+        if not any(isinstance(p, Background) for p in stack):
+            for process in stack:
+                process.stop()
+            stack.clear()
+        stack.append(Background(command, work, env, tmp_path / f"readme_{node}.log"))
+        up(node)
+        if node in ("tape_recorder", "servo_tuner"):
+            wait_for(
+                lambda: f"/{node}/change_state" in dict(client.node.get_service_names_and_types()),
+                180.0,
+                f"/{node}'s lifecycle services",
+            )
+            for transition, state in (("configure", "inactive"), ("activate", "active")):
+                assert client.change_state(node, transition) == (True, state), (node, transition)
+
     ran, skipped = [], []
     try:
         start_recording_stack()
@@ -190,6 +238,11 @@ def test_every_readme_command_runs(tmp_path, client):
             why = skip_reason(command)
             if why:
                 skipped.append((command, why))
+                continue
+            node_line = NODE_LINE.match(command)
+            if node_line:
+                start_readme_node(node_line.group(1), command[:-1])
+                ran.append(command)
                 continue
             if command.startswith("sysid-ros tune"):
                 start_tuning_stack()

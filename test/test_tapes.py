@@ -121,6 +121,11 @@ def test_a_start_outside_the_usable_travel_is_refused():
     with pytest.raises(EnvelopeError) as err:
         tapes.chirp(QUICKSTART, 100.0, start={"elbow": 0.39})
     assert err.value.where["joint"] == "elbow"
+    # where the joint is, and the room it is outside of (not a "tape start" the user never chose)
+    room = 0.9 * QUICKSTART["elbow"].travel_rad
+    assert f"at 0.39 rad, outside the room tapes use: {-room:.4g} to {room:.4g} rad (90% of travel_rad" in str(
+        err.value
+    )
 
 
 # ---- analytic derivatives agree with the sampled position ---------------------------------------------------

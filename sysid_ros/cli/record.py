@@ -49,7 +49,7 @@ def record(args: argparse.Namespace) -> int:
         while not node.ready_to_play() and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
         ok, message = node.play()
-        print(message)
+        print(message, file=sys.stdout if ok else sys.stderr)
         if not ok:
             return 2
         shown = -1

@@ -4,7 +4,8 @@ Publishes `joint_states` (position, velocity, effort = applied joint torque) and
 `clock`; takes `<forward_controller>/commands` (Float64MultiArray) and
 `<trajectory_controller>/joint_trajectory` (JointTrajectory) and, like ros2_control's controller manager, answers
 `controller_manager/list_controllers` (both controllers active, but those named in `inactive_controllers`, whose
-commands it then ignores); holds its drive gains as the live
+commands it then ignores; each with its command interfaces: the forward controller's `<joint>/<forward_interface>`,
+the trajectory controller's `<joint>/effort`); holds its drive gains as the live
 parameters `gains.<joint>.p|i|d|i_clamp|ff_velocity_scale` and its hidden physics as `physics.*`.
 Every name is relative, so `__ns:=/r1` (or a launch `namespace`) moves the whole robot; at the root they
 are the usual `/joint_states`, `/clock`, ... . Each robot in a namespace runs its own simulated time on
@@ -293,14 +294,32 @@ class SimRobotNode(Node):
     def _active(self, controller: str) -> bool:
         return controller not in self.get_parameter("inactive_controllers").value
 
+    def _command_interfaces(self, controller: str) -> list[str]:
+        """`<joint>/<interface>` a controller commands, as ros2_control names them: the forward controller its
+        `forward_interface`; the trajectory controller effort (its PID, gains.<joint>.*, drives the joint torque)."""
+        interface = self.forward_interface if controller == self.forward else "effort"
+        return [f"{joint}/{interface}" for joint in self.robot.joint_names]
+
     def _on_list_controllers(
         self, request: ListControllers.Request, response: ListControllers.Response
     ) -> ListControllers.Response:
-        """ros2_control's `controller_manager/list_controllers`: the two controllers, active unless listed inactive."""
-        response.controller = [
-            ControllerState(name=name, type=kind, state="active" if self._active(name) else "inactive")
-            for name, kind in self.controllers.items()
-        ]
+        """ros2_control's `controller_manager/list_controllers`: the two controllers, active unless listed inactive,
+        each with its command interfaces (claimed while active, as the controller manager does)."""
+        response.controller = []
+        for name, kind in self.controllers.items():
+            active, interfaces = self._active(name), self._command_interfaces(name)
+            response.controller.append(
+                ControllerState(
+                    name=name,
+                    type=kind,
+                    state="active" if active else "inactive",
+                    claimed_interfaces=interfaces if active else [],
+                    required_command_interfaces=interfaces,
+                    required_state_interfaces=[
+                        f"{j}/{i}" for j in self.robot.joint_names for i in ("position", "velocity")
+                    ],
+                )
+            )
         return response
 
     def _on_forward(self, msg: Float64MultiArray) -> None:

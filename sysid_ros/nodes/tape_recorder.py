@@ -420,7 +420,10 @@ class TapeRecorderNode(LifecycleNode):
             if self.count_subscribers(self._command_topic) == 0:
                 raise ValueError(f"no controller is listening on {self._command_topic}")
             controller = c.trajectory_controller if c.command_mode == "trajectory" else c.forward_controller
-            why = self._controllers.refusal(controller)
+            # a stream's values mean positions or torques by forward_interface: the controller must command that
+            # (a trajectory carries its own meaning; any trajectory controller takes it)
+            commands = [f"{j}/{c.forward_interface}" for j in c.joints] if c.command_mode == "stream" else []
+            why = self._controllers.refusal(controller, commands)
             if why:
                 raise ValueError(why)
             positions = dict(zip(names, position.tolist()))

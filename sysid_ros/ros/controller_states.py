@@ -3,7 +3,8 @@
 A configured-but-inactive controller already subscribes to its command topic, so subscribers prove nothing.
 `ControllerStates` asks `<controller_manager>/list_controllers` twice a second (answers arrive on the node's
 own executor: a service callback never waits for another service) and `refusal(name)` says why a play must not
-start: the controller is not active, not loaded, or the manager stopped answering. When no controller manager
+start: the controller is not active, not loaded, commands other interfaces than the play's (effort where the
+play sends positions: `interface_refusal`), or the manager stopped answering. When no controller manager
 answers at all (a robot without ros2_control), that is said once and nothing is refused for it.
 """
 
@@ -26,6 +27,7 @@ class ControllerStates:
         self.node = node
         self.service = node.resolve_topic_name(f"{manager}/list_controllers") if manager else ""
         self.states: dict[str, str] = {}
+        self.interfaces: dict[str, list[str]] = {}  # controller -> the command interfaces it claims or requires
         self.answered_at = -1.0
         self._said = False
         self._pending = None
@@ -50,14 +52,19 @@ class ControllerStates:
         response = future.result()
         if response is not None:
             self.states = {c.name: c.state for c in response.controller}
+            self.interfaces = {
+                c.name: list(dict.fromkeys([*c.claimed_interfaces, *c.required_command_interfaces]))
+                for c in response.controller
+            }
             self.answered_at = time.monotonic()
 
     def waiting(self) -> bool:
         """A controller manager is on the graph and has not answered yet."""
         return self._client is not None and self.answered_at < 0 and self._client.service_is_ready()
 
-    def refusal(self, controller: str) -> str:
-        """Why `controller` (its name, or a name whose last part is it) must not be commanded now, or ''."""
+    def refusal(self, controller: str, commands: list[str] | None = None) -> str:
+        """Why `controller` (its name, or a name whose last part is it) must not be commanded now, or ''; with
+        `commands` (`<joint>/<interface>` a play sends through it), also when the controller commands others."""
         if self._client is None:
             return ""
         if self.answered_at < 0:  # a manager on the graph that has not answered yet, or none (said once)
@@ -74,10 +81,28 @@ class ControllerStates:
             )
         if state != "active":
             return f"controller {name} is {state} in {self.service.rsplit('/', 1)[0]}: activate it first"
-        return ""
+        return interface_refusal(name, self.interfaces.get(name, []), commands or [])
 
     def close(self) -> None:
         if self._timer is not None:
             self.node.destroy_timer(self._timer)
             self.node.destroy_client(self._client)
         self._timer = self._client = None
+
+
+def interface_refusal(controller: str, listed: list[str], commands: list[str]) -> str:
+    """Why commands for the `<joint>/<interface>`s `commands` must not go to a controller whose command interfaces
+    are `listed`, or '' (nothing listed, as by a manager that does not say: nothing is refused)."""
+    missing = [c for c in commands if c not in listed]
+    if not listed or not missing:
+        return ""
+    joints = {c.split("/", 1)[0] for c in commands}
+    mine = [i for i in listed if i.split("/", 1)[0] in joints]
+    if not mine:
+        return f"controller {controller} commands {', '.join(listed)}: none of the joints {sorted(joints)}"
+    theirs = "/".join(sorted({i.split("/", 1)[-1] for i in mine}))
+    ours = "/".join(sorted({c.split("/", 1)[1] for c in commands}))
+    return (
+        f"controller {controller} commands {', '.join(mine)} but forward_interface is {ours} (the play would "
+        f"send {', '.join(missing)}): set forward_interface: {theirs}, or name a {ours} controller"
+    )

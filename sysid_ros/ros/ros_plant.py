@@ -31,7 +31,7 @@ from ..core.errors import Cancelled, ConfigError, DataError, EnvelopeError
 from ..core.gains import GainChange, clamp_for_tuning, parameter_name
 from ..core.linear import JointModel
 from ..core.report import save_play
-from ..core.tapes import KnotCurve, KnotPath, Tape, duration_s, room
+from ..core.tapes import KnotCurve, KnotPath, Tape, duration_s, outside_room, room
 from ..core.tuner import (
     HOLD_S,
     SPEED_FRAC,
@@ -136,6 +136,8 @@ class RosArm(Arm):
         full = self._over_arm(tape)
         if self._setpoint is not None:  # after a play: a ringing arm (a rung that rang, a stopped play) is not moved
             self._settle(tape.name)
+        else:  # the first play: where the arm rests, not where it swings (a robot just started, a drive just on)
+            self._wait_until_still(tape.name, STILL_TIMEOUT_S)
         self._ensure_gains(controllers)
         start = {j: float(c.evaluate(np.zeros(1))[0][0]) for j, c in zip(full.joints, full.curves)}
         here = self._setpoint or self._measured()
@@ -218,14 +220,16 @@ class RosArm(Arm):
 
     def _move(self, here: dict[str, float], target: dict[str, float]) -> Tape:
         """A slow rest-to-rest move of every arm joint from `here` to `target`, then a short rest."""
-        try:
-            rooms_ = [room(self.envelopes[j], here[j], joint=j) for j in self.joints]
-        except EnvelopeError as exc:
+        outside = {j: why for j in self.joints if (why := outside_room(self.envelopes[j], here[j]))}
+        if outside:  # the tuner moves joints only inside their envelopes: never out of a limit into them
             raise EnvelopeError(
-                f"the arm is not where a tape may start ({exc.args[0]}): bring every joint inside "
-                f"90 % of its envelope's travel before tuning",
-                joint=exc.where.get("joint"),
-            ) from exc
+                f"the arm rests outside its tuning envelopes: {'; '.join(f'{j} {w}' for j, w in outside.items())}. "
+                f"The tuner moves a joint only inside its envelope: first bring the arm there (e.g. to each "
+                f"envelope.<joint>.origin_rad) with the robot's own tools, or set the envelopes around where it "
+                f"rests, clear of its joint limits",
+                joint=",".join(outside),
+            )
+        rooms_ = [room(self.envelopes[j], here[j], joint=j) for j in self.joints]
         path = KnotPath(rooms_)
         path.hold(0.1)
         path.move([target[j] for j in self.joints], [MOVE_SPEED_FRAC * r.speed for r in rooms_])

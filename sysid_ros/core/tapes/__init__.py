@@ -61,6 +61,7 @@ EXPORTS = {
     "jog": ".kinds",
     "min_move_time_s": ".moves",
     "multisine": ".kinds",
+    "outside_room": ".moves",
     "periods_of": ".plan",
     "pickplace": ".kinds",
     "plan_seconds": ".sets",

@@ -39,12 +39,25 @@ class Room:
         return 0.5 * (self.high - self.low)
 
 
+def outside_room(envelope: Envelope, position: float) -> str:
+    """Why a joint at `position` is outside the room tapes use (TRAVEL_USE of travel around the origin), or ''."""
+    half = TRAVEL_USE * envelope.travel_rad
+    if math.isfinite(position) and abs(position - envelope.origin_rad) <= half:
+        return ""
+    return (
+        f"at {position:.4g} rad, outside the room tapes use: {envelope.origin_rad - half:.4g} to "
+        f"{envelope.origin_rad + half:.4g} rad ({TRAVEL_USE:.0%} of travel_rad {envelope.travel_rad:g} around "
+        f"origin_rad {envelope.origin_rad:g})"
+    )
+
+
 def room(envelope: Envelope, start: float | None = None, *, joint: str | None = None, sharp: bool = False) -> Room:
     """A joint's usable room; `sharp` designs to the envelope's own acceleration limit (none if unset)."""
     half = TRAVEL_USE * envelope.travel_rad
     start_rad = envelope.origin_rad if start is None else float(start)
-    if not (math.isfinite(start_rad) and abs(start_rad - envelope.origin_rad) <= half):
-        raise EnvelopeError(f"tape start {start_rad} rad is outside {TRAVEL_USE:.0%} of travel", joint=joint)
+    why = outside_room(envelope, start_rad)
+    if why:
+        raise EnvelopeError(f"a tape cannot start {why}", joint=joint)
     if sharp:
         accel = math.inf if envelope.max_accel_rad_s2 is None else ACCEL_USE * envelope.max_accel_rad_s2
     else:

@@ -6,7 +6,7 @@ Every motion goes through the Plant seam. `plan_seconds` says beforehand how lon
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -96,6 +96,52 @@ def _motion_seconds(plant: Plant, seconds: dict[str, float], stage: str) -> Iter
     seconds[stage] = plant.motion_s - mark
 
 
+CHATTER_MISMATCH = 2.0
+"""A twin whose chatter at the as-found gains is over this many times the plant's gets its loop noise scaled."""
+
+
+def _twin(
+    servo: Servo, plant: Plant, model: JointModel, delay_s: float, af_eval: Score, tapes: Sequence[Tape], goal: Goal
+) -> tuple[Plant, Score, list[str]]:
+    """The identified model's MuJoCo twin (with the plant's arm torque when it has one) and its as-found score.
+
+    Its loop sees the as-found feedback noise. When that makes the twin chatter at the as-found gains more than
+    `CHATTER_MISMATCH` times what the plant measured, not all of the feedback's noise reaches the drive's loop
+    (published feedback noisier than the drive's encoder): the twin's noise is scaled by the chatter ratio
+    (chatter through kd is proportional to it) and the twin built again, with a note."""
+
+    def build(noise_rad: float) -> tuple[Plant, Score]:
+        made = twin_plant(
+            servo.name,
+            model,
+            servo.envelope,
+            command_rate_hz=plant.command_rate_hz,
+            torque_limit_nm=plant.torque_limit_nm,
+            delay_s=delay_s,
+            noise_rad=noise_rad,
+        )
+        base = getattr(plant, "base_feedforward", None)
+        if base is not None:  # the plant adds an arm model's torque: so must its twin
+            made = WithBase(made, base)
+        return made, evaluate(made, servo.as_found, tapes, goal.repeats)
+
+    noise = 1e-3 * af_eval.noise_mrad
+    made, base = build(noise)
+    if noise > 0 and base.chatter_nm > CHATTER_MISMATCH * af_eval.chatter_nm:
+        loud, scaled = base.chatter_nm, noise * af_eval.chatter_nm / base.chatter_nm
+        made, base = build(scaled)
+        return (
+            made,
+            base,
+            [
+                f"twin: at the as-found gains it chattered {loud:.3g} N m at the feedback's noise "
+                f"against the plant's {af_eval.chatter_nm:.3g}: its loop noise scaled from {1e3 * noise:.3g} to "
+                f"{1e3 * scaled:.3g} mrad (the drive's loop sees less noise than the published feedback)"
+            ],
+        )
+    return made, base, []
+
+
 def tune(
     servo: Servo, plant: Plant, goal: Goal = Goal(), *, seed: Controller | None = None, twin: Plant | bool | None = None
 ) -> TuneResult:
@@ -123,23 +169,11 @@ def tune(
     twin_base = None
     start_wn = loop_of((seed or as_found).gains, model).wn_rad_s
     if twin:
-        twin_ = (
-            twin
-            if not isinstance(twin, bool)
-            else twin_plant(
-                servo.name,
-                model,
-                servo.envelope,
-                command_rate_hz=plant.command_rate_hz,
-                torque_limit_nm=plant.torque_limit_nm,
-                delay_s=ident.delay_s,
-                noise_rad=1e-3 * af_eval.noise_mrad,
-            )
-        )
-        base = getattr(plant, "base_feedforward", None)
-        if isinstance(twin, bool) and base is not None:  # the plant adds an arm model's torque: so must its twin
-            twin_ = WithBase(twin_, base)
-        twin_base = evaluate(twin_, as_found, tapes_["refine"], goal.repeats)
+        if isinstance(twin, bool):
+            twin_, twin_base, why = _twin(servo, plant, model, ident.delay_s, af_eval, tapes_["refine"], goal)
+            notes += why
+        else:
+            twin_, twin_base = twin, evaluate(twin, as_found, tapes_["refine"], goal.repeats)
         if seed is None:  # the twin's own sweep says where the plant's can start
             pre = run_sweep(servo, twin_, model, limits, goal, start_wn, tapes_["sweep"][0])
             if pre.wn_quiet_rad_s is not None:
