@@ -8,6 +8,7 @@ mass as drifted and nothing else. Bags: 6 s training, 3 s held out, 500 Hz, 0.5 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -221,9 +222,7 @@ def test_provenance_hashes_every_input(days, ray_run):
 
 
 def test_ray_left_no_process_behind(ray_run):
-    ray_tmp = ray_run[4]
-    left = [p.info for p in psutil.process_iter(["pid", "cmdline"]) if ray_tmp in " ".join(p.info["cmdline"] or [])]
-    assert not left
+    assert not ray_processes_of(ray_run[4])
 
 
 def test_fleet_html_is_an_offline_page(days, ray_run):
@@ -423,6 +422,140 @@ def test_cluster_of_two_ray_nodes_joined_by_address(days, tmp_path):
             assert (p["value"], p["half_width_95"]) == (same["value"], same["half_width_95"]), (name, k)
 
 
+def ray_processes_of(ray_tmp: str) -> list[dict]:
+    """Every live process whose command line names this run's Ray folder (raylet, GCS)."""
+    return [
+        p.info
+        for p in psutil.process_iter(["pid", "cmdline", "status"])
+        if ray_tmp in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE
+    ]
+
+
+def run_watching_descendants(proc: subprocess.Popen) -> tuple[str, str, list[psutil.Process]]:
+    """Wait for `proc`, collecting every process it starts (polled every 0.1 s): Ray's agents and workers rename
+    themselves (`ray::DashboardAgent`) and their environment is overwritten, so nothing else tells them apart
+    from another run's once their parent is gone."""
+    seen: dict[int, psutil.Process] = {}
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            seen.update({c.pid: c for c in root.children(recursive=True)})
+        except psutil.Error:
+            pass
+        time.sleep(0.1)
+    out, err = proc.communicate(timeout=600)
+    return out, err, list(seen.values())
+
+
+def still_running(processes: list[psutil.Process], timeout_s: float = 10.0) -> list[str]:
+    """Those of `processes` alive after `timeout_s` (a clean exit's children are already gone)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = []
+        for p in processes:
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(f"{p.pid} {' '.join(p.cmdline())[:60]}")
+            except psutil.Error:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("limit_gib, refused", [(8, False), (2, True)])
+def test_ray_under_an_address_space_limit(days, tmp_path, limit_gib, refused):
+    """`ulimit -v` of 8 GiB (what Ray's default object store, 30 % of the memory, overflowed: the driver aborted in
+    native code and left two Ray agents running) identifies three robots, the store sized to the limit; 2 GiB
+    is refused in one line naming the limit. Either way no Ray process of the run is left."""
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_gib << 30, resource.RLIM_INFINITY))
+
+    _, _, baseline = days
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's unix sockets live under it
+    try:
+        proc = cli(
+            str(three_robots(days, tmp_path)),
+            "--out",
+            str(tmp_path / "out"),
+            "--engine",
+            "ray",
+            "--workers",
+            "2",
+            env={**os.environ, "RAY_TMPDIR": ray_tmp},
+            preexec_fn=limited,
+        )
+        out, err, started = run_watching_descendants(proc)
+        left = still_running(started) + ray_processes_of(ray_tmp)
+    finally:
+        for p in started if "started" in locals() else []:  # the test's own clean-up, after the check
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert not left, left
+    if refused:
+        assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, err
+        assert "address-space limit (ulimit -v) of 2.0 GiB" in err and not (tmp_path / "out").exists()
+        return
+    assert proc.returncode == 0 and err.strip() == "", err
+    doc = yaml.safe_load((tmp_path / "out" / "fleet.yaml").read_text())
+    for name, r in doc["robots"].items():
+        values = {k: p["value"] for k, p in r["parameters"].items()}
+        assert r["status"] == "ok" and values == {
+            k: p["value"] for k, p in baseline["robots"][name]["parameters"].items()
+        }
+
+
+def test_ray_address_that_accepts_and_never_answers(days, tmp_path, capsys):
+    """A port that accepts connections and never answers (Ray retried one for 13 minutes, printing 20 warnings):
+    one line, nothing written, no Ray started."""
+    import socket
+
+    root, manifests, _ = days
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        rc = main(
+            [
+                "fleet",
+                "identify",
+                str(manifests[2]),
+                "--out",
+                str(tmp_path / "out"),
+                "--engine",
+                "ray",
+                "--address",
+                address,
+            ]
+        )
+    captured = capsys.readouterr()
+    assert rc == 2 and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert f"no Ray cluster answers at {address}: the port accepts but nothing answered" in captured.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_ray_object_store_sized_to_the_limits(tmp_path):
+    """The store: Ray's default with no limit; half of what an address space holds beside a process's own 3 GiB;
+    30 % of a cgroup's memory left after the workers' GiB each; refusals name the limit."""
+    from sysid_ros.core.fleet import GIB, MemoryLimit, cgroup_memory_limit, ray_object_store_bytes
+
+    assert ray_object_store_bytes(2) is None
+    assert ray_object_store_bytes(2, MemoryLimit("address-space limit (ulimit -v)", 8 * GIB)) == int(2.5 * GIB)
+    assert ray_object_store_bytes(2, None, MemoryLimit("cgroup", 4 * GIB)) == int(0.6 * GIB)
+    assert ray_object_store_bytes(2, MemoryLimit("a", 8 * GIB), MemoryLimit("c", 4 * GIB)) == int(0.6 * GIB)
+    with pytest.raises(ConfigError, match="with 3 worker.* cgroup .* of 3.0 GiB"):
+        ray_object_store_bytes(3, None, MemoryLimit("cgroup memory limit (x)", 3 * GIB))
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    v2.write_text("max\n")
+    v1.write_text("9223372036854771712\n")  # cgroup v1's "no limit"
+    assert cgroup_memory_limit((v2, v1)) is None
+    v1.write_text(f"{2 * GIB}\n")
+    assert cgroup_memory_limit((v2, v1)).bytes == 2 * GIB
+
+
 def test_longest_jobs_first(days):
     """r5's training bag was cut to half its size: its job goes last."""
     _, manifests, _ = days
@@ -430,12 +563,15 @@ def test_longest_jobs_first(days):
     assert order[-1] == "r5" and sorted(order) == sorted(PHYSICS), order
 
 
-def test_model_cache_compiles_once_per_model_and_mass_bodies(days):
+def test_model_cache_compiles_once_per_model_and_mass_bodies(days, monkeypatch):
     """Same file and mass bodies: a copy of the compiled model; other mass bodies (load_spec gives them
-    explicit inertials): compiled again."""
+    explicit inertials): compiled again. The cache starts empty (earlier tests in this process filled it)."""
+    from collections import OrderedDict
+
     from sysid_ros.core.identify import load_problem
     from sysid_ros.core.identify.problem import model_cache
 
+    monkeypatch.setattr(model_cache, "_CACHE", OrderedDict())
     root, _, _ = days
     problem = load_problem(root / "day2" / "pendulum.yaml")
     first_spec, first_model = model_cache.compiled_model(problem)

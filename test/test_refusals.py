@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import os
 import re
+import resource
 import subprocess
 import sys
 import textwrap
@@ -964,3 +965,83 @@ def test_a_20_khz_arm_log_identifies_under_3_gib_or_is_refused_up_front_naming_t
         lines[0],
     ), lines[0]
     assert not (tmp_path / "small").exists() or not any((tmp_path / "small").iterdir())
+
+
+# Issue 34: the Ray engine under memory limits and at an address that does not answer, before anything starts.
+
+
+def _answering(sock, reply: bytes) -> None:
+    """Accept connections on `sock` and answer each with `reply` (b"": never answer), until it closes."""
+    held = []
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        held.append(conn)
+        if reply:
+            conn.sendall(reply)
+
+
+@pytest.mark.parametrize(
+    "reply, match",
+    [
+        (b"", r"no Ray cluster answers at 127\.0\.0\.1:\d+: the port accepts but nothing answered Ray's handshake"),
+        (b"SSH-2.0-OpenSSH_9.2\r\n", r"no Ray cluster answers at .*: what listens there does not speak Ray's protocol"),
+    ],
+)
+def test_fleet_ray_address_that_is_no_ray_cluster(capsys, tmp_path, data, reply, match):
+    import socket
+    import threading
+
+    manifest = fleet_folder(tmp_path / "in", data)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        threading.Thread(target=_answering, args=(sock, reply), daemon=True).start()
+        refused(
+            capsys,
+            "fleet",
+            "identify",
+            manifest,
+            "--out",
+            tmp_path / "out",
+            "--engine",
+            "ray",
+            "--address",
+            f"127.0.0.1:{sock.getsockname()[1]}",
+            match=match,
+        )
+    assert not (tmp_path / "out").exists()
+
+
+def test_fleet_ray_under_a_small_address_space_is_refused_naming_the_limit(tmp_path, data):
+    """A real `ulimit -v` of 2 GiB on the CLI's process (its Ray processes would inherit it)."""
+    pytest.importorskip("ray")
+    manifest = fleet_folder(tmp_path / "in", data)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.RLIM_INFINITY))
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sysid_ros.cli",
+            "fleet",
+            "identify",
+            str(manifest),
+            "--out",
+            str(tmp_path / "out"),
+            "--engine",
+            "ray",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "engine ray cannot run under the address-space limit (ulimit -v) of 2.0 GiB" in lines[0]
+    assert not (tmp_path / "out").exists()

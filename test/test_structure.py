@@ -7,8 +7,9 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[1] / "sysid_ros" / "core"
-DEFERRED = {"ray", "plotly", "ament_index_python", "rosbags", "mcap", "zstandard", "ruamel"}
-"""Imported where they are used: the optional ones, Ray (only with `--engine ray`), plotting (only for a report)
+DEFERRED = {"ray", "psutil", "plotly", "ament_index_python", "rosbags", "mcap", "zstandard", "ruamel"}
+"""Imported where they are used: the optional ones, Ray (only with `--engine ray`; psutil comes with it and is
+used only beside it), plotting (only for a report)
 and the ament index (only in a ROS install); and the heavy ones only one path needs, the bag libraries and
 round-trip YAML, because every node imports `bags.write` (its QoS) and would otherwise pay ~0.6 s at start-up.
 Every other import, and every import of this package's own modules, is at the top of the module."""

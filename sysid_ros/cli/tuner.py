@@ -25,6 +25,10 @@ from ..core.errors import SysidRosError
 
 WAIT_FOR = {"tune": ("tune",), "apply": ("canary",), "rollback": ()}
 FEEDBACK_LINE_S = 10.0  # a feedback line at least this often, and whenever the stage or the play changes
+GONE_S = 2.0
+"""How long the tuner's node must be missing from the graph before the goal is given up as vanished (a node
+that exits cleanly leaves at once; a killed one when its DDS lease runs out, docs/servo_tuner_node.md)."""
+ENDED = {4: "succeeded", 5: "canceled", 6: "aborted"}  # action_msgs GoalStatus
 
 
 def _print(result: dict) -> None:
@@ -151,14 +155,40 @@ def tune_goal(client, node: str, timeout_s: float, wait_s: float, show=None) -> 
         raise SysidRosError(f"{node} refused the tune goal")
     done = goal.get_result_async()
     try:
-        response = wait_for(lambda: done.result() if done.done() else None, wait_s, f"{node} to finish tune")
+        response = _wait_result(client, action, node, done, wait_s)
     except KeyboardInterrupt:
         cancel = goal.cancel_goal_async()
         response = wait_for(lambda: done.result() if done.done() else None, 300.0, f"{node} to stop the cancelled tune")
         taken = cancel.done() and bool(cancel.result().goals_canceling)
         raise KeyboardInterrupt(response.result.message if taken else "the tuner did not take the cancel") from None
     outcome = yaml.safe_load(response.result.outcome) if response.result.outcome else {}
-    return response.result, {**outcome, "message": response.result.message}
+    ended = ENDED.get(response.status, f"ended with status {response.status}")
+    return response.result, {**outcome, "message": response.result.message, "ended": ended}
+
+
+def _wait_result(client, action, node: str, done, wait_s: float):
+    """The goal's result, or a one-line SysidRosError when the tuner's node left the graph (its process ended)
+    or `wait_s` passed."""
+    import time
+
+    full = client.resolve(node)
+    namespace, _, name = full.rpartition("/")
+    deadline = time.monotonic() + wait_s
+    gone_since = None
+    while not done.done():
+        now = time.monotonic()
+        present = action.server_is_ready() and (name, namespace or "/") in client.node.get_node_names_and_namespaces()
+        gone_since = None if present else (gone_since or now)
+        if gone_since is not None and now - gone_since >= GONE_S:
+            raise SysidRosError(
+                f"{full} vanished mid-tune (its node left the graph: its process "
+                f"ended?); the gains it was trying are rolled back when a servo_tuner next "
+                f"configures with its journal"
+            )
+        if now > deadline:
+            raise SysidRosError(f"{full} did not finish the tune within --wait {wait_s:g} s")
+        time.sleep(0.2)
+    return done.result()
 
 
 def _tune(client, args: argparse.Namespace) -> int:
@@ -170,6 +200,8 @@ def _tune(client, args: argparse.Namespace) -> int:
         flush=True,
     )
     result, outcome = tune_goal(client, args.node, args.timeout, args.wait, feedback_printer())
+    if outcome["ended"] != "succeeded":  # one line saying what ended the goal, then the outcome's details
+        outcome["message"] = f"tune {outcome['ended']}: {outcome['message'] or 'no message'}"
     _print(outcome)
     if not result.success and result.message.startswith("not active"):
         where = f" --namespace {args.namespace}" if args.namespace else ""

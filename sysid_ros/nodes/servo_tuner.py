@@ -184,6 +184,7 @@ class ServoTunerNode(LifecycleNode):
         self._proposal: tuple[GainProposal, Path] | None = None
         self._worker: threading.Thread | None = None
         self._cancel = threading.Event()
+        self._cancelled_by = ""  # who asked for the running job's cancel, for its outcome
         self._phase = "idle"
         self._outbox: list[tuple[str, str, dict]] = []  # (level, message, result) for the executor to publish
         self.create_timer(0.5, self._report)
@@ -238,7 +239,7 @@ class ServoTunerNode(LifecycleNode):
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         if self._busy():  # cancel: the play stops, the gains come back, then the worker ends
-            self.cancel()
+            self.cancel("the node's deactivation")
             self._worker.join(3 * self._config.controller_timeout_s)
             if self._busy():
                 self.get_logger().error(f"cannot deactivate: the cancelled {self._phase} did not end in time")
@@ -306,6 +307,7 @@ class ServoTunerNode(LifecycleNode):
     def _start(self, phase: str, target, *args) -> None:
         self._phase = phase
         self._cancel.clear()
+        self._cancelled_by = ""
         self._worker = threading.Thread(target=self._guarded, args=(phase, target, *args), daemon=True)
         self._worker.start()
 
@@ -314,7 +316,8 @@ class ServoTunerNode(LifecycleNode):
         try:
             target(*args)
         except Cancelled as exc:  # a user's decision, not a fault
-            message = f"{phase} {exc}: the controller has its gains from before"
+            by = f" ({self._cancelled_by})" if self._cancelled_by else ""
+            message = f"{phase} {exc}{by}: the controller has its gains from before"
             self.get_logger().info(message)
             self._post("warn", message, {"action": phase, "ok": False, "cancelled": True, "message": message})
         except Exception as exc:
@@ -324,8 +327,10 @@ class ServoTunerNode(LifecycleNode):
         finally:
             self._phase = "idle"
 
-    def cancel(self) -> None:
-        """Stop the running tune or canary: its play at once (the recorder holds), its gains restored by the worker."""
+    def cancel(self, by: str = "") -> None:
+        """Stop the running tune or canary: its play at once (the recorder holds), its gains restored by the worker;
+        `by`: who asked, for the outcome's message."""
+        self._cancelled_by = self._cancelled_by or by
         self._cancel.set()
         try:  # straight to the recorder, not waiting for the worker's next look at the flag
             self._client.call(Trigger, f"{self._config.recorder}/cancel", Trigger.Request(), 5.0)
@@ -340,13 +345,13 @@ class ServoTunerNode(LifecycleNode):
             else "nothing is running"
         )
         if response.success:
-            self.cancel()
+            self.cancel("through ~/cancel")
         return response
 
     def _cancel_goal(self, goal_handle) -> CancelResponse:
         if self._busy() and not self._cancel.is_set():
             self.get_logger().info(f"cancel requested by an action client: stopping the {self._phase}")
-            self.cancel()
+            self.cancel("by the tune action's client")
         return CancelResponse.ACCEPT
 
     async def _execute_tune(self, goal_handle) -> Tune.Result:
@@ -375,7 +380,7 @@ class ServoTunerNode(LifecycleNode):
             proposal_file=str(outcome.get("proposal_file", "")),
             outcome=yaml.safe_dump(outcome, sort_keys=False),
         )
-        return end_goal(goal_handle, result, bool(outcome.get("cancelled")))
+        return end_goal(goal_handle, result)  # canceled only when the action accepted a cancel
 
     def _tune_feedback(self) -> Tune.Feedback:
         p = self._tune_progress

@@ -19,6 +19,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
 from ..core.bags import offered_qos
+from .guards import guard_node
 from .parameters import Spec
 
 # Joint states at up to 1 kHz: reliable, and a second of history so a busy reader catches up, not drops.
@@ -77,7 +78,7 @@ def run(make_node: Callable[[], Node] | Sequence[Callable[[], Node]], args: list
     executors: list[SingleThreadedExecutor] = []
     try:
         for make in [make_node] if callable(make_node) else make_node:
-            nodes.append(make())
+            nodes.append(guard_node(make()))  # no request takes the process down (`guards.py`)
             executors.append(SingleThreadedExecutor())
             executors[-1].add_node(nodes[-1])
         for executor in executors[1:]:
@@ -122,9 +123,12 @@ def ticker(node: Node, period_s: float) -> Callable[[], Future]:
     return wait
 
 
-def end_goal(goal_handle: Any, result: Any, cancelled: bool = False) -> Any:
-    """Close an action goal by how its job ended (canceled, else succeeded or aborted by `result.success`)."""
-    if cancelled or goal_handle.is_cancel_requested:
+def end_goal(goal_handle: Any, result: Any) -> Any:
+    """Close an action goal as what was accepted says: canceled when the action accepted a cancel (whatever the
+    job did after it), else succeeded or aborted by `result.success`. A job stopped by another route (a `~/cancel`
+    service, a deactivation) is aborted with its result's message: `canceled()` from EXECUTING is an invalid
+    transition, which rclpy turned into a traceback and an empty aborted result."""
+    if goal_handle.is_cancel_requested:
         goal_handle.canceled()
     elif result.success:
         goal_handle.succeed()

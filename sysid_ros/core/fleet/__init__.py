@@ -5,6 +5,7 @@ with its provenance, and a fleet summary (median, spread, outliers, drift agains
 - `run`: `run_fleet`, every robot through one engine, then `fleet.yaml` and `fleet.html` (`html`).
 - `robot`: one robot's job (identify, write results with their `provenance`), on whichever worker.
 - `engines`: `map_jobs`, serial, a local process pool or Ray (`ray_engine`); `workers`: their warm-up.
+- `limits`: the memory limits (`ulimit -v`, cgroup) an engine runs under; Ray's object store sized to them.
 - `statistics`: median, spread, robust-z outliers and drift over the robots identified ok.
 """
 
@@ -12,8 +13,11 @@ from .. import front_door
 
 EXPORTS = {
     "ENGINES": ".engines",
+    "GIB": ".limits",
     "Manifest": ".manifest",
+    "MemoryLimit": ".limits",
     "RobotJob": ".manifest",
+    "cgroup_memory_limit": ".limits",
     "data_files": ".provenance",
     "drift": ".statistics",
     "fleet_statistics": ".statistics",
@@ -22,6 +26,7 @@ EXPORTS = {
     "local_workers": ".engines",
     "longest_first": ".run",
     "map_jobs": ".engines",
+    "ray_object_store_bytes": ".limits",
     "robot_problem": ".robot",
     "run_fleet": ".run",
 }
