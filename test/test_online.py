@@ -205,26 +205,31 @@ def test_free_motion_is_not_a_change_to_zero():
     from sysid_ros.core.online import OnlineEstimator
     from sysid_ros.core.signals import JointSamples
 
-    robot = SimRobot(
-        "pendulum",
-        noise=FeedbackNoise(position_rad=5e-4),
-        initial_positions=[0.6],
-        physics={"pole.mass": 1.3, "hinge.damping": 0.02, "hinge.frictionloss": 0.0},
-    )
-    robot.command("effort", [0.0])
-    estimator = OnlineEstimator(pendulum_config("hinge", 0.5, 1e-4, initial={"mass_kg": 1.3}))
-    events = []
-    for _ in range(40):  # 10 s of free swinging, fast all along
-        fb = robot.advance(robot.time_ns + 250_000_000)
-        events += estimator.update(
-            JointSamples(
-                ("hinge",),
-                np.array([f.time_ns for f in fb]),
-                np.array([f.position for f in fb]),
-                None,
-                np.array([f.effort for f in fb]),
-            )
+    for effort_noise_nm in (0.01, 0.0):  # a torque sensor's noise (the free-motion rule); none (the input guard)
+        robot = SimRobot(
+            "pendulum",
+            noise=FeedbackNoise(position_rad=5e-4, effort_nm=effort_noise_nm),
+            initial_positions=[0.6],
+            physics={"pole.mass": 1.3, "hinge.damping": 0.02, "hinge.frictionloss": 0.0},
         )
-    assert not [e for e in events if type(e).__name__ in ("ChangeDetected", "ParameterChange")]
-    assert estimator.estimate.value("mass_kg") == 1.3
-    assert "free motion" in estimator.last_window.note
+        robot.command("effort", [0.0])
+        estimator = OnlineEstimator(pendulum_config("hinge", 0.5, 1e-4, initial={"mass_kg": 1.3}))
+        events = []
+        for _ in range(40):  # 10 s of free swinging, fast all along
+            fb = robot.advance(robot.time_ns + 250_000_000)
+            events += estimator.update(
+                JointSamples(
+                    ("hinge",),
+                    np.array([f.time_ns for f in fb]),
+                    np.array([f.position for f in fb]),
+                    None,
+                    np.array([f.effort for f in fb]),
+                )
+            )
+        assert not [e for e in events if type(e).__name__ in ("ChangeDetected", "ParameterChange")]
+        assert estimator.estimate.value("mass_kg") == 1.3
+        if effort_noise_nm:
+            assert "free motion" in estimator.last_window.note
+        else:  # an effort of exactly 0 all along is also what a drive reporting nothing sends: paused
+            assert [e.kind for e in events if type(e).__name__ == "InputPaused"] == ["stale_effort"]
+            assert estimator.paused is not None

@@ -9,7 +9,9 @@ deactivate stops. Outputs (layouts in docs/online_estimator.md):
   level OK when every parameter is confident, WARN otherwise;
 - `~/estimate_array` (std_msgs/Float64MultiArray): [values..., confidence..., weight...];
 - `~/events` (std_msgs/String): each event as YAML (`type:` ChangeDetected, ParameterChange,
-  ExcitationRequest, ExcitationRecovered, and its fields);
+  ExcitationRequest, ExcitationRecovered, InputPaused, InputResumed, and its fields);
+- while the core's input guard has paused estimation (stale effort, a position jump, dead input), `~/estimate`
+  is WARN with the reason and nothing else is published (values held);
 - the parameters `estimate.<param>` mirror the current values (read-only from outside);
 - with an arm model: `~/payload` (geometry_msgs/InertiaStamped, transient local: a late subscriber gets the
   last one) carries the accepted payload (mass, centre of mass, inertia about it; frame = the body), and the
@@ -41,6 +43,7 @@ from ..core.online import (
     FIRST_MOMENTS,
     ChangeDetected,
     ExcitationRequest,
+    InputPaused,
     OnlineEstimator,
     ParameterChange,
     PayloadWindowModel,
@@ -223,27 +226,30 @@ class OnlineEstimatorNode(LifecycleNode):
         for event in events:
             self._event_pub.publish(String(data=yaml.safe_dump(event_record(event), sort_keys=False)))
             self.get_logger().info(f"{type(event).__name__}: {asdict(event)}")
+            if isinstance(event, InputPaused):
+                self.get_logger().warning(f"input paused: {event.reason}")
             if isinstance(event, (ChangeDetected, ParameterChange)):
                 self._last_change_s = event.time_ns * 1e-9
             if isinstance(event, ExcitationRequest) and self.get_parameter("request_excitation").value:
                 if self._play.service_is_ready():
                     self._play.call_async(Trigger.Request())
         self._publish_estimate()
+        if self._estimator.paused is not None:
+            return  # stale or implausible input: nothing new to publish
         if self._arm:
             self._publish_payload(any(isinstance(e, ParameterChange) for e in events))
 
     def _publish_estimate(self) -> None:
         estimate = self._estimator.estimate
         confident = all(c >= self._estimator.config.confidence_threshold for c in estimate.confidence)
-        status = diagnostic(
-            self,
-            "ok" if confident else "warn",
-            "confident" if confident else "low confidence",
-            dict(estimate.as_key_values()),
-        )
+        paused = self._estimator.paused
+        message = f"paused: {paused.reason}" if paused else "confident" if confident else "low confidence"
+        status = diagnostic(self, "ok" if confident and not paused else "warn", message, dict(estimate.as_key_values()))
         array = DiagnosticArray(status=[status])
         array.header.stamp.sec, array.header.stamp.nanosec = divmod(estimate.time_ns, 1_000_000_000)
         self._estimate_pub.publish(array)
+        if paused:
+            return
         layout = Float64MultiArray(data=estimate.as_array().tolist())
         layout.layout.dim = [
             MultiArrayDimension(label="field", size=3, stride=3 * len(estimate.names)),

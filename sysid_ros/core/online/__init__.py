@@ -11,7 +11,8 @@ See docs/online_estimator.md.
 - `config`: the estimator's settings and window models; `payload`: a whole arm's payload as a window model.
 - `window`: one window's fit (derivatives, linear fit, confidence per parameter); `timebase`: a log's samples
   resampled onto a uniform grid first; `calibration`: its standard errors calibrated by the record's scatter.
-- `estimator`: `OnlineEstimator`, the streaming estimator; `detector`: the residual change detector.
+- `estimator`: `OnlineEstimator`, the streaming estimator; `detector`: the residual change detector; `guard`: the
+  input guard (stale efforts, position jumps, dead input pause estimation).
 - `reports`: the estimate, events and window fits it reports; `replay`: the estimator over a recorded bag.
 """
 
@@ -28,6 +29,8 @@ EXPORTS = {
     "ExcitationRecovered": ".reports",
     "ExcitationRequest": ".reports",
     "FIRST_MOMENTS": ".payload",
+    "InputPaused": ".reports",
+    "InputResumed": ".reports",
     "OnlineConfig": ".config",
     "OnlineEstimator": ".estimator",
     "PENDING": ".reports",

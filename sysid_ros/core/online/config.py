@@ -130,6 +130,11 @@ class OnlineConfig:
     (default all); the others follow confirmed far windows silently.
     `calibrate_scatter`: the windows' standard errors are scaled by the record's own scatter between windows
     that share no sample (`calibration.ScatterCalibration`; on for whole-arm payloads).
+    `change_floor`: a change (from the window refit or the detector) must also move the parameter by at least
+    this much (absolute, in its unit; one number or `{name: value}`, default 0): below it a change does not
+    matter, however many standard errors it is.
+    `stale_effort_s`, `max_jump_speed_rad_s`: the input guard (`guard.py`): a joint's effort bit-identical this
+    long, or a position moving faster than this between two rows (a wrap or a glitch), pauses estimation.
     """
 
     joint: str
@@ -160,6 +165,9 @@ class OnlineConfig:
     detect_for: tuple[str, ...] | None = None
     min_window_s: float = 0.5
     calibrate_scatter: bool = False
+    change_floor: PerParameter = 0.0
+    stale_effort_s: float = 0.05
+    max_jump_speed_rad_s: float = 20.0
 
     def __post_init__(self) -> None:
         checks = {
@@ -179,6 +187,8 @@ class OnlineConfig:
             "detect_sigma": self.detect_sigma > 0,
             "detect_confirm": self.detect_confirm >= 1,
             "min_window_s": 2 * self.derivative_window_s < self.min_window_s <= self.horizon_s,
+            "stale_effort_s": 0 < self.stale_effort_s < math.inf,
+            "max_jump_speed_rad_s": self.max_jump_speed_rad_s > 0,
         }
         for name, ok in checks.items():
             if not ok:
@@ -186,12 +196,15 @@ class OnlineConfig:
                     f"online estimator setting {name} is out of range ({getattr(self, name)})", joint=self.joint
                 )
         names = self.model.names
-        for what in ("precision", "change_threshold"):
+        for what in ("precision", "change_threshold", "change_floor"):
             value = getattr(self, what)
             given = value if isinstance(value, Mapping) else {}
-            if any(not (math.isfinite(v) and v > 0) for v in self.per_parameter(what)) or set(given) - set(names):
+            floor = what == "change_floor"  # a floor may be 0
+            if any(not (math.isfinite(v) and (v >= 0 if floor else v > 0)) for v in self.per_parameter(what)) or set(
+                given
+            ) - set(names):
                 raise ConfigError(
-                    f"online estimator {what} must be > 0 and name known parameters {names}",
+                    f"online estimator {what} must be {'>=' if floor else '>'} 0 and name known parameters {names}",
                     joint=self.joint,
                     value=value,
                 )
@@ -207,9 +220,11 @@ class OnlineConfig:
                 )
 
     def per_parameter(self, what: str) -> np.ndarray:
-        """`precision` or `change_threshold` as one number per parameter, in `model.names` order."""
+        """`precision`, `change_threshold` or `change_floor` as one number per parameter, in `model.names` order."""
         value = getattr(self, what)
-        default = {"precision": DEFAULT_PRECISION, "change_threshold": DEFAULT_CHANGE_THRESHOLD}[what]
+        default = {"precision": DEFAULT_PRECISION, "change_threshold": DEFAULT_CHANGE_THRESHOLD, "change_floor": 0.0}[
+            what
+        ]
         if isinstance(value, Mapping):
             return np.array([float(value.get(n, default)) for n in self.model.names])
         return np.full(len(self.model.names), float(value))

@@ -10,7 +10,8 @@ leaves e_t = phi_t d after k. Its least-squares size and the generalized likelih
 
 (whitened rows), and the standard error of d_k is sqrt(diag A_k^-1) because the whitening already holds
 the residual's correlation (long-run variance). The change time is the k that maximizes T_k; a parameter
-has stepped when |d_i| exceeds both eps1 of its scale and `detect_sigma` standard errors.
+has stepped when the change matters (`OnlineEstimator._matters`): |d_i| beyond eps1 of its scale, beyond
+`change_floor`, and beyond `detect_sigma` standard errors of the step and of the estimate.
 """
 
 from __future__ import annotations
@@ -58,10 +59,3 @@ def scan(prep: Prepared, theta: np.ndarray, noise: np.ndarray) -> Step | None:
     best = int(np.argmax(glr))
     std = np.sqrt(np.clip(np.diagonal(a_inv[best]), 0.0, None))
     return Step(int(prep.time_ns[candidates[best]]), float(glr[best]), delta[best], np.where(std > 0, std, np.inf))
-
-
-def stepped(step: Step, values: np.ndarray, floors: np.ndarray, threshold: np.ndarray, sigma: float) -> np.ndarray:
-    """Which parameters the step moves by more than eps1 of their scale and `sigma` standard errors."""
-    scale = np.maximum(np.abs(np.nan_to_num(values)), floors)
-    size = np.abs(step.delta)
-    return (size > threshold * scale) & (size > sigma * step.std)

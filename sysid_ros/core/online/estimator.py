@@ -14,7 +14,8 @@ from ..errors import DataError
 from ..signals import MAX_ABS_POSITION, MAX_ABS_RATE, JointSamples
 from .calibration import ScatterCalibration
 from .config import NS, OnlineConfig
-from .detector import Step, scan, stepped
+from .detector import Step, scan
+from .guard import InputGuard
 from .reports import (
     ACCEPTED,
     DISCARDED,
@@ -26,6 +27,8 @@ from .reports import (
     Event,
     ExcitationRecovered,
     ExcitationRequest,
+    InputPaused,
+    InputResumed,
     ParameterChange,
     WindowFit,
 )
@@ -69,6 +72,10 @@ class OnlineEstimator:
         self.last_step: Step | None = None  # the detector's latest check (None while it sleeps)
         self.windows_fitted = 0
         self.garbage_rows = 0  # rows with a non-finite or absurd position or effort (blanked, see `update`)
+        self._guard = InputGuard(config.joints, config.stale_effort_s, config.max_jump_speed_rad_s)
+        self._break_ns: int | None = None  # the newest faulty row (guard.py): no window reaches across it
+        self.paused: InputPaused | None = None  # the fault that paused estimation, until a full window follows
+        self.faults = 0  # faults the guard found (rows that moved the break)
 
     @property
     def estimate(self) -> Estimate:
@@ -76,10 +83,7 @@ class OnlineEstimator:
         the standard error of the latest window that entered it. A parameter no window has pinned to
         `confidence_threshold` yet reports the confidence-weighted mean of its windows above
         `detect_confidence` (its weight says how little is behind it), NaN before any."""
-        values = self._current()
-        physical = getattr(self.config.model, "physical", None)
-        if physical is not None and np.all(np.isfinite(values)):
-            values = physical(values)
+        values = self._physical(self._current())
         return Estimate(
             self._time_ns,
             self.config.joint,
@@ -90,6 +94,46 @@ class OnlineEstimator:
             bool(self._requested),
             tuple(float(v) for v in self._std),
         )
+
+    def _physical(self, values: np.ndarray, names: tuple[str, ...] | None = None) -> np.ndarray:
+        """`values` (of `names`, default all) as published: projected onto physical ones if the model says how
+        (`model.physical`)."""
+        physical = getattr(self.config.model, "physical", None)
+        if physical is None:
+            return values
+        return physical(values) if names is None else physical(values, names)
+
+    def _scale(self, values: np.ndarray) -> np.ndarray:
+        """Per parameter, the scale a change is judged against: the model's (`change_scale`: a payload's first
+        moments and inertia scale with its mass) or max(|value|, floor)."""
+        scale = getattr(self.config.model, "change_scale", None)
+        if scale is not None:
+            return scale(values)
+        return np.maximum(np.abs(np.nan_to_num(values)), self.config.model.floors())
+
+    def _matters(
+        self,
+        i: np.ndarray | int,
+        delta: np.ndarray | float,
+        values: np.ndarray,
+        step_std: np.ndarray | float,
+        sigma: float,
+    ) -> np.ndarray | bool:
+        """A change of `delta` in parameter(s) `i` matters: beyond eps1 of the scale (`_scale`), beyond
+        `change_floor`, and beyond `sigma` standard errors of the step and of the estimate it moves from."""
+        cfg = self.config
+        est_std = np.nan_to_num(self._std[i], nan=0.0, posinf=0.0)
+        size = np.abs(delta)
+        return (
+            (size > cfg.per_parameter("change_threshold")[i] * self._scale(values)[i])
+            & (size > cfg.per_parameter("change_floor")[i])
+            & (size > sigma * np.sqrt(np.square(step_std) + np.square(est_std)))
+        )
+
+    def _alarmable(self, moved: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """The moved parameters that may raise a change (the model's rule, `alarmable`, if it has one)."""
+        rule = getattr(self.config.model, "alarmable", None)
+        return moved if rule is None else rule(moved, before, after)
 
     def _current(self) -> np.ndarray:
         """The blended values, the provisional ones where no confident window has set a value yet."""
@@ -147,6 +191,7 @@ class OnlineEstimator:
             due = min(self._next_fit_ns, self._next_detect_ns) if detect_ns else self._next_fit_ns
             stop = int(np.searchsorted(t, due, side="right"))  # samples up to the next fit or check
             if stop > start:
+                events += self._guarded(t[start:stop], q[start:stop], tau[start:stop], garbage[start:stop])
                 self._append(t[start:stop], q[start:stop], tau[start:stop])
                 start = stop
             if start < len(t) or self._t[-1] >= due:  # the hop is complete: check and fit
@@ -160,6 +205,23 @@ class OnlineEstimator:
         return events
 
     # --- internals ---------------------------------------------------------------------------------------
+    def _guarded(self, t: np.ndarray, q: np.ndarray, tau: np.ndarray, garbage: np.ndarray) -> list[Event]:
+        """The input guard over new rows: a fault moves the break to its row, stops a change in the making and
+        pauses estimation (one `InputPaused` until a full window of good input has followed)."""
+        faults = self._guard.check(t, q, tau, garbage)
+        if not faults:
+            return []
+        self.faults += len(faults)
+        self._break_ns = max(f.time_ns for f in faults)
+        self._detect_count, self._pending[:] = 0, 0
+        if self.paused is not None:
+            return []
+        first = faults[0]
+        self.paused = InputPaused(
+            first.time_ns, self.config.joint, first.kind, first.reason + "; estimation paused, estimates held"
+        )
+        return [self.paused]
+
     def _append(self, t: np.ndarray, q: np.ndarray, tau: np.ndarray) -> None:
         """Add samples and drop those older than one window (bounded memory)."""
         self._t = np.concatenate([self._t, t])
@@ -180,6 +242,8 @@ class OnlineEstimator:
                 first = int(gaps[-1]) + 1
         if self._restart_ns is not None:
             first = max(first, int(np.searchsorted(self._t, self._restart_ns)))
+        if self._break_ns is not None:
+            first = max(first, int(np.searchsorted(self._t, self._break_ns, side="right")))
         if span_s is not None and len(self._t):
             first = max(first, int(np.searchsorted(self._t, self._t[-1] - int(round(span_s * NS)), side="right")))
         return self._t[first:], self._q[first:], self._tau[first:]
@@ -190,15 +254,19 @@ class OnlineEstimator:
         p = len(cfg.model.names)
         after_change = self._restart_ns is not None and len(t) and t[0] >= self._restart_ns
         needed_s = cfg.min_window_s if after_change else 0.9 * cfg.horizon_s
+        events: list[Event] = []
         if len(t) < 2 or t[-1] - t[0] < needed_s * NS:
             win = discarded(int(self._t[-1]), p, "not enough contiguous samples in the window")
         else:
+            if self.paused is not None:  # a full window of good input since the last fault
+                events.append(InputResumed(int(t[-1]), cfg.joint, round((int(t[-1]) - self.paused.time_ns) / NS, 6)))
+                self.paused = None
+                self._low[:] = 0  # the pause is no lack of excitation
             win = fit_window(cfg, t, q, tau, self._current())
             if cfg.calibrate_scatter:
                 self._calibration.add(win)
                 win = self._calibration.apply(win)
         self.windows_fitted += 1
-        events: list[Event] = []
         decisions = [DISCARDED] * p
         confident = win.confidence >= cfg.confidence_threshold
         settling = self._settle_until_ns is not None and win.time_ns <= self._settle_until_ns
@@ -230,6 +298,9 @@ class OnlineEstimator:
                 and cfg.model.names[i] in (cfg.detect_for or cfg.model.names)
             ):
                 triggered.append(i)  # (a parameter outside detect_for is replaced without an alarm)
+        if triggered:  # (first moments moving on their own under a massless payload are no change)
+            mask = self._alarmable(np.isin(np.arange(p), triggered), self._before, self._values)
+            triggered = [i for i in triggered if mask[i]]
         first = [i for i in range(p) if decisions[i] == REPLACED and not math.isfinite(self._before[i])]
         if (
             first
@@ -248,13 +319,14 @@ class OnlineEstimator:
             self._pre_change, self._pre_weight = self._before.copy(), self._before_weight.copy()
             self._settle_until_ns = win.time_ns + int(round(cfg.horizon_s * NS))
             self._pending[:] = 0
+            before, after = self._physical(self._before), self._physical(self._values)
             events.append(
                 ChangeDetected(
                     win.time_ns,
                     cfg.joint,
                     tuple(names[i] for i in triggered),
-                    tuple(float(self._before[i]) for i in triggered),
-                    tuple(float(self._values[i]) for i in triggered),
+                    tuple(float(before[i]) for i in triggered),
+                    tuple(float(after[i]) for i in triggered),
                 )
             )
         if settled:
@@ -296,10 +368,7 @@ class OnlineEstimator:
         cfg = self.config
         old = float(self._values[i])
         delta = x - old
-        scale = max(abs(old), float(cfg.model.floors()[i]))
-        if not (
-            abs(delta) > float(cfg.per_parameter("change_threshold")[i]) * scale and abs(delta) > cfg.change_sigma * std
-        ):
+        if not self._matters(i, delta, self._values, std, cfg.change_sigma):
             return DISCARDED
         same_way = self._pending[i] == 0 or np.sign(delta) == self._pending_sign[i]
         self._pending[i] = self._pending[i] + 1 if same_way else 1
@@ -318,19 +387,20 @@ class OnlineEstimator:
         pre_weight = self._pre_weight if self._pre_weight is not None else self._weight.copy()
         self._settle_until_ns, self._pre_change, self._pre_weight = None, None, None
         self._restart_ns = None
-        out: list[Event] = []
-        thresholds, floors = cfg.per_parameter("change_threshold"), cfg.model.floors()
+        out: list[tuple[int, str]] = []
+        finite_pre = np.where(np.isfinite(pre), pre, self._values)
         for i, name in enumerate(cfg.model.names):
-            old, new = float(pre[i]), float(self._values[i])
-            if not math.isfinite(old):
+            if not math.isfinite(pre[i]):
                 continue
-            delta = abs(new - old)
-            std = float(self._std[i]) if math.isfinite(self._std[i]) else 0.0
-            if delta > thresholds[i] * max(abs(old), floors[i]) and delta > cfg.change_sigma * std:
-                out.append(ParameterChange(win.time_ns, cfg.joint, name, old, new, float(self._weight[i])))
+            if self._matters(i, float(self._values[i] - pre[i]), finite_pre, 0.0, cfg.change_sigma):
+                out.append((i, name))
             else:
-                self._values[i], self._weight[i] = old, pre_weight[i]
-        return out
+                self._values[i], self._weight[i] = pre[i], pre_weight[i]
+        before, after = self._physical(finite_pre), self._physical(self._values)  # as published: physical
+        return [
+            ParameterChange(win.time_ns, cfg.joint, name, float(before[i]), float(after[i]), float(self._weight[i]))
+            for i, name in out
+        ]
 
     def _detect(self) -> list[Event]:
         """The residual detector's check on the newest `detect_window_s`: a confirmed step raises the change
@@ -352,12 +422,15 @@ class OnlineEstimator:
         noise = np.max(self._noise, axis=0)  # the motion's model errors vary: the worst recent window's noise
         step = None if prep is None or isinstance(prep, WindowFit) else scan(prep, values, noise)
         self.last_step = step
+        everything = np.arange(len(values))
         moved = (
-            stepped(step, values, cfg.model.floors(), cfg.per_parameter("change_threshold"), cfg.detect_sigma)
+            self._matters(everything, step.delta, values, step.std, cfg.detect_sigma)
             if step is not None
             else np.zeros(len(values), dtype=bool)
         )
         moved &= watched
+        if step is not None:
+            moved = self._alarmable(moved, values, values + step.delta)
         self._detect_count = self._detect_count + 1 if moved.any() else 0
         if self._detect_count < cfg.detect_confirm:
             return []
@@ -365,7 +438,6 @@ class OnlineEstimator:
         names = cfg.model.names
         self._pre_change, self._pre_weight = self._values.copy(), self._weight.copy()
         self._values = values.copy()
-        previous = self._values[idx].copy()
         self._values[idx] = self._values[idx] + step.delta[idx]
         self._weight[idx] = cfg.detect_confidence
         self._std[idx] = step.std[idx]
@@ -375,18 +447,17 @@ class OnlineEstimator:
         self._pending[:] = 0
         self._detect_count = 0
         self._before, self._before_weight = self._values.copy(), self._weight.copy()
+        moved_names = tuple(names[i] for i in idx)  # the step's rough values, clipped (mass >= 0): the rest of the
+        before = self._physical(self._pre_change[idx], moved_names)  # vector has not moved yet, so no projection
+        after = self._physical(self._values[idx], moved_names)  # of the whole
         return [
-            ChangeDetected(
-                now,
-                cfg.joint,
-                tuple(names[i] for i in idx),
-                tuple(float(v) for v in previous),
-                tuple(float(self._values[i]) for i in idx),
-            )
+            ChangeDetected(now, cfg.joint, moved_names, tuple(float(v) for v in before), tuple(float(v) for v in after))
         ]
 
     def _excitation_events(self, time_ns: int) -> list[Event]:
         cfg = self.config
+        if self.paused is not None:  # faulty input is no reason to excite the robot
+            return []
         names = cfg.model.names
         watched = [names.index(n) for n in (cfg.request_for or names)]
         n_req = cfg.request_after_windows

@@ -44,6 +44,10 @@ PAYLOAD_NAMES = {
 FIRST_MOMENTS = ("mass_kg", "mx_kg_m", "my_kg_m", "mz_kg_m")
 WITH_INERTIA = tuple(PAYLOAD_NAMES.values())
 _FLOORS = {"mass_kg": 1.0, "mx_kg_m": 0.05, "my_kg_m": 0.05, "mz_kg_m": 0.05}  # inertia: 0.01 kg m^2
+# the smallest change that is an event (`OnlineConfig.change_floor`): 50 g, 0.02 kg m (1 kg moving 2 cm), 0.005 kg m^2
+CHANGE_FLOORS = {"mass_kg": 0.05, "mx_kg_m": 0.02, "my_kg_m": 0.02, "mz_kg_m": 0.02}
+INERTIA_CHANGE_FLOOR = 0.005
+SCALE_LENGTH_M = 0.1  # a payload's first moments are judged against mass x this, its inertia against mass x this^2
 CACHE_S = 6.0  # seconds of regressor rows kept
 STATE_TOLERANCE = 1e-6  # rad, rad/s, rad/s^2: a cached row is reused for a state this close
 
@@ -118,9 +122,35 @@ class PayloadWindowModel:
                 body=self.body,
             )
 
-    def physical(self, values: np.ndarray) -> np.ndarray:
-        """The nearest physically consistent payload to `values` (in `names` order): `physical_payload`."""
-        return physical_payload(self.names, values)
+    def change_scale(self, values: np.ndarray) -> np.ndarray:
+        """Per parameter, the scale a change is judged against: the payload's own. The mass: max(|m|, floor);
+        a first moment: max(|h_i|, |m| `SCALE_LENGTH_M`, floor); an inertia term: max(|I_ij|, |m|
+        `SCALE_LENGTH_M`^2, floor). (A 1.5 kg payload's centre moving 1.5 mm is no change.)"""
+        v = np.nan_to_num(np.asarray(values, dtype=float))
+        m = abs(v[self.names.index("mass_kg")]) if "mass_kg" in self.names else 0.0
+        own = np.array(
+            [
+                m if n == "mass_kg" else m * SCALE_LENGTH_M if n in FIRST_MOMENTS else m * SCALE_LENGTH_M**2
+                for n in self.names
+            ]
+        )
+        return np.maximum(np.maximum(np.abs(v), own), self.floors())
+
+    def alarmable(self, moved: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """Which of the `moved` parameters may raise a change: all of them if the mass moved or the payload has
+        a mass (`NO_PAYLOAD_KG` or more, before or after); else none: the centre of a payload without mass is
+        not defined by the data, and first moments or inertia moving on their own there are the arm model's
+        error (a chained identification's), not a payload."""
+        if "mass_kg" not in self.names:
+            return moved
+        i = self.names.index("mass_kg")
+        if moved[i] or max(abs(float(np.nan_to_num(before[i]))), abs(float(np.nan_to_num(after[i])))) >= NO_PAYLOAD_KG:
+            return moved
+        return np.zeros_like(moved)
+
+    def physical(self, values: np.ndarray, names: Sequence[str] | None = None) -> np.ndarray:
+        """The nearest physically consistent payload to `values` (in `names` order, default all): `physical_payload`."""
+        return physical_payload(self.names if names is None else names, values)
 
     def regressor(
         self, time_ns: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, valid: np.ndarray
@@ -180,7 +210,8 @@ def payload_config(
     """Settings for a payload on `body` of an arm: the residual detector on (0.5 s look-back, 0.05 s
     checks), a 0.15 s derivative window, the mass judged to 1 % and changes of 5 %, the first moments to 5 %
     and changes of 10 %, inertia (if estimated) to 25 % and changes of 50 %; excitation requested for the mass;
-    the windows' standard errors calibrated by the record's scatter. Parameters the joint torques cannot see
+    the windows' standard errors calibrated by the record's scatter; a change smaller than `CHANGE_FLOORS`
+    (inertia: `INERTIA_CHANGE_FLOOR`) is none. Parameters the joint torques cannot see
     (`unidentifiable_payload`: a pendulum's mass) are left out; `ModelError` if nothing is left."""
     compiled = model if isinstance(model, mujoco.MjModel) else load_model(model)
     if mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_BODY, body) <= 0:
@@ -199,9 +230,11 @@ def payload_config(
     # filtering q before them and the torque after is not the same filter; over DDS (an iiwa tracking a
     # trajectory with velocities) 0.2 s left m cz 2.0-2.8 % low and the inertia 20 % high, 0.15 s 0.1-0.35 %
     moments = tuple(n for n in FIRST_MOMENTS if n in names) or names
+    floor = {n: CHANGE_FLOORS.get(n, INERTIA_CHANGE_FLOOR) for n in names}
     defaults: dict[str, object] = {
         "precision": precision,
         "change_threshold": threshold,
+        "change_floor": floor,
         "request_for": ("mass_kg",) if "mass_kg" in names else moments,
         "detect_window_s": 0.5,
         "detect_for": moments,
@@ -241,9 +274,14 @@ def physical_payload(names: Sequence[str], values: np.ndarray) -> np.ndarray:
     J = [[S, h], [h', m]] (S = tr(I)/2 1 - I, the second moment of the mass about the body origin) projected
     onto the positive semidefinite matrices (negative eigenvalues set to 0, in units of `PROJECTION_LENGTH_M`),
     which is exactly the set of real bodies: m >= 0, inertia about the centre PSD and meeting the triangle
-    inequalities; with fewer parameters, the mass and the diagonal inertia entries clipped at 0."""
+    inequalities; with fewer parameters, the mass and the diagonal inertia entries clipped at 0. Terms that are
+    NaN (not yet fitted) are taken as 0 for the projection and stay NaN."""
     out = np.array(values, dtype=float)
     index = {n: i for i, n in enumerate(names)}
+    unknown = ~np.isfinite(out)
+    if set(WITH_INERTIA) <= set(index) and unknown.any() and not unknown.all():
+        # no window has fitted some terms yet: projected with them at 0, reported NaN (still unknown)
+        return np.where(unknown, np.nan, physical_payload(names, np.where(unknown, 0.0, out)))
     if set(WITH_INERTIA) <= set(index) and np.all(np.isfinite(out)):
         v = {n: out[index[n]] for n in WITH_INERTIA}
         inertia = np.array(

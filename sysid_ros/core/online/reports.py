@@ -98,7 +98,28 @@ class ExcitationRecovered:
     joint: str
 
 
-Event = ChangeDetected | ParameterChange | ExcitationRequest | ExcitationRecovered
+@dataclass(frozen=True)
+class InputPaused:
+    """The input guard (guard.py) found stale or implausible input (`kind`: stale_effort, position_jump,
+    dead_input; `reason` says which joint and how): nothing is fitted across it, estimates are held and not
+    published until `InputResumed`."""
+
+    time_ns: int
+    joint: str
+    kind: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class InputResumed:
+    """A full window of good input followed the last fault: estimation goes on (paused `paused_s`)."""
+
+    time_ns: int
+    joint: str
+    paused_s: float
+
+
+Event = ChangeDetected | ParameterChange | ExcitationRequest | ExcitationRecovered | InputPaused | InputResumed
 
 
 def event_record(event: Event) -> dict:
