@@ -23,8 +23,15 @@ parameters and per joint damping, friction loss, armature and an effort offset, 
 the measured torque) when its held-out torque beats the window fit's, else the window fit: the bench prints
 which, and the result's own held-out table has both (docs/identification_arm.md, "A real Franka Panda").
 
+The base-parameter fit (`core/linear/base_fit.py`, issue 32) is fitted on each time base's first 70 %
+(the record splined onto a 1 ms grid, the scorer's 10 Hz filter and central differences) and scored as the MJCF
+it writes, through `mj_inverse`. Next to it, a FIGAROH peer on the same rows in the same run (FIGAROH's
+regressor on pinocchio, its QR base parameters, ordinary then per-joint weighted least squares): it needs
+`pip install -r bench/requirements.txt`, else one line says it is skipped. The published model is also scored
+from its closed forms when the paper repository's C++ sources are at hand (`--published-src`).
+
     .venv/bin/python bench/bench_panda.py [LOG_DIR] [--model PANDA_XML] [--bases logged,clock] [--max-iters N]
-        [--quick] [--no-identify] [--keep DIR]
+        [--quick] [--no-identify] [--keep DIR] [--published-src DIR] [--cutoff-hz 10]
 """
 
 from __future__ import annotations
@@ -59,6 +66,8 @@ DEFAULT_MODEL = REPO / "test/data/real/panda_menagerie/panda_torque.xml"
 JOINTS = tuple(f"joint{k}" for k in range(1, 8))
 PUBLISHED_RMS_NM = (0.205, 0.654, 0.186, 0.288, 0.113, 0.094, 0.058)
 """The published model's held-out RMS per joint as the issue gives it."""
+FIGAROH_PHYSICAL_RMS_NM = (0.160, 0.243, 0.138, 0.220, 0.074, 0.044, 0.057)
+"""FIGAROH's LMI physically consistent fit (picos), held out, as issue 32 gives it."""
 PERIOD_S = 0.001
 HELD_OUT_FROM, TAIL_S = 0.7, 0.1
 
@@ -166,6 +175,116 @@ def published_friction(qd: np.ndarray) -> np.ndarray:
     return a / (1 + np.exp(-alpha * (qd + phi))) - a / (1 + np.exp(-alpha * phi))
 
 
+def closed_form_torque(src: Path, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """The published model's rigid body from its closed forms (`MassMatrix.cpp`, `CoriolisMatrix.cpp`,
+    `GravityVector.cpp` of the paper's repository, read from the user's copy at run time, nothing kept), with
+    `cq466 = cq466` read as cq4 * cq66: M(q) qdd + C(q, qd) qd + g(q), vectorised over rows."""
+    import re
+
+    env = {
+        "cos": np.cos,
+        "sin": np.sin,
+        "pow": np.power,
+        "q": q,
+        "dq": qd,
+        "M": np.zeros((len(q), 7, 7)),
+        "S": np.zeros((len(q), 7, 7)),
+        "g": np.zeros((len(q), 7)),
+    }
+    for name in ("MassMatrix", "CoriolisMatrix", "GravityVector"):
+        text = (src / f"{name}.cpp").read_text()
+        body = text[text.index("{", text.index(")")) + 1 : text.rindex("return")]
+        lines = []
+        for statement in body.split(";"):
+            line = " ".join(statement.split()).replace("cq466 = cq466", "cq466 = cq4*cq66")
+            if not line or line.startswith(("static", "Eigen::", "//")):
+                continue
+            line = re.sub(r"\b(dq|q)\((\d)\)", r"\1[:, \2]", line)
+            line = re.sub(r"\bq\[(\d)\]", r"q[:, \1]", line)
+            line = re.sub(r"^(M|S)\((\d),(\d)\) =", r"\1[:, \2, \3] =", line)
+            line = re.sub(r"= M\((\d),(\d)\)$", r"= M[:, \1, \2]", line)
+            lines.append(re.sub(r"^g\[(\d)\] =", r"g[:, \1] =", line))
+        exec(compile("\n".join(lines), name, "exec"), env)
+    return np.einsum("nij,nj->ni", env["M"], qdd) + np.einsum("nij,nj->ni", env["S"], qd) + env["g"]
+
+
+def base_fit_rows(kind: str, time_ns: np.ndarray, q: np.ndarray, v: np.ndarray, tau: np.ndarray, cutoff_hz: float):
+    """Every row of the record on a 1 ms grid (`clock`: the recovered ticks; `logged`: the stamps as logged),
+    filtered as the scorer filters, and the training mask (the first 70 %)."""
+    from sysid_ros.core.linear import filtered_rows
+
+    if kind == "clock":
+        keep, ticks = clock_ticks(time_ns, q, v, tau)
+        at = ticks * PERIOD_S
+    else:
+        keep = np.flatnonzero(np.r_[True, np.diff(time_ns) > 0])
+        at = (time_ns[keep] - time_ns[0]) * 1e-9
+    grid = np.arange(int(np.floor(at[-1] / PERIOD_S)) + 1) * PERIOD_S
+    rows = filtered_rows(
+        CubicSpline(at, q[keep], axis=0)(grid), CubicSpline(at, tau[keep], axis=0)(grid), PERIOD_S, cutoff_hz
+    )
+    return rows, grid < HELD_OUT_FROM * grid[-1]
+
+
+def figaroh_peer(rows, train: np.ndarray, scorer: Scorer) -> dict[str, tuple[np.ndarray, float]] | str:
+    """FIGAROH's regressor on pinocchio (example-robot-data's Panda, fingers locked) with viscous + Coulomb
+    friction, armature and an offset per joint; base columns by its QR; ordinary, then per-joint weighted least
+    squares (rows scaled). (label: (held-out RMS, wall s)), or why it was skipped."""
+    try:
+        import warnings
+        from importlib import metadata
+        from types import SimpleNamespace
+
+        import pinocchio as pin
+        from figaroh.tools.qrdecomposition import get_baseIndex
+        from figaroh.tools.regressor import build_regressor_basic
+    except ImportError as exc:
+        return f"skipped: the FIGAROH peer needs bench/requirements.txt ({exc})"
+    urdf = next(
+        (
+            f.locate()
+            for f in metadata.files("example-robot-data") or ()
+            if str(f).endswith("panda_description/urdf/panda.urdf")
+        ),
+        None,
+    )
+    if urdf is None:
+        return "skipped: example-robot-data has no panda.urdf"
+    full = pin.buildModelFromUrdf(str(urdf))
+    locked = [full.getJointId(n) for n in ("panda_finger_joint1", "panda_finger_joint2")]
+    model = pin.buildReducedModel(full, locked, pin.neutral(full))
+    robot = SimpleNamespace(model=model, data=model.createData())
+    config = {
+        "has_friction": True,
+        "has_actuator_inertia": True,
+        "has_joint_offset": True,
+        "is_joint_torques": True,
+        "act_idxv": list(range(7)),
+    }
+    t0 = time.perf_counter()
+    index = np.flatnonzero(train)
+    w = build_regressor_basic(robot, rows.q[index], rows.qd[index], rows.qdd[index], config)  # joint-major rows
+    y = rows.tau[index].T.ravel()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = list(get_baseIndex(w, [str(k) for k in range(w.shape[1])]))
+    wb = w[:, base]
+    out = {}
+    phi = np.linalg.lstsq(wb, y, rcond=None)[0]
+    n = len(index)
+    sigma = np.sqrt(np.mean(((y - wb @ phi).reshape(7, n)) ** 2, axis=1))
+    scale = np.repeat(1.0 / sigma, n)
+    phi_w = np.linalg.lstsq(wb * scale[:, None], y * scale, rcond=None)[0]
+    wall = time.perf_counter() - t0
+    held = build_regressor_basic(robot, scorer.q, scorer.qd, scorer.qdd, config)[:, base]
+    for label, p in (("ordinary LS", phi), ("weighted LS", phi_w)):
+        out[f"FIGAROH / pinocchio, {label} ({len(base)} base parameters)"] = (
+            scorer.rms((held @ p).reshape(7, -1).T),
+            wall,
+        )
+    return out
+
+
 def problem(model: Path, data: Path, span_s: float, max_iters: int) -> dict:
     """The problem a user writes from docs/identification.md: every link mass and joint term free, bounds from
     physics, an effort offset on every joint, 0.25 s windows; trained on the first 70 %, validated on the rest."""
@@ -219,6 +338,12 @@ def main() -> int:
     )
     parser.add_argument("--keep", help="write each run's results into this folder")
     parser.add_argument("--no-identify", action="store_true", help="only the scorer's rows (no identify runs)")
+    parser.add_argument(
+        "--published-src",
+        help="the published model's C++ folder (cpp/panda_dyn_model_example/src of "
+        "the paper's repository; default: found from LOG_DIR in that repository, or LOG_DIR/src)",
+    )
+    parser.add_argument("--cutoff-hz", type=float, default=10.0, help="the base-parameter fit's filter")
     args = parser.parse_args()
     folder = Path(args.log_dir) if args.log_dir else None
     if folder is None or not (folder / "exciting_traj_torques.txt").is_file():
@@ -247,6 +372,51 @@ def main() -> int:
         "published rigid body, no friction": scorer.rms(scorer.inverse(published)),
         "nominal (model file)": scorer.rms(scorer.inverse(nominal)),
     }
+    src = (
+        Path(args.published_src)
+        if args.published_src
+        else next(
+            (
+                p
+                for p in (
+                    folder.parents[4] / "cpp/panda_dyn_model_example/src" if len(folder.parents) > 4 else None,
+                    folder / "src",
+                )
+                if p is not None and (p / "CoriolisMatrix.cpp").is_file()
+            ),
+            None,
+        )
+    )
+    if src is not None and (src / "CoriolisMatrix.cpp").is_file():
+        rows["published model, its closed forms (this scorer)"] = scorer.rms(
+            closed_form_torque(src, scorer.q, scorer.qd, scorer.qdd) + published_friction(scorer.qd)
+        )
+    else:
+        print("published closed forms: skipped (give --published-src)")
+    walls: dict[str, float] = {}
+    for kind in args.bases.split(","):
+        from sysid_ros.core.linear import fit_base_parameters
+
+        t0 = time.perf_counter()
+        fit_rows, train = base_fit_rows(kind, time_ns, q, v, tau, args.cutoff_hz)
+        fit = fit_base_parameters(mujoco.MjSpec.from_file(str(model_path)), fit_rows, train=train)
+        walls[kind] = time.perf_counter() - t0
+        rows[f"base-parameter fit, physical, MJCF ({kind})"] = scorer.rms(scorer.inverse(fit.spec.compile()))
+        if args.keep:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+            (Path(args.keep) / f"base_fit_{kind}.xml").write_text(fit.spec.to_xml())
+        print(
+            f"{kind}: base-parameter fit in {walls[kind]:.1f} s ({fit.rows} rows, rank {fit.base.rank} of "
+            f"{len(fit.names)}, {len(fit.intervals)} intervals)"
+        )
+        peer = figaroh_peer(fit_rows, train, scorer)
+        if isinstance(peer, str):
+            print(peer)
+        else:
+            for label, (rms, wall) in peer.items():
+                rows[f"{label} ({kind})"] = rms
+            print(f"{kind}: FIGAROH peer fitted in {wall:.1f} s")
+    rows["FIGAROH, physically consistent (the issue's figures)"] = np.array(FIGAROH_PHYSICAL_RMS_NM)
     if args.quick:
         args.max_iters = 2
     own: dict[str, dict] = {}

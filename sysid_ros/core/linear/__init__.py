@@ -4,6 +4,8 @@
 - `joint_model`: one joint: `JointModel` (servo) and `PendulumModel`, their columns and fits.
 - `arm_regressor`: a whole arm's inverse dynamics from MuJoCo (`ArmRegressor`, base parameters, `fit_arm`).
 - `arm_friction`: per-joint friction (offset, viscous, smooth Coulomb) on top of the arm's rigid bodies.
+- `base_fit`: the base-parameter fit of an arm with measured torque (weighted LS, then physically consistent by
+  log-Cholesky), written back into the MJCF.
 - `periodic`: a periodic record averaged over its periods and differentiated in the frequency domain.
 """
 
@@ -14,8 +16,11 @@ EXPORTS = {
     "ArmFit": ".arm_regressor",
     "ArmFrictionFit": ".arm_friction",
     "ArmRegressor": ".arm_regressor",
+    "BaseFitSettings": ".base_fit",
     "BaseParameters": ".arm_regressor",
     "BootstrapSettings": ".regression",
+    "FRICTION_SOLIMP": ".base_fit",
+    "FRICTION_SOLREF": ".base_fit",
     "FitThresholds": ".regression",
     "INERTIAL_NAMES": ".arm_regressor",
     "JOINT_TERMS": ".arm_regressor",
@@ -29,13 +34,16 @@ EXPORTS = {
     "PeriodicRecord": ".periodic",
     "REVOLUTE_TERMS": ".joint_model",
     "RowSelection": ".regression",
+    "Rows": ".base_fit",
     "base_parameters": ".arm_regressor",
     "body_inertial_parameters": ".arm_regressor",
     "concatenate": ".arm_friction",
     "condition_number": ".regression",
     "coulomb_columns": ".arm_friction",
+    "filtered_rows": ".base_fit",
     "fit_arm": ".arm_regressor",
     "fit_arm_friction": ".arm_friction",
+    "fit_base_parameters": ".base_fit",
     "fit_joint_model": ".joint_model",
     "fit_linear": ".regression",
     "fit_pendulum": ".joint_model",
