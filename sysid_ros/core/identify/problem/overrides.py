@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 
-from ...errors import ConfigError
+from ...errors import ConfigError, SysidRosError
+from ...files import load_yaml
 from .file import CONTROLS, DataSource, Problem
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,16 @@ def carried_settings(entries: Sequence[DataSource], count: int) -> tuple[list[di
         k: getattr(entries[0], k) for k in SETTINGS if all(getattr(e, k) == getattr(entries[0], k) for e in entries)
     }
     return [dict(shared) for _ in range(count)], [k for k in SETTINGS if k not in shared]
+
+
+def recorded_topics(path: Path) -> set[str] | None:
+    """The topics a rosbag2 directory's metadata lists, or None (not a rosbag2 directory, or unreadable: the
+    loader says what is wrong)."""
+    try:
+        meta = load_yaml(path / "metadata.yaml", "metadata.yaml")["rosbag2_bagfile_information"]
+        return {t["topic_metadata"]["name"] for t in meta["topics_with_message_count"]}
+    except (SysidRosError, OSError, KeyError, TypeError):
+        return None
 
 
 def with_data(
@@ -58,6 +69,17 @@ def with_data(
             if control != "auto" or "control" not in kept:
                 kept["control"] = control
             if kept["control"] == "effort":  # the measured effort is replayed: no command topic is read
+                kept.update(command_topic=None, command_joints=None)
+            topic = kept.get("command_topic")
+            listed = recorded_topics(Path(p).expanduser())
+            if topic and listed is not None and topic not in listed:
+                log.warning(
+                    "%s: %s records no %s (the replaced entry's command topic): its own recorded commands are "
+                    "used (command_topic and command_joints dropped for it)",
+                    what,
+                    p,
+                    topic,
+                )
                 kept.update(command_topic=None, command_joints=None)
             out.append(DataSource(Path(p).expanduser().resolve(), **kept))
         return tuple(out)
