@@ -4,13 +4,15 @@
 - `joint_model`: one joint: `JointModel` (servo) and `PendulumModel`, their columns and fits.
 - `arm_regressor`: a whole arm's inverse dynamics from MuJoCo (`ArmRegressor`, base parameters, `fit_arm`).
 - `arm_friction`: per-joint friction (offset, viscous, smooth Coulomb) on top of the arm's rigid bodies.
-- `periodic`: a periodic record averaged over its periods and differentiated in the frequency domain.
+- `periodic`: a periodic record averaged over its periods and differentiated in the frequency domain; `Periods`
+  (where they lie) and the check that consecutive periods agree (`period_correlations`).
 """
 
 from .. import front_door
 
 EXPORTS = {
     "ALL_TERMS": ".joint_model",
+    "DEFAULT_KEEP_HZ": ".periodic",
     "ArmFit": ".arm_regressor",
     "ArmFrictionFit": ".arm_friction",
     "ArmRegressor": ".arm_regressor",
@@ -23,10 +25,12 @@ EXPORTS = {
     "JointModel": ".joint_model",
     "KEEP_FACTOR": ".periodic",
     "LinearFit": ".regression",
+    "MIN_CORRELATION": ".periodic",
     "PENDULUM_TERMS": ".joint_model",
     "PRISMATIC_TERMS": ".joint_model",
     "PendulumModel": ".joint_model",
     "PeriodicRecord": ".periodic",
+    "Periods": ".periodic",
     "REVOLUTE_TERMS": ".joint_model",
     "RowSelection": ".regression",
     "base_parameters": ".arm_regressor",
@@ -34,6 +38,7 @@ EXPORTS = {
     "concatenate": ".arm_friction",
     "condition_number": ".regression",
     "coulomb_columns": ".arm_friction",
+    "default_settle_s": ".periodic",
     "fit_arm": ".arm_regressor",
     "fit_arm_friction": ".arm_friction",
     "fit_joint_model": ".joint_model",
@@ -41,6 +46,7 @@ EXPORTS = {
     "fit_pendulum": ".joint_model",
     "joint_columns": ".joint_model",
     "pendulum_columns": ".joint_model",
+    "period_correlations": ".periodic",
     "periodic_record": ".periodic",
     "select_rows": ".regression",
     "structural_base_parameters": ".arm_regressor",
