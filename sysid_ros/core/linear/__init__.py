@@ -5,7 +5,7 @@
 - `arm_regressor`: a whole arm's inverse dynamics from MuJoCo (`ArmRegressor`, base parameters, `fit_arm`).
 - `arm_friction`: per-joint friction (offset, viscous, smooth Coulomb) on top of the arm's rigid bodies.
 - `periodic`: a periodic record averaged over its periods and differentiated in the frequency domain; `Periods`
-  (where they lie) and the check that consecutive periods agree (`period_correlations`).
+  (where they lie) and the check that consecutive periods agree (`check_period`).
 """
 
 from .. import front_door
@@ -29,6 +29,7 @@ EXPORTS = {
     "PENDULUM_TERMS": ".joint_model",
     "PRISMATIC_TERMS": ".joint_model",
     "PendulumModel": ".joint_model",
+    "PeriodCheck": ".periodic",
     "PeriodicRecord": ".periodic",
     "Periods": ".periodic",
     "REVOLUTE_TERMS": ".joint_model",
@@ -37,6 +38,7 @@ EXPORTS = {
     "body_inertial_parameters": ".arm_regressor",
     "concatenate": ".arm_friction",
     "condition_number": ".regression",
+    "check_period": ".periodic",
     "coulomb_columns": ".arm_friction",
     "default_settle_s": ".periodic",
     "fit_arm": ".arm_regressor",
@@ -46,7 +48,6 @@ EXPORTS = {
     "fit_pendulum": ".joint_model",
     "joint_columns": ".joint_model",
     "pendulum_columns": ".joint_model",
-    "period_correlations": ".periodic",
     "periodic_record": ".periodic",
     "select_rows": ".regression",
     "structural_base_parameters": ".arm_regressor",

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...bags import load_npz, read_recording, regularize
 from ...errors import BagError, ConfigError, DataError
-from ...linear import DEFAULT_KEEP_HZ, MIN_CORRELATION, Periods, default_settle_s, period_correlations
+from ...linear import DEFAULT_KEEP_HZ, Periods, check_period, default_settle_s
 from ...signals import JointCommands, JointSamples
 from ...tapes import recorded_periods
 from ..problem.file import DataSource, Problem
@@ -232,8 +232,8 @@ def source_periods(
     """The whole periods a record repeats: the data entry's `periodic` key (its start after the record's first
     joint state, `first_ns`), else the periodic tape its recorder stored (`tapes.recorded_periods`); None when
     neither says so. Checked on the data: a stretch must hold them on whole samples (a recorded tape's play cut
-    short is a note and no periods; a stated one is refused) and consecutive periods' positions must correlate
-    at least `linear.MIN_CORRELATION` (else DataError naming the record)."""
+    short is a note and no periods; a stated one is refused) and repeat with that period (`linear.check_period`:
+    else DataError naming the record)."""
     spec = src.periodic
     if spec is not None:
         periods = Periods(
@@ -260,18 +260,18 @@ def source_periods(
             return None
         raise DataError(f"the record does not hold the {what}", bag=str(src.path))
     try:
-        correlation = period_correlations(held[0].time_ns, held[0].position, periods)
+        check = check_period(held[0].time_ns, held[0].position, periods)
     except DataError as exc:
         raise DataError(
             f"the stated periods ({periods.source}) do not fit the record: {exc}", bag=str(src.path)
         ) from None
-    if len(correlation) and correlation.min() < MIN_CORRELATION:
+    if not check.fits:
         raise DataError(
             f"the stated period of {periods.period_s:g} s ({periods.source}) does not fit the record: consecutive "
-            f"periods' positions correlate {correlation.min():.3f} (< {MIN_CORRELATION:g})",
+            f"periods' positions correlate {check.correlation:.4f} at it and differ least at {check.best_period_s:g} s",
             bag=str(src.path),
         )
-    return replace(periods, correlation=float(correlation.min()) if len(correlation) else float("nan"))
+    return replace(periods, correlation=check.correlation)
 
 
 def build_segments(
