@@ -475,6 +475,8 @@ class TapeRecorderNode(LifecycleNode):
         self._writer.set_offered_qos(METADATA_TOPIC, [offered_qos(durability="transient_local", depth=1)])
         self._writer.mark_commands([self._command_topic])  # `sysid-ros bag replay-safe` renames them
         params = {name: p.value for name, p in self._parameters.items()}
+        # a periodic tape (optimal): where its periods lie on the robot's clock, for `identify` to average them
+        periodic = tapes.periodic_metadata(playback.tape, playback.start_ns)
         self._writer.write_metadata(
             {
                 "recorder": self.get_fully_qualified_name(),
@@ -489,6 +491,7 @@ class TapeRecorderNode(LifecycleNode):
                 "envelopes": {j: e.to_dict() for j, e in c.envelopes.items()},
                 "tape": playback.tape.to_dict(),
                 "parameters": flatten(params),
+                **({} if periodic is None else {"periodic": periodic}),
             },
             playback.start_ns,
         )

@@ -6,7 +6,8 @@
 - `arm_friction`: per-joint friction (offset, viscous, smooth Coulomb) on top of the arm's rigid bodies.
 - `base_fit`: the base-parameter fit of an arm with measured torque (weighted LS, then physically consistent by
   log-Cholesky), written back into the MJCF.
-- `periodic`: a periodic record averaged over its periods and differentiated in the frequency domain.
+- `periodic`: a periodic record averaged over its periods and differentiated in the frequency domain; `Periods`
+  (where they lie) and the check that consecutive periods agree (`check_period`).
 """
 
 from .. import front_door
@@ -19,6 +20,7 @@ EXPORTS = {
     "BaseFitSettings": ".base_fit",
     "BaseParameters": ".arm_regressor",
     "BootstrapSettings": ".regression",
+    "DEFAULT_KEEP_HZ": ".periodic",
     "FRICTION_SOLIMP": ".base_fit",
     "FRICTION_SOLREF": ".base_fit",
     "FitThresholds": ".regression",
@@ -28,18 +30,23 @@ EXPORTS = {
     "JointModel": ".joint_model",
     "KEEP_FACTOR": ".periodic",
     "LinearFit": ".regression",
+    "MIN_CORRELATION": ".periodic",
     "PENDULUM_TERMS": ".joint_model",
     "PRISMATIC_TERMS": ".joint_model",
     "PendulumModel": ".joint_model",
+    "PeriodCheck": ".periodic",
     "PeriodicRecord": ".periodic",
+    "Periods": ".periodic",
     "REVOLUTE_TERMS": ".joint_model",
     "RowSelection": ".regression",
     "Rows": ".base_fit",
     "base_parameters": ".arm_regressor",
     "body_inertial_parameters": ".arm_regressor",
+    "check_period": ".periodic",
     "concatenate": ".arm_friction",
     "condition_number": ".regression",
     "coulomb_columns": ".arm_friction",
+    "default_settle_s": ".periodic",
     "filtered_rows": ".base_fit",
     "fit_arm": ".arm_regressor",
     "fit_arm_friction": ".arm_friction",

@@ -12,7 +12,8 @@ says how long the robot will move. `stretched` and `shrunk` ease a tape a joint 
 - `moves`: the room a joint has to move in, and `KnotPath`, synchronised knot curves for several joints.
 - `sets`: the tape sets a servo is identified, swept and evaluated on; `plan_seconds`.
 - `optimal`: the `optimal` kind: a periodic Fourier-series motion designed for a model's base regressor.
-- `plan`: what a position tape will tell a whole arm's identification (`ExcitationPlan`), before anything moves.
+- `plan`: what a position tape will tell a whole arm's identification (`ExcitationPlan`), before anything moves;
+  the periods a recorder stores with a periodic tape (`periodic_metadata`) and reads back (`recorded_periods`).
 - `ease`: a tape stretched or shrunk for a joint that cannot follow it.
 - `envelope`: a joint's safety `Envelope`; `check_tape` (before anything moves) and `check_sample` (live).
 - `playback`: `Playback`, the command due now and the guard on live feedback, as the recorder plays a tape.
@@ -62,12 +63,14 @@ EXPORTS = {
     "min_move_time_s": ".moves",
     "multisine": ".kinds",
     "outside_room": ".moves",
+    "periodic_metadata": ".plan",
     "periods_of": ".plan",
     "pickplace": ".kinds",
     "plan_seconds": ".sets",
     "plateau_speeds_rad_s": ".kinds",
     "plateaus": ".kinds",
     "probe_times": ".tape",
+    "recorded_periods": ".plan",
     "room": ".moves",
     "sample": ".tape",
     "self_collisions": ".plan",

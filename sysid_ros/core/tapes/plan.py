@@ -21,9 +21,18 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from ..errors import ConfigError, ModelError
+from ..errors import ConfigError, DataError, ModelError
 from ..files import load_spec
-from ..linear import ArmRegressor, BaseParameters, RowSelection, condition_number, structural_base_parameters
+from ..linear import (
+    KEEP_FACTOR,
+    ArmRegressor,
+    BaseParameters,
+    Periods,
+    RowSelection,
+    condition_number,
+    default_settle_s,
+    structural_base_parameters,
+)
 from .envelope import Envelope
 from .tape import FourierCurve, Tape, duration_s, sample
 
@@ -112,6 +121,55 @@ def periods_of(tape: Tape) -> tuple[float, float, int]:
         if len(keys) == 1:
             return next(iter(keys))
     return 0.0, duration_s(tape), 1
+
+
+PERIODIC_KEYS = ("kind", "period_s", "periods", "harmonics", "top_hz", "first_period_ns")
+
+
+def periodic_metadata(tape: Tape, start_ns: int) -> dict[str, object] | None:
+    """What a recorder stores with a periodic tape's bag (`periodic`) so the identification can average its
+    periods: kind, period, periods, harmonics, top harmonic and when the first period starts on the robot's clock
+    (`start_ns` is the robot time of the tape's t = 0). None for a tape that is not periodic."""
+    curves = tape.curves
+    if not curves or not all(isinstance(c, FourierCurve) for c in curves):
+        return None
+    start_s, period_s, periods = periods_of(tape)
+    if periods < 1 or len({(c.start_s, c.period_s, c.periods) for c in curves}) != 1:  # type: ignore[union-attr]
+        return None
+    harmonics = max(len(c.sines) for c in curves)  # type: ignore[union-attr]
+    return {
+        "kind": tape.kind,
+        "period_s": float(period_s),
+        "periods": int(periods),
+        "harmonics": int(harmonics),
+        "top_hz": float(harmonics / period_s),
+        "first_period_ns": int(start_ns) + round(start_s * 1e9),
+    }
+
+
+def recorded_periods(metadata: Mapping[str, object]) -> Periods | None:
+    """The periods a bag's recorded metadata states (its `periodic` entry, else its periodic `tape` played from
+    `start_ns`); None when it states none (a bag another tool recorded, a tape that is not periodic)."""
+    entry = metadata.get("periodic")
+    if entry is None and isinstance(metadata.get("tape"), Mapping) and metadata.get("start_ns") is not None:
+        try:
+            entry = periodic_metadata(Tape.from_dict(metadata["tape"]), int(metadata["start_ns"]))  # type: ignore[arg-type]
+        except (ConfigError, TypeError, ValueError) as exc:
+            raise DataError(f"the recorded tape cannot be read: {exc}") from None
+    if entry is None:
+        return None
+    if not isinstance(entry, Mapping) or any(k not in entry for k in PERIODIC_KEYS):
+        raise DataError(f"the recorded `periodic` entry needs {', '.join(PERIODIC_KEYS)}; got {entry!r}")
+    try:
+        period_s, periods = float(entry["period_s"]), entry["periods"]  # type: ignore[arg-type]
+        top_hz, first = float(entry["top_hz"]), int(entry["first_period_ns"])  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"the recorded `periodic` entry is not numeric: {exc}") from None
+    if isinstance(periods, bool) or not isinstance(periods, int) or periods < 1:
+        raise DataError(f"the recorded `periodic` entry needs whole periods >= 1, got {periods!r}")
+    if not (math.isfinite(period_s) and period_s > 0 and math.isfinite(top_hz) and top_hz > 0):
+        raise DataError(f"the recorded period and top harmonic must be positive, got {period_s}, {top_hz}")
+    return Periods(first, period_s, periods, KEEP_FACTOR * top_hz, default_settle_s(period_s, periods), "recorded tape")
 
 
 @dataclass(frozen=True, eq=False)

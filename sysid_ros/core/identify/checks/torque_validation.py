@@ -9,19 +9,37 @@ the acceleration, so every model is compared on the same filtered record; fricti
 the record's measured velocity and filtered the same way (`arm_friction.coulomb_columns`), else on the
 filtered velocity. The held-out data: the problem's
 validation data, else the last quarter of the longest training record (then left out of the regression).
+
+When every training record repeats whole periods (`Loaded.periodic`: an `optimal` tape its recorder stored, or
+the data entry's `periodic` key), the regression is fitted on the periods averaged sample by sample and
+differentiated in the frequency domain (`linear.periodic_record`) instead of the Savitzky-Golay filter: every
+whole period, the held-out quarter included (say so; give validation data for a check out of sample), the torque
+averaged but not filtered, the Coulomb term on the averaged period's exact velocity; and the noise measured
+between the periods is reported.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mujoco
 import numpy as np
 
-from ...linear import JOINT_TERMS, ArmFrictionFit, ArmRegressor, concatenate, coulomb_columns, fit_arm_friction
+from ...errors import DataError
+from ...linear import (
+    JOINT_TERMS,
+    ArmFrictionFit,
+    ArmRegressor,
+    BootstrapSettings,
+    Periods,
+    concatenate,
+    coulomb_columns,
+    fit_arm_friction,
+    periodic_record,
+)
 from ...signals import Derivatives, JointCommands, JointSamples, savgol_derivatives, smooth_like_acceleration
 from ..rollout import sequences as sd
 
@@ -32,6 +50,25 @@ MAX_TORQUE_ROWS = 20_000
 """Rows the torque checks and fits use at most per set of records (evenly spaced; the derivatives are taken on
 every row first): the whole-arm regressor holds about 17 kB per row for a 6-joint arm (rows x bodies x joints x
 3 Jacobians), so a long or fast record would otherwise need gigabytes (149,000 rows: 2.6 GB and a MemoryError)."""
+
+
+PERIODIC_BOOTSTRAP = BootstrapSettings(blocks=100, resamples=200)
+"""Blocks of an averaged period (50 ms of a 5 s period): with the default 20, some base parameters of an optimal
+tape are excited in a few blocks only (its intervals came out 1.8x its OLS ones; with 100, as the plan predicts)."""
+
+
+def joint_arrays(
+    model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples, commands: JointCommands | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and torques (held effort commands, else the measured effort), (N, nv) in model DOF order."""
+    ros = joint_order(model, maps)
+    q = np.column_stack([samples.column("position", j) for j in ros])
+    if commands is not None:
+        held = commands.held_at(samples.time_ns)
+        u = np.column_stack([held[:, commands.joint_names.index(j)] for j in ros])
+    else:
+        u = np.column_stack([samples.column("effort", j) for j in ros])
+    return q, u
 
 
 def torque_rows(
@@ -46,15 +83,7 @@ def torque_rows(
     (every `every`-th); None for a record under 200 samples."""
     if len(samples) < 200:
         return None
-    dofs = [int(model.jnt_dofadr[model.joint(m.mjcf_joint).id]) for m in maps]
-    order = np.argsort(dofs)
-    ros = [maps[k].ros_joint for k in order]
-    q = np.column_stack([samples.column("position", j) for j in ros])
-    if commands is not None:
-        held = commands.held_at(samples.time_ns)
-        u = np.column_stack([held[:, commands.joint_names.index(j)] for j in ros])
-    else:
-        u = np.column_stack([samples.column("effort", j) for j in ros])
+    q, u = joint_arrays(model, maps, samples, commands)
     dt_s = float(np.median(np.diff(samples.time_ns))) * 1e-9
     deriv = savgol_derivatives(q, dt_s, filter_window_s=filter_window_s, polyorder=3)
     tau = smooth_like_acceleration(deriv, u)  # efforts and effort commands are joint torques already
@@ -115,6 +144,40 @@ def torque_records(
     return deriv, tau, None if any(v is None for v in velocities) else np.concatenate(velocities)
 
 
+def periodic_records(
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    train: Sequence[tuple[str, list]],
+    periodic: Mapping[str, Periods],
+) -> tuple[Derivatives, np.ndarray, dict[str, dict[str, Any]]] | None:
+    """Every training record's periods averaged, differentiated in the frequency domain (`linear.periodic_record`)
+    and joined, with what each measured (its periods and the noise between them, per joint); None unless every
+    training record has checked periods."""
+    if not train or any(name not in periodic for name, _ in train):
+        return None
+    joints = joint_order(model, maps)
+    got, summary = [], {}
+    for name, parts in train:
+        p = periodic[name]
+        held = [(s, c) for s, c in parts if s.time_ns[0] <= p.start_ns and s.time_ns[-1] >= p.end_ns]
+        if not held:
+            raise DataError(f"training record {name} does not hold its {p.periods} period(s) of {p.period_s:g} s")
+        samples, commands = held[0]
+        q, u = joint_arrays(model, maps, samples, commands)
+        try:
+            record = periodic_record(samples.time_ns, q, u, p.start_ns, p.period_s, p.periods, p.keep_hz, p.settle_s)
+        except DataError as exc:
+            raise DataError(f"training record {name}: {exc}") from None
+        got.append((record.deriv, record.torque))
+        summary[name] = {
+            **p.document(),
+            "torque_noise_nm": {j: round(float(v), 6) for j, v in zip(joints, record.torque_noise_nm)},
+            "position_noise_rad": {j: float(f"{v:.4g}") for j, v in zip(joints, record.position_noise_rad)},
+        }
+    deriv, tau = concatenate(got)
+    return deriv, tau, summary
+
+
 @dataclass(frozen=True, eq=False)
 class TorqueValidation:
     """Held-out joint torque RMS per model label (`nominal`, `identified`, `regression_friction`) and joint."""
@@ -124,6 +187,42 @@ class TorqueValidation:
     rms_nm: dict[str, dict[str, float]]
     friction: ArmFrictionFit | None
     samples: int
+    periodic: dict[str, dict[str, Any]] = field(default_factory=dict)  # the averaged records, when the fit used them
+
+    def base_document(self) -> dict[str, Any]:
+        """The regression's base parameters (value, 95 % half-width) and how its derivatives were made."""
+        if self.friction is None:
+            return {}
+        fit = self.friction.fit
+        return {
+            "derivatives": "periodic (periods averaged, frequency domain)"
+            if self.periodic
+            else "savgol (0.05 s cubic, torque smoothed by its acceleration kernel)",
+            "residual_rms_nm": round(float(fit.fit.residual_rms), 6),
+            "condition_number": round(float(fit.fit.condition_number), 3),
+            "parameters": {
+                name: {"value": float(v), "half_width_95": float(h)}
+                for name, v, h in zip(fit.base.base_names, fit.fit.values, fit.fit.half_width_95)
+            },
+        }
+
+    def periodic_note(self) -> str | None:
+        """What the averaged records changed and measured, in one line (None without them)."""
+        if not self.periodic:
+            return None
+        parts = []
+        for name, doc in self.periodic.items():
+            tau, q = doc["torque_noise_nm"].values(), doc["position_noise_rad"].values()
+            parts.append(
+                f"{name}: {doc['periods']} periods of {doc['period_s']:g} s ({doc['source']}; consecutive periods "
+                f"correlate {doc['least_correlation_between_periods']:.4f}), derivatives up to {doc['keep_hz']:g} Hz, "
+                f"the first {doc['settle_s']:g} s of the first period left out; noise between periods "
+                f"{min(tau):.3g}-{max(tau):.3g} N m, {1e3 * min(q):.3g}-{1e3 * max(q):.3g} mrad"
+            )
+        return (
+            "whole-arm regression on the periods averaged and differentiated in the frequency domain (replacing "
+            "the 0.05 s Savitzky-Golay filter): " + "; ".join(parts)
+        )
 
     def metrics(self) -> dict[str, Any]:
         return {
@@ -207,9 +306,11 @@ def torque_validation(
     held_out: Sequence[tuple[str, list]] = (),
     models: dict[str, mujoco.MjModel] | None = None,
     friction: bool = True,
+    periodic: Mapping[str, Periods] | None = None,
 ) -> TorqueValidation | None:
     """Held-out torque RMS per joint of `models` (label -> compiled model; default the nominal `model`) and,
-    with `friction`, of the whole-arm regression with smooth friction fitted on the training part.
+    with `friction`, of the whole-arm regression with smooth friction fitted on the training part (on the averaged
+    periods when `periodic` holds every training record's, see the module).
     None when the problem is not a whole arm (every DOF a mapped hinge or slide joint) or the data are short."""
     if len(maps) < 2 or len(maps) != model.nv:
         return None
@@ -235,9 +336,15 @@ def torque_validation(
         name: rms_per_joint(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
         for name, m in (models or {"nominal": model}).items()
     }
-    fitted = None
+    fitted, averaged = None, {}
     if friction:
-        record = torque_records(model, maps, fit_parts)
+        periods = periodic_records(model, maps, train, periodic) if periodic else None
+        if periods is not None:
+            fit_deriv, fit_tau, averaged = periods
+            fitted = fit_arm_friction(model, fit_deriv, fit_tau, bootstrap=PERIODIC_BOOTSTRAP)
+            predicted = fitted.predicted_torque(deriv, None, w_valid)[rows]
+            rms["regression_friction"] = rms_per_joint(tau - predicted, joints)
+        record = None if periods is not None else torque_records(model, maps, fit_parts)
         if record is not None:
             fit_deriv, fit_tau, fit_velocity = record
             fitted = fit_arm_friction(
@@ -245,7 +352,7 @@ def torque_validation(
             )
             predicted = fitted.predicted_torque(deriv, velocity if fitted.filtered_friction else None, w_valid)[rows]
             rms["regression_friction"] = rms_per_joint(tau - predicted, joints)
-    return TorqueValidation(tuple(joints), label, rms, fitted, int(rows.sum()))
+    return TorqueValidation(tuple(joints), label, rms, fitted, int(rows.sum()), averaged)
 
 
 def total(rms: dict[str, float]) -> float:

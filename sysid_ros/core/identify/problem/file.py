@@ -79,6 +79,19 @@ SEGMENTS = ("all", "longest")
 
 
 @dataclass(frozen=True)
+class PeriodicSpec:
+    """A data entry's `periodic` key: the record repeats `periods` periods of `period_s` from `start_s` seconds after
+    its first joint state (for bags recorded without the tape's periods); `keep_hz` the derivatives' band
+    (default `linear.DEFAULT_KEEP_HZ`), `settle_s` the first period's seconds left out of the average."""
+
+    start_s: float
+    period_s: float
+    periods: int
+    keep_hz: float | None = None
+    settle_s: float | None = None
+
+
+@dataclass(frozen=True)
 class DataSource:
     """A bag directory/file or an `.npz` of arrays; the control is an effort command topic or measured effort.
 
@@ -95,6 +108,7 @@ class DataSource:
     feedback_topic: str | None = None
     command_joints: tuple[str, ...] | None = None
     segments: str = "all"  # all | longest
+    periodic: PeriodicSpec | None = None
 
     @property
     def kind(self) -> str:
@@ -155,6 +169,23 @@ _SOURCE = Table(
         "start_s": Key(Number(min=0.0), 0.0),
         "end_s": Key(Number(above=0.0)),
         "segments": Key(Choice(SEGMENTS), "all"),
+        "periodic": Key(
+            AnyOf(
+                (
+                    Table(
+                        {
+                            "start_s": Key(
+                                Number(min=0.0), REQUIRED, "the first period's start after the first sample"
+                            ),
+                            "period_s": Key(Number(above=0.0, max=1e5), REQUIRED),
+                            "periods": Key(Integer(1, 100_000), REQUIRED),
+                            "keep_hz": Key(Number(above=0.0), None, "the derivatives' band (default 10 Hz)"),
+                            "settle_s": Key(Number(min=0.0), None, "first period's seconds not averaged (default 1)"),
+                        }
+                    ),
+                )
+            )
+        ),
     }
 )
 _PARAMETER = Table(
@@ -257,6 +288,7 @@ def _source(entry: Any, base: Path, path: str) -> DataSource:
         entry["feedback_topic"],
         None if joints is None else tuple(joints),
         entry["segments"],
+        None if entry["periodic"] is None else PeriodicSpec(**entry["periodic"]),
     )
 
 

@@ -1,10 +1,12 @@
 """The run's first stage, `load_run`: the problem's model, bounds from physics, the problem checked against the
-model, its data (bags via read_recording, or .npz arrays) loaded and cut into segments."""
+model, its data (bags via read_recording, or .npz arrays) loaded and cut into segments, and where a training
+record repeats whole periods (the periodic tape its recorder stored, or the data entry's `periodic` key), those
+periods checked against the data (`source_periods`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import mujoco
 import numpy as np
@@ -12,7 +14,9 @@ from scipy.signal import decimate
 
 from ...bags import MOSTLY_GARBAGE, load_npz, read_recording, regularize
 from ...errors import BagError, ConfigError, DataError
+from ...linear import DEFAULT_KEEP_HZ, Periods, check_period, default_settle_s
 from ...signals import JointCommands, JointSamples, check_memory
+from ...tapes import recorded_periods
 from ..checks.actuator_limits import clamp_warnings
 from ..checks.torque_validation import MAX_TORQUE_ROWS
 from ..problem.file import DataSource, Problem
@@ -38,6 +42,7 @@ class Loaded:
     train_sources: list
     train: list
     val: list
+    periodic: dict[str, Periods] = field(default_factory=dict)  # training data name -> its checked periods
 
 
 def load_run(problem: Problem, log: RunLog) -> Loaded:
@@ -50,10 +55,13 @@ def load_run(problem: Problem, log: RunLog) -> Loaded:
     log.notes += bound_notes
     starts = check_problem(problem, spec, model, signals)
     rate = max_rate_hz(model)
-    train_data = [
-        (f"train{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes, rate))
-        for k, src in enumerate(problem.training)
-    ]
+    train_data, periodic = [], {}
+    for k, src in enumerate(problem.training):
+        name = f"train{k}_{src.path.stem}"
+        parts, periods = load_source_periods(src, problem.joints, log.warnings, log.notes, rate)
+        train_data.append((name, parts))
+        if periods is not None:
+            periodic[name] = periods
     val_data = [
         (f"val{k}_{src.path.stem}", load_source(src, problem.joints, log.warnings, log.notes, rate))
         for k, src in enumerate(problem.validation)
@@ -68,7 +76,17 @@ def load_run(problem: Problem, log: RunLog) -> Loaded:
     train_sources = segment_sources(problem, model, maps, train_data)
     val = build_segments(problem, model, maps, val_data) if val_data else []
     return Loaded(
-        problem, spec, model, maps, starts, train_data, val_data, train_sources, [seg for seg, _ in train_sources], val
+        problem,
+        spec,
+        model,
+        maps,
+        starts,
+        train_data,
+        val_data,
+        train_sources,
+        [seg for seg, _ in train_sources],
+        val,
+        periodic,
     )
 
 
@@ -98,7 +116,20 @@ def load_source(
     notes: list[str] | None = None,
     max_rate: float | None = None,
 ) -> list[tuple[JointSamples, JointCommands | None]]:
-    """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort).
+    """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort);
+    see `load_source_periods`."""
+    return load_source_periods(src, joints, warnings, notes, max_rate)[0]
+
+
+def load_source_periods(
+    src: DataSource,
+    joints: Sequence[str],
+    warnings: list[str] | None = None,
+    notes: list[str] | None = None,
+    max_rate: float | None = None,
+) -> tuple[list[tuple[JointSamples, JointCommands | None]], Periods | None]:
+    """Contiguous sample sets of a bag or `.npz`, each with the effort commands to replay (None: measured effort),
+    and the whole periods the record repeats, checked against it (`source_periods`; None: not periodic).
 
     Data repairs that may have changed the answer (duplicate stamps with different values, of which the
     reader kept the first; a log resampled without a device clock) are appended to `warnings` as one line
@@ -110,6 +141,7 @@ def load_source(
         if samples is None:
             raise DataError("the file holds no joint feedback", bag=str(src.path))
         segments = [samples]
+        metadata: dict = {}
     else:
         topics = None if src.feedback_topic is None else [src.feedback_topic]
         if src.control == "effort":
@@ -144,6 +176,8 @@ def load_source(
                 "(the reader kept the first of each)"
             )
         commands = rec.commands
+        metadata = rec.metadata
+    first_ns = int(min(int(seg.time_ns[0]) for seg in segments if len(seg)))
     if src.segments == "longest":
         segments = [max(segments, key=len)]
     missing = [j for j in joints if j not in segments[0].joint_names]
@@ -205,7 +239,59 @@ def load_source(
             out.append((seg, chosen))
     if not out:
         raise DataError("no usable samples (after trimming)", bag=str(src.path))
-    return out
+    return out, source_periods(src, metadata, first_ns, out, notes)
+
+
+def source_periods(
+    src: DataSource,
+    metadata: dict,
+    first_ns: int,
+    parts: Sequence[tuple[JointSamples, JointCommands | None]],
+    notes: list[str] | None = None,
+) -> Periods | None:
+    """The whole periods a record repeats: the data entry's `periodic` key (its start after the record's first
+    joint state, `first_ns`), else the periodic tape its recorder stored (`tapes.recorded_periods`); None when
+    neither says so. Checked on the data: a stretch must hold them on whole samples (a recorded tape's play cut
+    short is a note and no periods; a stated one is refused) and repeat with that period (`linear.check_period`:
+    else DataError naming the record)."""
+    spec = src.periodic
+    if spec is not None:
+        periods = Periods(
+            first_ns + round(spec.start_s * 1e9),
+            spec.period_s,
+            spec.periods,
+            DEFAULT_KEEP_HZ if spec.keep_hz is None else spec.keep_hz,
+            default_settle_s(spec.period_s, spec.periods) if spec.settle_s is None else spec.settle_s,
+            "problem file",
+        )
+    else:
+        try:
+            periods = recorded_periods(metadata)
+        except DataError as exc:
+            raise DataError(f"{exc}", bag=str(src.path)) from None
+    if periods is None:
+        return None
+    held = [s for s, _ in parts if s.time_ns[0] <= periods.start_ns and s.time_ns[-1] >= periods.end_ns]
+    if not held:
+        what = f"{periods.periods} period(s) of {periods.period_s:g} s from t={periods.start_ns} ns ({periods.source})"
+        if spec is None:
+            if notes is not None:
+                notes.append(f"{src.path}: the record does not hold the {what}: not averaged over periods")
+            return None
+        raise DataError(f"the record does not hold the {what}", bag=str(src.path))
+    try:
+        check = check_period(held[0].time_ns, held[0].position, periods)
+    except DataError as exc:
+        raise DataError(
+            f"the stated periods ({periods.source}) do not fit the record: {exc}", bag=str(src.path)
+        ) from None
+    if not check.fits:
+        raise DataError(
+            f"the stated period of {periods.period_s:g} s ({periods.source}) does not fit the record: consecutive "
+            f"periods' positions correlate {check.correlation:.4f} at it and differ least at {check.best_period_s:g} s",
+            bag=str(src.path),
+        )
+    return replace(periods, correlation=check.correlation)
 
 
 DECIMATE_ABOVE_HZ = 2000.0

@@ -204,7 +204,12 @@ def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, A
         return HeldOutTorque({}, identified, {})
     try:
         check = torque_validation(
-            model, maps, train_data, val_data, {"nominal": model, "window_fit": identified.copy().compile()}
+            model,
+            maps,
+            train_data,
+            val_data,
+            {"nominal": model, "window_fit": identified.copy().compile()},
+            periodic=run.periodic,
         )
     except SysidRosError as exc:
         notes.append(f"torque-space validation failed: {exc}")
@@ -246,6 +251,21 @@ def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, A
             )
     rms["identified"] = rms["torque_space" if taken else "window_fit"]
     metrics["held_out_torque_rms_nm"] = check.metrics()
+    if check.friction is not None:
+        metrics["regression_base_parameters"] = check.base_document()
+    if check.periodic:
+        metrics["regression_periodic"] = check.periodic
+        notes.append(check.periodic_note())
+        if not val_data:
+            notes.append(
+                "the averaged periods hold the training record's last quarter too: the regression's held-out "
+                "torque (regression_friction) is not out of sample; give validation data for that check"
+            )
+    elif run.periodic:
+        notes.append(
+            "whole-arm regression through the 0.05 s Savitzky-Golay filter: only some training records repeat "
+            f"whole periods ({', '.join(run.periodic)}); the periods are averaged when every one does"
+        )
     metrics["identified_model"] = "torque_space" if taken else "window_fit"
     worse = [j for j in check.joints if rms["identified"][j] > rms["nominal"][j]]
     if worse:
