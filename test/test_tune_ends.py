@@ -35,8 +35,17 @@ def tune_cli() -> tuple[subprocess.Popen, list[str]]:
         [sys.executable, "-m", "sysid_ros.cli", "tune"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    proc.reader = reader  # the only reader of stdout (communicate() would race it): `finished` waits for it
     return proc, lines
+
+
+def finished(proc: subprocess.Popen, timeout_s: float) -> str:
+    """Wait for the CLI to exit and for its reader to take every stdout line; its stderr."""
+    proc.wait(timeout=timeout_s)
+    proc.reader.join(timeout=60)
+    return proc.stderr.read()
 
 
 def playing(lines: list[str]) -> bool:
@@ -55,7 +64,7 @@ def test_cancel_through_the_service_while_the_cli_waits(tmp_path):
         wait_for(lambda: playing(lines), 600.0, "the CLI's tune to start playing")
         response = rig.call("cancel")
         assert response.success, response.message
-        _, err = proc.communicate(timeout=600)
+        err = finished(proc, 600)
         out = "".join(lines)
         assert proc.returncode == 1, (out, err)
         ended = next(line for line in lines if line.startswith("tune "))
@@ -100,7 +109,7 @@ def test_cli_notices_the_tuner_vanish(tmp_path, sig):
         wait_for(lambda: playing(lines), 600.0, "the CLI's tune to start playing")
         killed = time.monotonic()
         rig.tuner.proc.send_signal(sig)
-        _, err = proc.communicate(timeout=300)
+        err = finished(proc, 300)
         print(f"tuner given {sig.name}: the CLI ended {time.monotonic() - killed:.1f} s later")
         assert proc.returncode == 2, ("".join(lines), err)
         assert len(err.strip().splitlines()) == 1 and "/servo_tuner vanished mid-tune" in err, err

@@ -136,8 +136,6 @@ class RosArm(Arm):
         full = self._over_arm(tape)
         if self._setpoint is not None:  # after a play: a ringing arm (a rung that rang, a stopped play) is not moved
             self._settle(tape.name)
-        else:  # the first play: where the arm rests, not where it swings (a robot just started, a drive just on)
-            self._wait_until_still(tape.name, STILL_TIMEOUT_S)
         self._ensure_gains(controllers)
         start = {j: float(c.evaluate(np.zeros(1))[0][0]) for j, c in zip(full.joints, full.curves)}
         here = self._setpoint or self._measured()
