@@ -21,10 +21,9 @@ pytest.importorskip("pybullet_data")
 from industrial_arm import FRICTION, JOINTS, LINKS, PAYLOAD_KG, TRUE_DAMPING_NM_S_RAD, loaded_and_unloaded
 
 from support.online_industrial import identified_arm
-from support.online_payload import DT_S, GAINS, NOISE, POSE_RAD, models
-from support.synthetic import record_position
+from support.online_payload import DT_S, POSE_RAD, models, tracking_record
 from sysid_ros.core.files import load_spec
-from sysid_ros.core.identify import IIWA_FLANGE, IIWA_JOINTS
+from sysid_ros.core.identify import IIWA_FLANGE
 from sysid_ros.core.online import (
     WITH_INERTIA,
     ChangeDetected,
@@ -36,7 +35,6 @@ from sysid_ros.core.online import (
     payload_config,
 )
 from sysid_ros.core.signals import JointSamples
-from sysid_ros.core.sim import SimRobot
 
 S = 1_000_000_000
 FAULT_S = 12.0  # the industrial logs' faults start here (20 s logs)
@@ -206,29 +204,7 @@ def pick_and_place(seconds: float) -> np.ndarray:
 
 
 def iiwa_record(robot_model: str, seconds: float, changes_kg=()) -> JointSamples:
-    sp = pick_and_place(seconds)
-    robot = SimRobot(robot_model, physics={"payload.mass": 0.0}, noise=NOISE, seed=1, initial_positions=list(sp[0]))
-    parts, start = [], 0.0
-    for when, mass in (*changes_kg, (seconds, None)):
-        parts.append(
-            record_position(
-                robot,
-                lambda ts, t0=start: sp[min(int(round((t0 + ts) / DT_S)), len(sp) - 1)],
-                when - start - DT_S,
-                GAINS,
-            )
-        )
-        if mass is not None:
-            robot.set_physical("payload.mass", mass)
-        start = when
-    return JointSamples(
-        IIWA_JOINTS,
-        np.concatenate([p.time_ns for p in parts]),
-        np.concatenate([p.position for p in parts]),
-        None,
-        np.concatenate([p.effort for p in parts]),
-        source="SimRobot iiwa",
-    )
+    return tracking_record(robot_model, pick_and_place(seconds), seconds, changes_kg)
 
 
 @pytest.fixture(scope="module")

@@ -66,7 +66,11 @@ def setpoints(seconds: float, seed: int) -> np.ndarray:
 
 def payload_record(robot_model: str, seconds: float, changes=CHANGES, seed: int = 1) -> JointSamples:
     """PID tracking of multisine setpoints; `payload.mass` set to each change's value at its time."""
-    sp = setpoints(seconds, seed)
+    return tracking_record(robot_model, setpoints(seconds, seed), seconds, changes, seed)
+
+
+def tracking_record(robot_model: str, sp: np.ndarray, seconds: float, changes=(), seed: int = 1) -> JointSamples:
+    """PID tracking of setpoints `sp` (one row per DT_S); `payload.mass` set to each change's value at its time."""
     robot = SimRobot(robot_model, physics={"payload.mass": 0.0}, noise=NOISE, seed=seed, initial_positions=list(sp[0]))
     parts, start = [], 0.0
     for when, mass in (*changes, (seconds, None)):
