@@ -16,7 +16,7 @@ import pytest
 import yaml
 from mcap.reader import make_reader
 
-from support.pendulum import TRUTH, _record
+from support.pendulum import TRUTH, _record, problem_doc
 from support.synthetic import EFFORT_TOPIC, write_effort_bag
 from sysid_ros.cli import main
 from sysid_ros.core.bags import inspect_bag, read_joint_states
@@ -51,29 +51,6 @@ def damage_chunk(bag: Path, which: int) -> tuple[int, int]:
     data[bounds[a] + 1 : bounds[a] + 9] = (bounds[b] - bounds[a] - 9).to_bytes(8, "little")
     f.write_bytes(bytes(data))
     return len(chunks), sum(1 for k in kinds[a:b] if k == 0x05)
-
-
-def problem_doc(bag: Path, **extra) -> dict:
-    doc = {
-        "model": "pendulum",
-        "joints": ["hinge"],
-        "training": [str(bag)],
-        "noise": {"position_rad": 5e-4},
-        "parameters": [
-            {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
-            {"name": "hinge_damping", "kind": "joint_damping", "joint": "hinge", "min": 0.0, "max": 1.0, "start": 0.02},
-            {
-                "name": "hinge_frictionloss",
-                "kind": "joint_frictionloss",
-                "joint": "hinge",
-                "min": 0.0,
-                "max": 1.0,
-                "start": 0.02,
-            },
-        ],
-    }
-    doc.update(extra)
-    return doc
 
 
 @pytest.fixture(scope="module")

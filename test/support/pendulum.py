@@ -19,12 +19,12 @@ def _record(seed: int, seconds: float, noise: FeedbackNoise):
     return record_pendulum(PHYSICS, seed, seconds, noise)
 
 
-def _problem(train, val, **extra):
+def problem_doc(train, val=None, **extra) -> dict:
+    """The pendulum's identification problem as a document (`validation` only when `val` is given)."""
     doc = {
         "model": "pendulum",
         "joints": ["hinge"],
         "training": [str(train)],
-        "validation": [str(val)] if val else [],
         "noise": {"position_rad": 5e-4},
         "parameters": [
             {"name": "pole_mass", "kind": "body_mass", "body": "pole", "min": 0.2, "max": 5.0, "start": 1.0},
@@ -39,5 +39,11 @@ def _problem(train, val, **extra):
             },
         ],
     }
+    if val is not None:
+        doc["validation"] = [str(val)]
     doc.update(extra)
-    return problem_from_dict(doc)
+    return doc
+
+
+def _problem(train, val, **extra):
+    return problem_from_dict({"validation": [], **problem_doc(train, val, **extra)})
