@@ -5,8 +5,11 @@ angle noise, the demo's recording noise, so the noise and not the drive's modell
 with its own hidden pole mass; each records a multisine tape through its own tape_recorder, and the mass
 identified from its own bag (measured applied torque as the control) lands within twice its 95 % half-width
 of its own truth (3.9 sigma; with four robots and exact 95 % intervals, all four inside one half-width would
-hold in only 81 % of runs: a flaky test, seen once at 1.006 half-widths), while the truths lie more than 10
-intervals apart: a bag with another robot's joints in it could not pass. A subscriber per namespace sees commands
+hold in only 81 % of runs: a flaky test, seen once at 1.006 half-widths), while every other robot's truth lies
+outside twice that interval: a bag with another robot's joints in it could not pass. (The intervals are not
+required to be narrow: r4's is usually 0.006 kg, but one loaded CI run gave 1.539 +- 0.145 kg, an honest
+interval around the truth 1.4, and an earlier form of this test that asked the truths to lie 10 of the widest
+intervals apart failed on it.) A subscriber per namespace sees commands
 only from that robot's recorder, none at the root. On r1 a
 servo_tuner (composed with r1's recorder and manager in one `robot_stack` process) is cancelled in the
 middle of its tune's first play, while r2..r4 record: the recorder holds at
@@ -73,7 +76,9 @@ def identify_mass(bag: str, folder) -> tuple[float, float]:
         },
         folder,
     )
-    [mass] = [p for p in identify(problem).parameters if p.name == "pole_mass"]
+    result = identify(problem)
+    [mass] = [p for p in result.parameters if p.name == "pole_mass"]
+    print(bag, result.verdict, list(result.warnings))
     return mass.value[0], mass.half_width_95[0]
 
 
@@ -203,7 +208,8 @@ def test_four_robots_identify_their_own_physics_and_one_cancels_mid_tune(nodes, 
     print(f"recorded at {time.monotonic() - started:.1f} s")
     estimates = {ns: identify_mass(status_value(ended[ns], "bag"), tmp_path / ns) for ns in MASSES}
     print({ns: f"{v:.4f} +- {w:.4f} (truth {MASSES[ns]})" for ns, (v, w) in estimates.items()})
-    widest = max(w for _, w in estimates.values())
-    assert min(abs(a - b) for a in MASSES.values() for b in MASSES.values() if a != b) > 10 * widest
     for ns, (value, half_width) in estimates.items():
         assert abs(value - MASSES[ns]) <= 2 * half_width, (ns, value, half_width, MASSES[ns])
+        # and tells its robot from every other: each other truth lies outside twice its interval
+        others_near = {o: m for o, m in MASSES.items() if o != ns and abs(value - m) <= 2 * half_width}
+        assert not others_near, (ns, value, half_width, others_near)

@@ -511,6 +511,25 @@ def test_a_velocity_feedforward_out_of_the_guard_is_not_written(capsys, tmp_path
     assert digest(tmp_path) == before
 
 
+@pytest.mark.parametrize(
+    "feedforward, match",
+    [
+        ({"": {"": None}}, r"'s host feed-forward has unknown terms \[''\]"),
+        ({"elbow": {"mass_kg": 1.0}}, r"elbow's host feed-forward has unknown terms \['mass_kg'\]"),
+        ({"elbow": [1.0]}, r"elbow's host feed-forward must be a mapping of terms"),
+        ({"elbow": {"viscous_nm_s_rad": "x"}}, r"elbow's host feed-forward terms must be finite numbers"),
+    ],
+    ids=["empty-names", "unknown-term", "a-list", "text"],
+)
+def test_a_malformed_host_feedforward_is_named(capsys, tmp_path, feedforward, match):
+    """A proposal's feed-forward terms are read by name (the fuzz once found `{'': {'': None}}` answered with a
+    TypeError's wording)."""
+    path = proposal_file(tmp_path, host_feedforward=feedforward)
+    before = digest(tmp_path)
+    refused(capsys, "export", path, "--out", tmp_path / "block.yaml", match=match)
+    assert digest(tmp_path) == before
+
+
 def persist_precondition(tmp_path: Path, what: str) -> tuple[Path, Path]:
     """(proposal, controllers file in its own folder) for `apply --persist` cases."""
     folder = tmp_path / "config"

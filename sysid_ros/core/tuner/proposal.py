@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -241,8 +241,13 @@ def as_number(value: Any) -> Any:
 
 
 def _joint_model(terms: Any, joint: str, where: dict[str, object]) -> JointModel:
-    """A host feed-forward read back: every term a finite number."""
-    model = JointModel(**terms)  # an unknown term: TypeError (a malformed proposal)
+    """A host feed-forward read back: known terms only, every one a finite number."""
+    if not isinstance(terms, dict):
+        raise ConfigError(f"{joint}'s host feed-forward must be a mapping of terms, got {str(terms)[:80]}", **where)
+    unknown = sorted(str(k) for k in terms if k not in {f.name for f in fields(JointModel)})
+    if unknown:
+        raise ConfigError(f"{joint}'s host feed-forward has unknown terms {unknown[:5]}", **where)
+    model = JointModel(**terms)
     bad = {
         k: v
         for k, v in asdict(model).items()
