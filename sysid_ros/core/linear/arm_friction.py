@@ -5,8 +5,9 @@ search (bounded Brent on log v_s, coordinate-wise over the joints), on top of th
 For a fixed v_s the torque is linear in everything else (`arm_regressor`), so the search only swaps one
 joint's Coulomb column: each trial updates one row and column of the normal equations (no new regressor).
 The final fit at the chosen v_s is `fit_arm` (block-bootstrap intervals, noise compensation) on every valid
-sample: a smooth friction model holds at low speed too, so slow samples are not dropped. The intervals of
-the other terms are conditional on the chosen v_s (reported without an interval of its own).
+sample: a smooth friction model holds at low speed too, so slow samples are not dropped. v_s is reported
+without an interval of its own; the other terms' intervals are widened to the spread of block resamples that
+repeat the search (`SEARCH_RESAMPLES`), so they carry the search's uncertainty too.
 
 The measured torque is smoothed by the acceleration filter's kernel K. The rigid-body terms commute with K
 well enough, but a friction that rises within tens of mrad/s does not: tanh(K[v] / v_s) is not K[tanh(v / v_s)]
@@ -43,6 +44,31 @@ VELOCITY_SCALE_BOUNDS_RAD_S = (0.002, 1.0)
 FRICTION_TERMS = ("offset", "viscous", "coulomb", "armature")
 GRID_POINTS = 14
 """Log-spaced trial v_s (a factor ~1.6 apart) before Brent refines the best one between its neighbours."""
+
+
+SEARCH_RESAMPLES = 20
+"""Block resamples that repeat the v_s search, so the intervals carry the search's own uncertainty (measured on
+the simulated iiwa's periodic record, 40 seeds: intervals conditional on v_s covered Coulomb and viscous terms
+70-90 %, 0.5-0.7x their errors' spread; see `bench/bench_periodic_coverage.py`)."""
+
+
+def _widened_by_search(fit: ArmFit, search: tuple, bootstrap: BootstrapSettings, resamples: int) -> tuple[ArmFit, int]:
+    """`fit` with each half-width at least 1.96 standard deviations of the base parameters over block resamples
+    that repeat the v_s search (one sweep from the chosen v_s); and the search's trials."""
+    arm, base, deriv, torque, scales, bounds, velocity, weights, w_all = search
+    n = len(deriv.q)
+    block = np.minimum(np.arange(n) * bootstrap.blocks // n, bootstrap.blocks - 1)
+    rng = np.random.default_rng(bootstrap.seed)
+    thetas, evaluations = [], 0
+    for _ in range(resamples):
+        counts = np.bincount(rng.integers(0, bootstrap.blocks, bootstrap.blocks), minlength=bootstrap.blocks)
+        _, _, more, theta = _search_scales(
+            arm, base, deriv, torque, scales, bounds, 1, velocity, weights, w_all, row_counts=counts[block]
+        )
+        thetas.append(theta)
+        evaluations += more
+    half = np.maximum(fit.fit.half_width_95, 1.96 * np.std(thetas, axis=0, ddof=1))
+    return replace(fit, fit=replace(fit.fit, half_width_95=half)), evaluations
 
 
 @dataclass(frozen=True)
@@ -134,9 +160,11 @@ def _search_scales(
     velocity: np.ndarray | None,
     weights: np.ndarray,
     w_all: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, int]:
+    row_counts: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """Per joint v_s minimising the training residual (joint j's equations weighted by weights[j]), by
-    coordinate-wise 1-D searches; returns v_s, each joint's unweighted residual RMS there, the trials."""
+    coordinate-wise 1-D searches; returns v_s, each joint's unweighted residual RMS there, the trials and the
+    base parameters there. `row_counts` (N,) counts each row that many times (a bootstrap resample)."""
     ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
     smoothed = None if velocity is None else coulomb_columns(deriv, velocity, start)
     if smoothed is not None:
@@ -144,18 +172,22 @@ def _search_scales(
     if ok.sum() < 50:
         raise DataError(f"only {int(ok.sum())} samples with valid derivatives and torques on every joint")
     qd = deriv.qd[ok]
+    root = np.ones(int(ok.sum())) if row_counts is None else np.sqrt(np.asarray(row_counts, dtype=float)[ok])
     w = w_all[ok[deriv.valid.all(axis=1)]]  # the base regressor (n, nv, r) on these rows (a copy)
     # every joint's Coulomb column at `start` (w_all's are at the first pass's v_s, not this pass's start)
     w, y = weigh_joints(
         weights, with_coulomb(arm, base, w, np.tanh(qd / start) if smoothed is None else smoothed[ok]), tau[ok]
     )
+    w, y = w * root[:, None, None], y * root[:, None]
 
     def column(j: int, v: float | np.ndarray) -> np.ndarray:
         """Joint j's weighted Coulomb column at v_s = v, (n,), or one column per v_s of an array, (n, len(v))."""
         v = np.asarray(v, dtype=float)
         if velocity is None:
-            return weights[j] * np.tanh(np.multiply.outer(qd[:, j], 1.0 / v))
-        return weights[j] * smooth_like_acceleration(deriv, np.tanh(np.multiply.outer(velocity[:, j], 1.0 / v)))[ok]
+            col = np.tanh(np.multiply.outer(qd[:, j], 1.0 / v))
+        else:
+            col = smooth_like_acceleration(deriv, np.tanh(np.multiply.outer(velocity[:, j], 1.0 / v)))[ok]
+        return weights[j] * col * root.reshape((-1,) + (1,) * (col.ndim - 1))
 
     scale = np.linalg.norm(w.reshape(-1, base.rank), axis=0)
     scale[scale == 0] = 1.0
@@ -217,8 +249,8 @@ def _search_scales(
             gram, rhs, col = swapped(j, c, scales[j])
             w[:, j, c] = col
     theta = _solve(gram, rhs)
-    rms = np.sqrt(np.mean((y - w @ theta) ** 2, axis=0)) / weights
-    return scales, rms, evaluations
+    rms = np.sqrt(np.sum((y - w @ theta) ** 2, axis=0) / np.sum(root**2)) / weights
+    return scales, rms, evaluations, theta / scale
 
 
 def fit_arm_friction(
@@ -232,9 +264,11 @@ def fit_arm_friction(
     bootstrap: BootstrapSettings = BootstrapSettings(),
     limits: FitThresholds = FitThresholds(),
     friction_velocity: np.ndarray | None = None,
+    search_resamples: int = SEARCH_RESAMPLES,
 ) -> ArmFrictionFit:
     """Rigid-body base parameters plus per joint offset, viscous, smooth Coulomb (v_s searched) and armature;
-    with `friction_velocity` (N, nv), the measured velocity, the Coulomb term is filtered like the torque."""
+    with `friction_velocity` (N, nv), the measured velocity, the Coulomb term is filtered like the torque.
+    `search_resamples` block resamples repeat the v_s search (0: intervals conditional on the chosen v_s)."""
     torque = np.asarray(tau, dtype=float)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=start_rad_s)
     if deriv.q.ndim != 2 or torque.shape != deriv.q.shape or deriv.q.shape[1] != arm.nv:
@@ -249,11 +283,11 @@ def fit_arm_friction(
     valid = deriv.valid.all(axis=1)
     w_valid = arm.compute(deriv.q[valid], deriv.qd[valid], deriv.qdd[valid])
     w_all = base.reduce(w_valid)
-    scales, rms, evaluations = _search_scales(
+    scales, rms, evaluations, _ = _search_scales(
         arm, base, deriv, torque, np.full(arm.nv, start_rad_s), bounds, sweeps, velocity, np.ones(arm.nv), w_all
     )
     weights = 1.0 / np.maximum(rms, 1e-9 * rms.max(initial=1.0))
-    scales, rms, more = _search_scales(arm, base, deriv, torque, scales, bounds, 1, velocity, weights, w_all)
+    scales, rms, more, _ = _search_scales(arm, base, deriv, torque, scales, bounds, 1, velocity, weights, w_all)
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=scales)
     fit = fit_arm(
         arm,
@@ -268,6 +302,11 @@ def fit_arm_friction(
         coulomb=None if velocity is None else coulomb_columns(deriv, velocity, scales),
     )
     evaluations += more
+    if search_resamples > 0 and base.rank:
+        fit, more = _widened_by_search(
+            fit, (arm, base, deriv, torque, scales, bounds, velocity, weights, w_all), bootstrap, search_resamples
+        )
+        evaluations += more
     position = {int(i): k for k, i in enumerate(base.independent)}
     alone = np.abs(base.beta).max(axis=1, initial=0.0) == 0 if base.rank else np.zeros(0, dtype=bool)
     joints = []
