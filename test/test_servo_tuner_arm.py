@@ -84,7 +84,7 @@ def test_the_arm_is_tuned_applied_and_kept(tmp_path):
         proposal = load_proposal(tuned["proposal_file"])
         assert proposal.predicted_ratio < 0.75, proposal.summary
         verdict = rig.request("apply", "canary", 900.0)
-        assert verdict["kept"], verdict["message"]
+        assert verdict.get("kept"), verdict  # an apply that failed has no "kept": show its whole answer
         assert rig.gains() == tuned["parameters"]
     finally:
         rig.close()
