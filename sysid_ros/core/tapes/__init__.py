@@ -12,6 +12,7 @@ says how long the robot will move. `stretched` and `shrunk` ease a tape a joint 
 - `moves`: the room a joint has to move in, and `KnotPath`, synchronised knot curves for several joints.
 - `sets`: the tape sets a servo is identified, swept and evaluated on; `plan_seconds`.
 - `optimal`: the `optimal` kind: a periodic Fourier-series motion designed for a model's base regressor.
+- `joint_design`: the same idea for one servo joint (`joint_optimal`): a short Fourier tape for its five-term regressor.
 - `plan`: what a position tape will tell a whole arm's identification (`ExcitationPlan`), before anything moves;
   the periods a recorder stores with a periodic tape (`periodic_metadata`) and reads back (`recorded_periods`).
 - `ease`: a tape stretched or shrunk for a joint that cannot follow it.
@@ -32,6 +33,7 @@ EXPORTS = {
     "Envelope": ".envelope",
     "ExcitationPlan": ".plan",
     "FourierCurve": ".tape",
+    "JointDesign": ".joint_design",
     "KINDS": ".tape",
     "KnotCurve": ".tape",
     "KnotPath": ".moves",
@@ -60,6 +62,7 @@ EXPORTS = {
     "fast_moves": ".kinds",
     "identification": ".sets",
     "jog": ".kinds",
+    "joint_optimal": ".joint_design",
     "min_move_time_s": ".moves",
     "multisine": ".kinds",
     "outside_room": ".moves",

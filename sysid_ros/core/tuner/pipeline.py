@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..linear import JointModel
-from ..tapes import Tape, chirp, evaluation, identification, steps
+from ..tapes import Tape, evaluation, steps
 from ..tapes import plan_seconds as tape_seconds
 from .base_feedforward import WithBase
 from .plants.joint import Plant, twin_plant
 from .scoring import Score, SweepLimits, score
 from .servo import Controller, Goal, Servo, loop_of
-from .stages.identification import Identification, identify_servo
+from .stages.identification import Identification, identify_servo, stage1_tapes
 from .stages.refine import COULOMB_SCALES, WN_FRACTIONS, ZETAS, Judge, RefineResult, evaluate, refine
 from .stages.sweep import SweepResult, eased, limits_from, run_sweep
 from .stages.verify import VerifyResult, verify
@@ -55,8 +55,9 @@ def stage_tapes(
     """The tapes of each stage (eased to `model` when given)."""
     envelopes = servo.envelopes()
     ease = (lambda t: eased(t, model, servo.torque_limit_nm)) if model is not None else (lambda t: t)
+    ident, delay = stage1_tapes(servo, command_rate_hz)
     return {
-        "identify": identification(envelopes, command_rate_hz) + [chirp(envelopes, command_rate_hz)] * 2,
+        "identify": ident + [delay] * 2,
         "sweep": [ease(steps(envelopes, command_rate_hz))],
         "refine": [ease(t) for t in evaluation(envelopes, command_rate_hz, goal.refine_seed)],
         "verify": [ease(t) for t in evaluation(envelopes, command_rate_hz, goal.verify_seed)],
