@@ -59,7 +59,7 @@ def test_a_longer_hidden_encoder_delay_is_recovered_by_the_bisection() -> None:
     got = identify_servo(joint.servo, joint.plant)
     # within 1 ms: a fifth of the command interval
     assert got.delay_s == pytest.approx(hidden_s, abs=1e-3)
-    assert any("designed-tape inertia" in note for note in got.notes)
+    assert any("delay-tape inertia" in note for note in got.notes)
 
 
 def test_a_loop_too_fast_for_the_command_rate_is_identified_again_softer() -> None:

@@ -18,7 +18,7 @@ from .base_feedforward import WithBase
 from .plants.joint import Plant, twin_plant
 from .scoring import Score, SweepLimits, score
 from .servo import Controller, Goal, Servo, loop_of
-from .stages.identification import Identification, identify_servo, stage1_tapes
+from .stages.identification import Identification, generic_tapes, identify_servo, stage1_tapes
 from .stages.refine import COULOMB_SCALES, WN_FRACTIONS, ZETAS, Judge, RefineResult, evaluate, refine
 from .stages.sweep import SweepResult, eased, limits_from, run_sweep
 from .stages.verify import VerifyResult, verify
@@ -55,9 +55,9 @@ def stage_tapes(
     """The tapes of each stage (eased to `model` when given)."""
     envelopes = servo.envelopes()
     ease = (lambda t: eased(t, model, servo.torque_limit_nm)) if model is not None else (lambda t: t)
-    ident, delay = stage1_tapes(servo, command_rate_hz)
-    return {
-        "identify": ident + [delay] * 2,
+    designed, (generic, chirp_) = stage1_tapes(servo, command_rate_hz)[0], generic_tapes(servo, command_rate_hz)
+    return {  # identify: at worst the designed tape, then the generic tapes (see identify_servo)
+        "identify": designed + generic + [chirp_] * 2,
         "sweep": [ease(steps(envelopes, command_rate_hz))],
         "refine": [ease(t) for t in evaluation(envelopes, command_rate_hz, goal.refine_seed)],
         "verify": [ease(t) for t in evaluation(envelopes, command_rate_hz, goal.verify_seed)],

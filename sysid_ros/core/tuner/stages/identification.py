@@ -1,7 +1,9 @@
 """Stage 1: identify tau = J qdd + b qd + tc tanh(qd/0.01) + gs sin q + gc cos q from the torque requested.
 
 The motion is designed for that regressor (`tapes.joint_optimal`: a periodic Fourier series, 3 harmonics, inside
-the joint's room): two periods at the as-found gains, one more at kd x0.6 and one at kd x1.6, all in the fit.
+the joint's room): two periods at the as-found gains, one more at kd x0.6 and one at kd x1.6, all in the fit. If
+the first play leaves J, b or tc imprecise (widest relative 95 % half-width over PRECISION) the stage plays the
+generic tapes instead (plateaus, fast moves, chirp; the chirp at kd x0.6 and x1.6), as it did before the design.
 
 Rows: moving (|qd| >= 0.02 rad/s over the whole 110 ms quartic window) and under 98 % of the torque cap.
 Each reported torque is corrected to its command interval's mean (`torque_sample_phase`) and paired with
@@ -35,7 +37,7 @@ from ...linear import (
     select_rows,
 )
 from ...signals import Derivatives, quartic_derivatives
-from ...tapes import JointDesign, Tape, joint_optimal
+from ...tapes import JointDesign, Tape, chirp, identification, joint_optimal
 from ..plants.joint import Plant, Telemetry
 from ..servo import Controller, DriveGains, Servo, loop_of
 
@@ -48,8 +50,7 @@ KD_FACTORS = (0.6, 1.6)
 # the designed tape: harmonics up to 3 (1 Hz on a 3 s period): more (to 2 Hz) biased the direct drive's fit
 IDENT_DESIGN = JointDesign(periods=2, max_harmonics=3)
 DELAY_PERIODS = 1  # the same motion, one period, at kd x0.6 and x1.6
-PRECISION = 0.10  # widest relative 95 % half-width of J, b, tc before the identification tapes are played again
-EXTRA_PLAYS = 4
+PRECISION = 0.15  # widest relative 95 % half-width of J, b, tc on the designed play; over it, the generic tapes
 NO_GRAVITY = ("inertia_kg_m2", "viscous_nm_s_rad", "coulomb_nm")
 
 
@@ -172,7 +173,7 @@ def bisect_delay(
     j_soft = quick_fit([slow], phase, delay, terms, cap_nm)[0][j]
     j_hard = quick_fit([fast], phase, delay, terms, cap_nm)[0][j]
     note = (
-        f"delay {1e3 * delay:.2f} ms: designed-tape inertia {j_soft:.4g} at kd x{KD_FACTORS[0]} and {j_hard:.4g} at "
+        f"delay {1e3 * delay:.2f} ms: delay-tape inertia {j_soft:.4g} at kd x{KD_FACTORS[0]} and {j_hard:.4g} at "
         f"kd x{KD_FACTORS[1]}"
     )
     return delay, note
@@ -226,53 +227,51 @@ def _worst_precision(fit: _Fit) -> float:
 
 
 def _run(
-    servo: Servo, plant: Plant, gains: DriveGains, ident_tapes: Sequence[Tape], delay_tape: Tape
+    servo: Servo,
+    plant: Plant,
+    gains: DriveGains,
+    tapes: tuple[Sequence[Tape], Tape],
+    fallback: tuple[Sequence[Tape], Tape],
 ) -> tuple[_Fit, float, list[str]]:
     """Play the identification tapes, then the delay tape at kd x0.6 and x1.6, at `gains`; fit at the bisected delay.
 
-    While the widest relative half-width of J, b, tc is over PRECISION (a noisy encoder), the identification tapes
-    are played again (up to EXTRA_PLAYS times) and the delay and the fit redone on everything.
+    `tapes` are the designed ones: when their first play leaves J, b or tc imprecise (the widest relative 95 %
+    half-width over PRECISION: a noisy encoder, a loop that rings through the design's harmonics) or unfitted,
+    the stage plays `fallback` (the generic tapes) instead and fits those alone.
     """
     phase, cap = plant.torque_sample_phase, plant.torque_limit_nm
+    ident_tapes, delay_tape = tapes
     tels = [plant.play(tape, Controller(gains, None, "identify")) for tape in ident_tapes]
     notes: list[str] = []
+    try:  # judged at the delay of least residual on a 1 ms grid (a misaligned state widens the intervals)
+        grid = np.linspace(0.0, DELAY_MAX_S, int(round(DELAY_MAX_S / 1e-3)) + 1)
+        probe = min(grid, key=lambda d: quick_fit(tels, phase, d, REVOLUTE_TERMS, cap)[1])
+        worst = _worst_precision(fit_model(tels, phase, float(probe), cap, servo.name))
+        why = f"the widest relative 95 % half-width of J, b, tc is {worst:.3g} > {PRECISION:g}"
+    except DataError as exc:
+        worst, why = math.inf, str(exc)
+    if worst > PRECISION:
+        notes.append(f"the designed tape left the model imprecise ({why}): the generic tapes are played instead")
+        ident_tapes, delay_tape = fallback
+        tels = [plant.play(tape, Controller(gains, None, "identify")) for tape in ident_tapes]
     kd_base = gains.kd if gains.kd > 0 else 0.0
-    pair: list[Telemetry] = []
+    delay = 0.0
     if kd_base > 0:
         soft = servo.clip_gains(DriveGains(gains.kp, KD_FACTORS[0] * kd_base, gains.ki, gains.i_clamp_nm))
         hard = servo.clip_gains(DriveGains(gains.kp, KD_FACTORS[1] * kd_base, gains.ki, gains.i_clamp_nm))
-        pair = [
-            plant.play(delay_tape, Controller(soft, None, "delay kd x0.6")),
-            plant.play(delay_tape, Controller(hard, None, "delay kd x1.6")),
-        ]
+        slow = plant.play(delay_tape, Controller(soft, None, "delay kd x0.6"))
+        fast = plant.play(delay_tape, Controller(hard, None, "delay kd x1.6"))
+        try:
+            first = fit_model(tels, phase, 0.0, cap, servo.name)
+            terms = tuple(n for n in REVOLUTE_TERMS if n in first.half)
+            delay, why = bisect_delay(tels, slow, fast, phase, terms, cap)
+            notes.append(why)
+            tels = tels + [slow, fast]
+        except DataError as exc:
+            notes.append(f"delay not bisected: {exc}")
     else:
         notes.append("kd is 0: the delay cannot be bisected from kd x0.6 / x1.6")
-
-    def fitted(plays: list[Telemetry]) -> tuple[_Fit, float, str | None]:
-        delay, why = 0.0, None
-        if pair:
-            try:
-                first = fit_model(plays, phase, 0.0, cap, servo.name)
-                terms = tuple(n for n in REVOLUTE_TERMS if n in first.half)
-                delay, why = bisect_delay(plays, pair[0], pair[1], phase, terms, cap)
-            except DataError as exc:
-                why = f"delay not bisected: {exc}"
-                return fit_model(plays, phase, 0.0, cap, servo.name), 0.0, why
-        return fit_model(plays + pair, phase, delay, cap, servo.name), delay, why
-
-    fit, delay, why = fitted(tels)
-    extra = 0
-    while extra < EXTRA_PLAYS and _worst_precision(fit) > PRECISION:
-        tels += [plant.play(tape, Controller(gains, None, "identify again")) for tape in ident_tapes]
-        extra += 1
-        fit, delay, why = fitted(tels)
-    if extra:
-        notes.append(
-            f"identification tapes played {extra} more time(s): the widest relative 95 % half-width of J, b, tc "
-            f"is {_worst_precision(fit):.3g} (target {PRECISION:g})"
-        )
-    if why:
-        notes.append(why)
+    fit = fit_model(tels, phase, delay, cap, servo.name)
     return fit, delay, notes
 
 
@@ -289,6 +288,12 @@ def stage1_tapes(servo: Servo, command_rate_hz: float) -> tuple[list[Tape], Tape
     return [ident], delay
 
 
+def generic_tapes(servo: Servo, command_rate_hz: float) -> tuple[list[Tape], Tape]:
+    """The tapes Stage 1 falls back to: plateaus, fast moves and a chirp, and the chirp again at kd x0.6 and x1.6."""
+    envelopes = servo.envelopes()
+    return identification(envelopes, command_rate_hz), chirp(envelopes, command_rate_hz, name="delay-chirp")
+
+
 def sag_floor_kp(servo: Servo, model: JointModel) -> float:
     """The softest kp that does not sag a quarter of the travel under gravity and friction."""
     static = abs(model.gravity_sin_nm) + abs(model.gravity_cos_nm) + abs(model.offset_nm) + abs(model.coulomb_nm)
@@ -298,7 +303,7 @@ def sag_floor_kp(servo: Servo, model: JointModel) -> float:
 def identify_servo(servo: Servo, plant: Plant, *, seed: Controller | None = None) -> Identification:
     """Stage 1: fit, delay bisection, softer re-identification, refusal to priors."""
     rate = plant.command_rate_hz
-    ident_tapes, delay_tape = stage1_tapes(servo, rate)
+    designed, generic = stage1_tapes(servo, rate), generic_tapes(servo, rate)
     start_s = plant.motion_s
     notes: list[str] = []
     attempts = [(servo.gains, "fit")]
@@ -306,7 +311,7 @@ def identify_servo(servo: Servo, plant: Plant, *, seed: Controller | None = None
         attempts.append((servo.clip_gains(seed.gains), "fit at the seed's gains"))
     for gains, source in attempts:
         try:
-            fit, delay, more = _run(servo, plant, gains, ident_tapes, delay_tape)
+            fit, delay, more = _run(servo, plant, gains, designed, generic)
         except DataError as exc:
             notes.append(f"refused at kp={gains.kp:.4g}, kd={gains.kd:.4g}: {exc}")
             continue
@@ -327,7 +332,7 @@ def identify_servo(servo: Servo, plant: Plant, *, seed: Controller | None = None
             softer = DriveGains(kp, gains.kd * kp / gains.kp, gains.ki, gains.i_clamp_nm)
             notes.append(f"wn dt = {wn * dt:.2f} > 0.5: identified again at {kp / gains.kp:.2f} of the gains")
             try:
-                fit, delay, more = _run(servo, plant, softer, ident_tapes, delay_tape)
+                fit, delay, more = _run(servo, plant, softer, designed, generic)
                 gains = softer
                 notes += more
             except DataError as exc:
