@@ -32,8 +32,10 @@ def test_the_designed_tape_stays_in_the_room_and_starts_and_ends_at_rest(envelop
     q, qd, qdd = s.position[:, 0], s.velocity[:, 0], s.acceleration[:, 0]
     assert r.low <= q.min() and q.max() <= r.high
     assert np.abs(qd).max() <= r.speed and np.abs(qdd).max() <= r.accel
+    assert max(q.max() - r.start, r.start - q.min()) <= JointDesign().travel_share * (r.high - r.start) + 1e-9
     # it uses its room: some limit is reached within the builders' 2 % margin
-    assert max(np.abs(qd).max() / r.speed, np.abs(qdd).max() / r.accel, (q.max() - r.start) / (r.high - r.start)) > 0.95
+    travel = max(q.max() - r.start, r.start - q.min()) / (JointDesign().travel_share * (r.high - r.start))
+    assert max(np.abs(qd).max() / r.speed, np.abs(qdd).max() / r.accel, travel) > 0.95
     for index in (0, -1):
         assert q[index] == pytest.approx(r.start, abs=1e-9) and abs(qd[index]) < 1e-9 and abs(qdd[index]) < 1e-6
     curve = tape.curves[0]
@@ -52,7 +54,8 @@ def test_the_design_beats_random_shapes_of_the_same_period_and_harmonics(envelop
     r = room(envelope)
     rng = np.random.default_rng(1)
     dims = basis[0].shape[1] + basis[1].shape[1]
-    shapes = [jd._shape(rng.standard_normal(dims), basis, phase, omega, r) for _ in range(50)]
+    share = JointDesign().travel_share
+    shapes = [jd._shape(rng.standard_normal(dims), basis, phase, omega, r, share) for _ in range(50)]
     random = [jd._score(shape, REVOLUTE_TERMS) for shape in shapes]
     s = sample(tape, np.arange(0.25, 0.25 + period, period / (40 * harmonics)))
     w = joint_columns(s.position[:, 0], s.velocity[:, 0], s.acceleration[:, 0], REVOLUTE_TERMS)
