@@ -7,13 +7,13 @@ generic tapes instead (plateaus, fast moves, chirp; the chirp at kd x0.6 and x1.
 
 Rows: moving (|qd| >= 0.02 rad/s over the whole 110 ms quartic window) and under 98 % of the torque cap.
 Each reported torque is corrected to its command interval's mean (`torque_sample_phase`) and paired with
-the state at mid-interval. A state/torque delay is bisected in [0, 20 ms] over plays that include the chirp
-at kd x0.6 and x1.6; where the logged torque is the torque applied, the kd contrast a bisection on the torque
-requested uses
-(inertia J - kd d) carries no information, so the bisection runs on the slope of the fit's residual (see
-`bisect_delay`) and reports both chirps' inertias at the result. A loop too fast for the command rate
-(wn dt > 0.5) is identified again at (0.5 / wn dt)^2 of its gains, up to twice. Under 50 rows, or a
-condition number over 100 even without gravity, the fit is refused: the seed's gains are tried, then priors.
+the state at mid-interval. A state/torque delay is bisected in [0, 20 ms] over plays that include the delay
+tape (the designed period, or the chirp) at kd x0.6 and x1.6; where the logged torque is the torque applied, the
+kd contrast a bisection on the torque requested uses (inertia J - kd d) carries no information, so the bisection
+runs on the slope of the fit's residual (see `bisect_delay`) and reports both delay plays' inertias at the result.
+A loop too fast for the command rate (wn dt > 0.5) is identified again at (0.5 / wn dt)^2 of its gains, up to
+twice. Under 50 rows, or a condition number over 100 even without gravity, the fit is refused: the seed's gains are
+tried, then priors.
 """
 
 from __future__ import annotations
