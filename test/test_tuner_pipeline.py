@@ -103,6 +103,9 @@ def test_the_proposal_is_yaml_a_person_can_read_and_the_gains_read_back(tuned: T
 
 def test_the_plan_bounds_the_motion_each_stage_played(tuned: TuneResult) -> None:
     plan = tuning_plan_seconds(tuned.servo, 200.0, Goal(), tuned.verify.entries[2].controller)
-    assert tuned.seconds["identify"] == pytest.approx(plan["identify"], abs=0.05)
+    # identify's plan is its worst case: the designed tape's plays, then the generic tapes a joint falls back to;
+    # the shoulder keeps the designed tape (13.5 s of the plan's 103 s)
+    assert not any("generic tapes are played" in note for note in tuned.identification.notes)
+    assert tuned.seconds["identify"] <= 0.2 * plan["identify"]
     assert all(math.isfinite(v) and v > 0 for v in plan.values())
     assert tuned.seconds["verify"] <= plan["verify"] * 1.5  # verify tapes are eased (stretched) to the model

@@ -68,7 +68,8 @@ def tuning_plan_seconds(
     servo: Servo, command_rate_hz: float, goal: Goal = Goal(), seed: Controller | None = None
 ) -> dict[str, float]:
     """Seconds of motion per stage at worst-case rung and candidate counts; tapes eased to the servo's priors
-    when it has them (the identified model eases them again, so the real plan can differ a little)."""
+    when it has them (the identified model eases them again, so the real plan can differ a little). Identify's
+    worst case: the designed tape's plays and then the generic tapes a joint falls back to."""
     tapes_ = stage_tapes(servo, command_rate_hz, goal, servo.priors)
     n_ff = 1 + len(COULOMB_SCALES)
     n_seed = (1 + n_ff) if seed is not None else 0
