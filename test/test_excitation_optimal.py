@@ -18,9 +18,9 @@ pytestmark = pytest.mark.slow  # the design (~8 s of CPU), three 10-11 s simulat
 
 import mujoco
 
-from support.synthetic import IIWA_GAINS, IIWA_POSE_RAD, record_position
+from support.periodic_iiwa import ENVELOPES, HIDDEN, NOISE, RATE_HZ, TORQUE_NOISE_NM, play
 from sysid_ros.core import tapes
-from sysid_ros.core.identify import IIWA_JOINTS, Payload, iiwa_mjcf
+from sysid_ros.core.identify import Payload, iiwa_mjcf
 from sysid_ros.core.linear import (
     KEEP_FACTOR,
     ArmRegressor,
@@ -30,39 +30,8 @@ from sysid_ros.core.linear import (
     structural_base_parameters,
 )
 from sysid_ros.core.signals import savgol_derivatives, smooth_like_acceleration
-from sysid_ros.core.sim import FeedbackNoise, SimRobot
+from sysid_ros.core.sim import SimRobot
 from sysid_ros.core.tapes import periods_of
-
-RATE_HZ = 500.0
-TORQUE_NOISE_NM = 0.2
-NOISE = FeedbackNoise(position_rad=2e-4, velocity_rad_s=2e-3, effort_nm=TORQUE_NOISE_NM)
-HIDDEN = {
-    "payload.mass": 0.8,
-    **{f"{j}.damping": d for j, d in zip(IIWA_JOINTS, (0.9, 0.7, 0.6, 0.5, 0.35, 0.25, 0.15))},
-}
-TRAVEL = (0.8, 0.5, 0.8, 0.6, 1.0, 0.8, 1.2)
-SPEED = (1.5, 1.5, 1.8, 1.8, 2.5, 2.5, 3.0)
-TORQUE = (320.0, 320.0, 176.0, 176.0, 110.0, 40.0, 40.0)  # the iiwa's data sheet
-ENVELOPES = {
-    j: tapes.Envelope(float(o), t, s, q) for j, o, t, s, q in zip(IIWA_JOINTS, IIWA_POSE_RAD, TRAVEL, SPEED, TORQUE)
-}
-
-
-def play(model, tape: tapes.Tape, seed: int):
-    """The tape tracked by the PID drives of the arm with hidden physics, from holding its start (settled 2 s
-    first, as a robot holds its pose before a tape: a drive placed there at rest sags under gravity first)."""
-    start = tapes.sample(tape, [0.0]).position[0]
-    robot = SimRobot(
-        str(model),
-        physics=HIDDEN,
-        noise=NOISE,
-        seed=seed,
-        initial_positions=list(start),
-        command_rate_hz=RATE_HZ,
-        publish_rate_hz=RATE_HZ,
-    )
-    record_position(robot, lambda t: start, 2.0, IIWA_GAINS)
-    return record_position(robot, lambda t: tapes.sample(tape, [t]).position[0], tapes.duration_s(tape), IIWA_GAINS)
 
 
 def filtered(samples):
@@ -83,7 +52,7 @@ def runs(tmp_path_factory):
     truth = base.values(ArmRegressor(SimRobot(str(model), physics=HIDDEN).model).true_parameters())
     plan = tapes.plan(optimal, ENVELOPES, model, torque_noise_nm=TORQUE_NOISE_NM, sample_rate_hz=RATE_HZ)
     records = {
-        name: play(model, tape, seed)
+        name: play(model, tape, seed)[0]
         for name, tape, seed in (("optimal", optimal, 1), ("multisine", multisine, 2), ("held_out", held_out, 3))
     }
     start, period, periods = periods_of(optimal)
