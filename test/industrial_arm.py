@@ -103,9 +103,11 @@ def as_controller_log(
     garbage: int = 3,
     position_noise_rad: float = 2e-5,
     velocity_noise_rad_s: float = 2e-3,
+    gain_error: np.ndarray | float = 0.0,
 ) -> tuple[JointSamples, tuple[int, ...]]:
     """`truth` (1 kHz) as a controller logs it: rows 8-14 ms apart, encoder and current noise, effort as
-    current x drive gain (quantized to CURRENT_RESOLUTION_A), and `garbage` corrupted rows."""
+    current x drive gain (quantized to CURRENT_RESOLUTION_A), and `garbage` corrupted rows. `gain_error` (per
+    joint) is the logger's drive gain's relative error: it logs current x gain x (1 + gain_error)."""
     rng = np.random.default_rng(seed)
     steps_ms = np.clip(np.rint(rng.normal(10.0, 1.5, len(truth))), 8, 14).astype(int)
     rows = np.cumsum(np.r_[0, steps_ms])
@@ -114,7 +116,7 @@ def as_controller_log(
     q = truth.position[rows] + rng.normal(0, position_noise_rad, (n, 6))
     v = truth.velocity[rows] + rng.normal(0, velocity_noise_rad_s, (n, 6))
     current = truth.effort[rows] / gain + rng.normal(0, CURRENT_NOISE_A, (n, 6))
-    effort = np.round(current / CURRENT_RESOLUTION_A) * CURRENT_RESOLUTION_A * gain
+    effort = np.round(current / CURRENT_RESOLUTION_A) * CURRENT_RESOLUTION_A * gain * (1.0 + np.asarray(gain_error))
     bad = np.sort(rng.choice(np.arange(20, n - 20), garbage, replace=False)) if garbage else np.zeros(0, int)
     for k, row in enumerate(bad):
         q[row, rng.integers(0, 6, 1 + k % 3)] = GARBAGE[k % len(GARBAGE)]
@@ -160,11 +162,13 @@ def industrial_log(
     payload_kg: float = 0.0,
     garbage: int = 3,
     logger_seed: int | None = None,
+    gain_error: np.ndarray | float = 0.0,
 ) -> IndustrialLog:
     """One run of `setpoints(seed)` with `payload_kg` on the flange (0: unloaded), written to the bag `path`.
-    The same `seed` gives the same trajectory loaded or unloaded; `logger_seed` (default: seed) the jitter."""
+    The same `seed` gives the same trajectory loaded or unloaded; `logger_seed` (default: seed) the jitter;
+    `gain_error` the logger's drive gain errors (`as_controller_log`)."""
     truth, robot = simulate(seed, seconds, payload_kg)
-    logged, bad = as_controller_log(truth, seed if logger_seed is None else logger_seed, garbage)
+    logged, bad = as_controller_log(truth, seed if logger_seed is None else logger_seed, garbage, gain_error=gain_error)
     return IndustrialLog(write_joint_states_bag(path, logged), logged, truth, robot, bad, float(payload_kg))
 
 

@@ -149,3 +149,12 @@ def test_shipped_problem_files_parse(name):
     assert problem.parameters and problem.training
     assert all(src.path.is_absolute() and "recordings" in str(src.path) for src in problem.training)
     assert any(p.frozen for p in problem.parameters) and not all(p.frozen for p in problem.parameters)
+
+
+def test_an_effort_scale_names_the_problems_joints_with_positive_factors(data):
+    with pytest.raises(ConfigError, match=r"effort_scale names joints the problem does not have: \['elbow'\]"):
+        identify(
+            problem_from_dict(_doc(data, training=[{"npz": str(data / "ok.npz"), "effort_scale": {"elbow": 1.02}}]))
+        )
+    with pytest.raises(ConfigError, match=r"effort_scale\.hinge: must be > 0"):
+        problem_from_dict(_doc(data, training=[{"npz": str(data / "ok.npz"), "effort_scale": {"hinge": -1.0}}]))

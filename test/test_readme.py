@@ -51,6 +51,8 @@ SKIP = {
     "example names /data/fleet); test_fleet runs fleet identify, and checks "
     "a robot with only train: is not validated on the shared problem's data",
     "grep -A30 '^drift:' results/2026-12-01/fleet.yaml": "reads the skipped fleet run's output",
+    "sysid-ros calibrate-gains": "needs an unloaded and a loaded run of one motion and the known mass in the model; "
+    "test_drive_gains runs calibrate-gains on such runs",
     "sysid-ros tune --namespace r1": "needs the namespaced stack fleet.launch.py starts; test_fleet_stack tunes /r1",
     "sysid-ros tune  ": "the same tune as `sysid-ros tune --activate` (run here against a stack not yet active): "
     "one tune is ~2 min of motion",

@@ -11,6 +11,7 @@ from .. import __version__
 from ..core.errors import ConfigError, SysidRosError
 from ..core.files import config_dir
 from ..core.gains import ALIASES, STYLES
+from .calibrate import add_command as add_calibrate_command
 from .call import add_command as add_call_command
 from .fleet import add_commands as add_fleet_commands
 from .tuner import add_commands as add_tuner_commands
@@ -404,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tuner_commands(commands, ros_options)  # tune, apply, rollback: requests to a running servo_tuner
     add_call_command(commands, ros_options)  # a Trigger service, as `ros2 service call` (the venv has no ros2)
     add_fleet_commands(commands)  # fleet identify
+    add_calibrate_command(commands)  # calibrate-gains: drive gains from a known payload
     return parser
 
 

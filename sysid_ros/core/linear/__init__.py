@@ -6,6 +6,7 @@
 - `arm_friction`: per-joint friction (offset, viscous, smooth Coulomb) on top of the arm's rigid bodies.
 - `base_fit`: the base-parameter fit of an arm with measured torque (weighted LS, then physically consistent by
   log-Cholesky), written back into the MJCF.
+- `drive_gains`: each joint's drive gain (torque scale) from an unloaded and a loaded run with a known payload.
 - `periodic`: a periodic record averaged over its periods and differentiated in the frequency domain; `Periods`
   (where they lie) and the check that consecutive periods agree (`check_period`).
 """
@@ -18,6 +19,10 @@ EXPORTS = {
     "ArmFrictionFit": ".arm_friction",
     "ArmRegressor": ".arm_regressor",
     "BaseFitSettings": ".base_fit",
+    "CalibrationRun": ".drive_gains",
+    "DriveGains": ".drive_gains",
+    "calibrate_drive_gains": ".drive_gains",
+    "calibration_run": ".drive_gains",
     "BaseParameters": ".arm_regressor",
     "BootstrapSettings": ".regression",
     "DEFAULT_KEEP_HZ": ".periodic",

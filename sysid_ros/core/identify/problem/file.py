@@ -109,6 +109,7 @@ class DataSource:
     command_joints: tuple[str, ...] | None = None
     segments: str = "all"  # all | longest
     periodic: PeriodicSpec | None = None
+    effort_scale: dict[str, float] | None = None  # per joint: the measured effort times this (calibrated gains)
 
     @property
     def kind(self) -> str:
@@ -169,6 +170,11 @@ _SOURCE = Table(
         "start_s": Key(Number(min=0.0), 0.0),
         "end_s": Key(Number(above=0.0)),
         "segments": Key(Choice(SEGMENTS), "all"),
+        "effort_scale": Key(
+            MapOf(Number(above=0.0, max=100.0)),
+            None,
+            "per joint, the logged effort times this (drive gains from `sysid-ros calibrate-gains`)",
+        ),
         "periodic": Key(
             AnyOf(
                 (
@@ -289,6 +295,7 @@ def _source(entry: Any, base: Path, path: str) -> DataSource:
         None if joints is None else tuple(joints),
         entry["segments"],
         None if entry["periodic"] is None else PeriodicSpec(**entry["periodic"]),
+        None if entry["effort_scale"] is None else {str(k): float(v) for k, v in entry["effort_scale"].items()},
     )
 
 

@@ -212,10 +212,13 @@ def load_source_periods(
             chosen.interface,
             source=chosen.source or f"{src.path}:{src.command_topic or 'commands'}",
         )
+    scale = _effort_scale(src, joints)
     out = []
     for k, seg in enumerate(segments):
         where = f"{src.path}" + (f" segment {k}" if len(segments) > 1 else "")
         seg = drop_non_finite_rows(seg.select(list(joints)), ("effort",) if chosen is None else (), where, warnings)
+        if scale is not None and seg.effort is not None:
+            seg = JointSamples(seg.joint_names, seg.time_ns, seg.position, seg.velocity, seg.effort * scale, seg.source)
         seg, fix = regularize(seg)
         if fix.kind != "uniform" or fix.repeated_rows:
             line = fix.describe(f"{src.path}" + (f" segment {k}" if len(segments) > 1 else ""))
@@ -240,6 +243,16 @@ def load_source_periods(
     if not out:
         raise DataError("no usable samples (after trimming)", bag=str(src.path))
     return out, source_periods(src, metadata, first_ns, out, notes)
+
+
+def _effort_scale(src: DataSource, joints: Sequence[str]) -> np.ndarray | None:
+    """The entry's `effort_scale` per joint in `joints` order (1 where it names none); None without one."""
+    if not src.effort_scale:
+        return None
+    unknown = sorted(set(src.effort_scale) - set(joints))
+    if unknown:
+        raise ConfigError(f"effort_scale names joints the problem does not have: {unknown}", bag=str(src.path))
+    return np.array([src.effort_scale.get(j, 1.0) for j in joints])
 
 
 def source_periods(
