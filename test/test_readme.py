@@ -254,11 +254,21 @@ def test_every_readme_command_runs(tmp_path, client):
             done = subprocess.run(
                 ["bash", "-c", concrete], cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
             )
+            if command.startswith("sysid-ros rollback") and found.get("kept") == "False":
+                # the canary of the apply before already rolled the change back (its live ratio over the threshold:
+                # seen once on a loaded CI machine): nothing is left to roll back, and rollback says so
+                assert done.returncode == 1 and "no applied change to roll back" in done.stdout, done.stdout
+                print(f"the canary rolled back already: {command} answered {done.stdout.strip()!r}")
+                ran.append(command)
+                continue
             assert done.returncode == 0, (
                 f"README command failed (exit {done.returncode}):\n  {command}\n"
                 f"  ran as: {concrete}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
             )
             ran.append(command)
+            if command.startswith("sysid-ros apply"):
+                found["kept"] = next(iter(re.findall(r"^\s*kept: (\S+)", done.stdout, flags=re.M)), None)
+                print(f"{command}: kept {found['kept']}")
             if command.startswith("sysid-ros record"):
                 found["bag"] = re.search(r"-> (\S+)", done.stdout).group(1)
             if command.startswith("sysid-ros tune"):
