@@ -57,24 +57,20 @@ def run(args: argparse.Namespace) -> int:
         _run(args.loaded, joints, args.cutoff_hz, warnings),
         args.payload,
     )
-    calibrated = {j: float(k) for j, k, w in zip(gains.joints, gains.gain, _flags(gains)) if not w}
-    for joint, k, h, share in zip(gains.joints, gains.gain, gains.half_width_95, gains.payload_share):
-        mark = "" if joint in calibrated else "  (not calibrated)"
+    for joint, k, h, share, ok in zip(
+        gains.joints, gains.gain, gains.half_width_95, gains.payload_share, gains.calibrated
+    ):
+        mark = "" if ok else "  (not calibrated)"
         print(f"{joint}: gain {k:.4f} +- {h:.4f} (payload torque {share:.1%} of the logged){mark}")
     for line in warnings + list(gains.warnings):
         print(f"warning: {line}")
     if args.out is not None:
-        doc = {**gains.document(), "effort_scale": calibrated, "model": str(args.model), "payload_body": args.payload}
+        doc = {**gains.document(), "model": str(args.model), "payload_body": args.payload}
         doc["bags"] = {"unloaded": str(args.unloaded), "loaded": str(args.loaded)}
         text = yaml.safe_dump(doc, sort_keys=False)
         write_file(args.out, lambda tmp: Path(tmp).write_text(text))
         print(f"effort_scale: {args.out}")
     return 0
-
-
-def _flags(gains) -> list[bool]:
-    """Whether each joint has a warning (not calibrated)."""
-    return [any(w.startswith(f"{j}:") for w in gains.warnings) for j in gains.joints]
 
 
 def add_command(commands) -> None:

@@ -55,10 +55,12 @@ class DriveGains:
     residual_rms_nm: np.ndarray  # per joint, weighted fit
     payload_share: np.ndarray  # the payload's torque RMS over the logged torque RMS, per joint
     coulomb_band_rad_s: float
+    calibrated: np.ndarray  # per joint: its gain is positive and known to MAX_RELATIVE_HALF_WIDTH
     warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, float]:
-        return {j: float(k) for j, k in zip(self.joints, self.gain)}
+        """The calibrated joints' gains (the others keep the logged effort as it is)."""
+        return {j: float(k) for j, k, ok in zip(self.joints, self.gain, self.calibrated) if ok}
 
     def document(self) -> dict[str, Any]:
         """What `sysid-ros calibrate-gains` writes: gains a problem file's `effort_scale` takes as they are."""
@@ -111,7 +113,7 @@ class CalibrationRun:
 
 
 def calibration_run(
-    time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, velocity: np.ndarray | None = None, cutoff_hz: float = 8.0
+    time_ns: np.ndarray, q: np.ndarray, tau: np.ndarray, velocity: np.ndarray | None = None, cutoff_hz: float = 4.0
 ) -> CalibrationRun:
     """A logged run (rows in model DOF order, possibly jittered) as `calibrate_drive_gains` takes it."""
     q, tau = np.asarray(q, dtype=float), np.asarray(tau, dtype=float)
@@ -186,12 +188,13 @@ def calibrate_drive_gains(
     resid_rms = np.sqrt(np.mean((y - phi @ fit.values) ** 2, axis=0))
     loaded_tau = loaded.rows.tau[cut[1]]
     share = np.sqrt(np.mean(tau_p[1] ** 2, axis=0)) / np.maximum(np.sqrt(np.mean(loaded_tau**2, axis=0)), 1e-12)
+    calibrated = np.isfinite(gain) & (gain > 0) & (half <= MAX_RELATIVE_HALF_WIDTH * gain)
     warnings = []
     for j, joint in enumerate(arm.joint_names):
-        if not (np.isfinite(gain[j]) and gain[j] > 0 and half[j] <= MAX_RELATIVE_HALF_WIDTH * gain[j]):
+        if not calibrated[j]:
             warnings.append(
                 f"{joint}: not calibrated (gain {gain[j]:.4g} +- {half[j]:.2g}): the payload's torque is "
                 f"{share[j]:.1%} of the logged torque there against a misfit of {resid_rms[j]:.2g} N m; a heavier "
                 "mass, more motion of this joint or a longer run would narrow it"
             )
-    return DriveGains(arm.joint_names, gain, half, resid_rms, share, float(band), tuple(warnings))
+    return DriveGains(arm.joint_names, gain, half, resid_rms, share, float(band), calibrated, tuple(warnings))
