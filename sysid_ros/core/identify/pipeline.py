@@ -42,6 +42,7 @@ def identify(problem: Problem, progress: Progress | None = None) -> Identificati
 def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
     t_start = time.perf_counter()
     run = load_run(problem, log)
+    data_warnings = len(log.warnings)  # the data's; the later ones until the torque check are the window fit's
     log.timings["load_s"] = time.perf_counter() - t_start
     log.report("validate", 0.1, f"{len(run.train)} training and {len(run.val)} validation segments")
     start = start_values(run, log)
@@ -50,8 +51,18 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
     checked = validate(run, fit, spread, log)
     results = parameter_results(run, start, fit, spread, checked.metrics, log)
     window_fit: list[ParameterResult] = []
+    window_warnings: list[str] = []
     if checked.torque_space.get("taken"):
-        window_fit, results = results, carried_parameters(run.problem.parameters, results, checked.identified, log)
+        window_fit, window_warnings = results, log.warnings[data_warnings:]
+        del log.warnings[data_warnings:]
+        half_widths = checked.torque_space.get("half_width_95", {})
+        results = carried_parameters(run.problem.parameters, results, checked.identified, half_widths, log)
+        if window_warnings:
+            log.notes.append(
+                f"{len(window_warnings)} warnings about the window fit are under `window_fit_warnings`: they "
+                "describe the simulation fit, not the torque-space fit the MJCF carries, and do not set the verdict"
+            )
+    log.warnings += checked.torque_warnings
     objective = tuple(float(v) for v in (getattr(fit.opt_result, "extras", None) or {}).get("objective", ()))
     log.timings["total_s"] = time.perf_counter() - t_start
     log.report("done", 1.0, f"identified {len(results)} parameters in {log.timings['total_s']:.2f} s")
@@ -75,4 +86,5 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
         friction=checked.friction,
         torque_space=checked.torque_space,
         window_fit_parameters=tuple(window_fit),
+        window_fit_warnings=tuple(window_warnings),
     )

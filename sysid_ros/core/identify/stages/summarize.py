@@ -23,7 +23,7 @@ from ..results import ParameterResult, RunLog
 from .intervals import Spread
 from .load import Loaded
 from .optimize import Fit
-from .torque_fit import FITTED_KINDS
+from .torque_fit import BODY_KINDS, FITTED_KINDS, MUJOCO_TERM, TERM_OF_KIND
 from .warm_start import Start
 
 
@@ -130,27 +130,44 @@ def inertia_result(
 
 
 def carried_parameters(
-    parameters: Sequence[ParameterSpec], results: Sequence[ParameterResult], spec: mujoco.MjSpec, log: RunLog
+    parameters: Sequence[ParameterSpec],
+    results: Sequence[ParameterResult],
+    spec: mujoco.MjSpec,
+    half_widths: dict[str, Sequence[float]],
+    log: RunLog,
 ) -> list[ParameterResult]:
     """The results as the torque-space model (`spec`, which the MJCF carries) holds them: each parameter of a
-    kind that fit writes takes the model's value and, when free, no interval (none is estimated for that fit,
-    said in a warning); the others stay the window fit's."""
+    kind that fit writes takes the model's value and, when free, the fit's block-bootstrap half-widths
+    (`half_widths` by body and by "joint.term"; inf, and not identifiable, where the data alone do not set the
+    value: a note, as for the window fit); the others stay the window fit's."""
     specs = {p.name: p for p in parameters}
-    out = []
+    out, unresolved = [], []
     for r in results:
         if r.kind not in FITTED_KINDS:
             out.append(r)
             continue
         value = tuple(model_value(spec, specs[r.name]))
-        half = r.half_width_95 if r.frozen else (math.inf,) * len(value)
-        out.append(replace(r, value=value, half_width_95=half, coordinates=None))
-    if any(not r.frozen and r.kind in FITTED_KINDS for r in results):
-        log.warnings.append(
-            "`parameters` hold the torque-space fit the MJCF carries, without intervals (none is "
-            "estimated for that fit: half_width_95 inf); the window fit's values and intervals "
-            "are under `window_fit_parameters`, and the other warnings' values are the window fit's"
+        half = r.half_width_95 if r.frozen else _fit_half_width(r, half_widths, len(value))
+        resolved = r.frozen or all(math.isfinite(h) for h in half)
+        if not resolved:
+            unresolved.append(r.name)
+        out.append(replace(r, value=value, half_width_95=half, identifiable=resolved, coordinates=None))
+    if unresolved:
+        log.notes.append(
+            f"{', '.join(unresolved)}: not identifiable from this data alone in the torque-space fit the MJCF "
+            "carries (half_width_95 inf: the joint torques see each only in a sum with others, the base "
+            "parameters, and the fit's small prior toward the model file holds the rest; or a welded body's "
+            "value is fitted on its group's jointed body); the window fit's values are under `window_fit_parameters`"
         )
     return out
+
+
+def _fit_half_width(r: ParameterResult, half_widths: dict[str, Sequence[float]], n: int) -> tuple[float, ...]:
+    """A parameter's half-widths from the torque-space fit's: the body's first `n` (mass, com, tensor) or the
+    joint term's."""
+    key = r.target if r.kind in BODY_KINDS else f"{r.target}.{MUJOCO_TERM[TERM_OF_KIND[r.kind]]}"
+    got = half_widths.get(key)
+    return tuple(float(h) for h in got[:n]) if got is not None and len(got) >= n else (math.inf,) * n
 
 
 def flag_mass_sums(model: mujoco.MjModel, results: list[ParameterResult], notes: list[str]) -> list[ParameterResult]:

@@ -19,7 +19,7 @@ friction loss or armature that comes out negative is held at 0 and the rest fitt
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mujoco
@@ -38,11 +38,11 @@ FIT_WINDOWS_S = (0.05, 0.1, 0.2)
 """Savitzky-Golay windows (cubic) the fit tries; the torque is filtered by the same kernel, so a longer window
 costs only bandwidth, and keeps the acceleration's noise (which biases every inertial term) small. Which one
 fits a record is measured on it: each is fitted on the first 75 % of the training rows and scored on the rest."""
-TAKE_BELOW = 0.9
-"""The result carries the torque-space fit only when its torque is below this fraction of the window fit's
-(geometric mean over the joints) on the last quarter of the training rows, which a torque-space fit on the rest
-of them did not see: the held-out rows play no part in the choice. Only the window fit has intervals (under
-`window_fit_parameters` when the torque-space fit is carried); within 10 % the two are not told apart."""
+TAKE_BELOW = 1.0
+"""The result carries the torque-space fit when its joint torque over time-blocked folds of the training rows
+(`choose_on_training`) is below this fraction of the window fit's (geometric mean over the joints); the window
+fit is scored on rows it was fitted on, so a tie already favours it. The held-out rows play no part in the
+choice."""
 RIDGE = 1e-4
 """The prior toward the model file, on unit-norm columns: only what the data cannot tell apart stays there."""
 MAX_ROWS = 5000
@@ -55,6 +55,8 @@ TERM_OF_KIND = {
     "joint_armature": "armature",
     "joint_effort_offset": "offset",
 }
+MUJOCO_TERM = {"viscous": "damping", "coulomb": "frictionloss", "armature": "armature", "offset": "effort_offset"}
+"""The regressor's joint terms as MuJoCo names them."""
 BODY_KINDS = ("body_mass", "body_mass_com", "body_inertia")
 FITTED_KINDS = BODY_KINDS + tuple(TERM_OF_KIND)
 """The parameter kinds the torque-space fit writes into the model."""
@@ -72,6 +74,9 @@ class TorqueSpaceFit:
     spec: mujoco.MjSpec
     rows: int
     filter_window_s: float = float("nan")  # the Savitzky-Golay window of the fit's derivatives
+    intervals: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """95 % half-widths by body (mass, com x y z, tensor as `tensor_entries`) and by "joint.mujoco_term"; inf
+    where the data do not determine the value alone (`Spread.resolution` below `RESOLVED`)."""
 
     def document(self) -> dict[str, Any]:
         """The values the fit wrote, by body and joint (the tensor as ixx iyy izz ixy ixz iyz)."""
@@ -85,6 +90,7 @@ class TorqueSpaceFit:
             "joints": self.joints,
             "projected_onto_physical": list(self.projected),
             "held_at_zero": list(self.held_at_zero),
+            "half_width_95": {k: [float(x) for x in v] for k, v in self.intervals.items()},
         }
 
 
@@ -144,13 +150,46 @@ def physical_body(params: np.ndarray, floor: float = 1e-6) -> tuple[float, np.nd
 
 @dataclass(frozen=True, eq=False)
 class TorqueSpaceChoice:
-    """The torque-space fit on every training row, whether the result carries it, and the ratio that decided:
-    its torque over the window fit's (geometric mean over the joints) on the training rows' last quarter, for
-    a torque-space fit on the rest of them."""
+    """The torque-space fit on every training row, whether the result carries it, and what decided, all on the
+    training rows by time-blocked cross-validation: `ratio`, its joint torque over the window fit's (geometric
+    mean over the joints of each joint's RMS pooled over the folds); `cv_rms_nm`, that RMS per model and joint."""
 
     fit: TorqueSpaceFit
     taken: bool
     ratio: float
+    folds: int = 0
+    cv_rms_nm: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def worse_than_file(self) -> list[str]:
+        """The joints on which the model the result carries predicts its training folds more than `WORSE_BY`
+        worse than the model file."""
+        chosen = self.cv_rms_nm.get("torque_space" if self.taken else "window_fit", {})
+        nominal = self.cv_rms_nm.get("nominal", {})
+        return [j for j, v in chosen.items() if j in nominal and v > WORSE_BY * nominal[j]]
+
+
+CV_FOLDS = 5
+WORSE_BY = 1.02
+"""A carried model whose cross-validated joint torque RMS exceeds the model file's by this factor is a warning
+(within 2 % the two are the noise's to tell apart)."""
+"""Time-blocked cross-validation folds of the training rows for the choice between the fits."""
+
+
+def time_folds(parts: Sequence[Part], folds: int = CV_FOLDS) -> list[tuple[list[Part], list[Part]]]:
+    """(parts to fit, parts to score) per fold: fold k scores the k-th of `folds` contiguous time blocks of every
+    record and fits on the rest of it (its rows before and after the block, as two records, so no filter runs
+    across the gap)."""
+    out = []
+    for k in range(folds):
+        fit: list[Part] = []
+        score: list[Part] = []
+        for samples, commands in parts:
+            n = len(samples)
+            a, b = k * n // folds, (k + 1) * n // folds
+            score.append((samples.slice(a, b), commands))
+            fit += [(samples.slice(i, j), commands) for i, j in ((0, a), (b, n)) if j > i]
+        out.append((fit, score))
+    return out
 
 
 def choose_on_training(
@@ -161,27 +200,34 @@ def choose_on_training(
     parts: Sequence[Part],
 ) -> TorqueSpaceChoice | None:
     """The torque-space fit of `parts` (the training rows) and the choice between it and `spec` (the window fit)
-    made on them alone: a torque-space fit on the first 75 % of the longest record and the window fit scored on
-    its last 25 %, the torque-space fit taken below `TAKE_BELOW` x the window fit's torque; then refitted on
-    every row with the filter window chosen on the first 75 %. None when the problem frees nothing it fits or
-    the records are short."""
-    inner, check, _ = held_out_split([("training", list(parts))])
-    trial = fit_on_parts(spec, parameters, model, maps, inner)
-    if trial is None:
+    made on them alone, by `CV_FOLDS` time-blocked folds: in each, a torque-space fit on the other blocks and the
+    window fit, the torque-space fit and the model file scored on the fold's block; each joint's RMS pooled over
+    the folds; the torque-space fit taken below `TAKE_BELOW` x the window fit's (geometric mean over the joints).
+    The window fit saw every training row (its score is in sample: the choice leans to it). Then the torque-space
+    fit on every row with the filter window chosen on the first 75 %. None when the problem frees nothing it fits
+    or the records are short."""
+    window = choose_window(spec, parameters, model, maps, parts)
+    squares: dict[str, dict[str, list[float]]] = {}
+    folds = 0
+    fixed = {"window_fit": spec.copy().compile(), "nominal": model}
+    for fit_parts, score_parts in time_folds(parts):
+        trial = fit_on_parts(spec, parameters, model, maps, fit_parts, window=window)
+        if trial is None:
+            continue
+        models = {**fixed, "torque_space": trial.spec.copy().compile()}
+        scored = torque_validation(model, maps, [("fit", fit_parts)], [("score", score_parts)], models, friction=False)
+        if scored is None:
+            continue
+        folds += 1
+        for name, rms in scored.rms_nm.items():
+            for j in scored.joints:
+                squares.setdefault(name, {}).setdefault(j, []).append(rms[j] ** 2)
+    if folds < 2:
         return None
-    scored = torque_validation(
-        model,
-        maps,
-        [("inner", inner)],
-        [("check", check)],
-        {"window_fit": spec.copy().compile(), "torque_space": trial.spec.copy().compile()},
-        friction=False,
-    )
-    if scored is None:
-        return None
-    ratio = torque_ratio(scored.rms_nm["torque_space"], scored.rms_nm["window_fit"], scored.joints)
-    fit = fit_on_parts(spec, parameters, model, maps, parts, window=trial.filter_window_s)
-    return None if fit is None else TorqueSpaceChoice(fit, ratio < TAKE_BELOW, ratio)
+    cv = {name: {j: float(np.sqrt(np.mean(v))) for j, v in by_joint.items()} for name, by_joint in squares.items()}
+    ratio = torque_ratio(cv["torque_space"], cv["window_fit"], list(cv["window_fit"]))
+    fit = fit_on_parts(spec, parameters, model, maps, parts, window=window, intervals=True)
+    return None if fit is None else TorqueSpaceChoice(fit, ratio < TAKE_BELOW, ratio, folds, cv)
 
 
 def torque_ratio(rms: dict[str, float], reference: dict[str, float], joints: Sequence[str]) -> float:
@@ -189,30 +235,24 @@ def torque_ratio(rms: dict[str, float], reference: dict[str, float], joints: Seq
     return float(np.exp(np.mean([np.log(max(rms[j], 1e-12) / max(reference[j], 1e-12)) for j in joints])))
 
 
-def fit_on_parts(
+def choose_window(
     spec: mujoco.MjSpec,
     parameters: Sequence[ParameterSpec],
     model: mujoco.MjModel,
     maps: Sequence[sd.JointMap],
     parts: Sequence[Part],
-    window: float | None = None,
-) -> TorqueSpaceFit | None:
-    """The torque-space fit on records (`torque_check` parts) from `spec` (the window fit) with the ridge toward
-    `model` (the model file), its filter window `window`, else the one of `FIT_WINDOWS_S` whose
-    fit on the first 75 % of the longest record predicts its last 25 % best (geometric mean over the joints of
-    each joint's RMS relative to the best window's); None when the problem frees nothing it fits or the
-    records are short."""
-    if window is not None:
-        record = torque_records(model, maps, parts, filter_window_s=window)
-        fit = None if record is None else fit_torque_space(spec, parameters, *record, prior=model)
-        return None if fit is None else replace(fit, filter_window_s=window)
+) -> float:
+    """The one of `FIT_WINDOWS_S` whose torque-space fit on the first 75 % of the longest record predicts its
+    last 25 % best (geometric mean over the joints of each joint's RMS relative to the best window's), the first
+    when no fit on that part succeeds."""
     inner, check, _ = held_out_split([("training", list(parts))])
     candidates = {}
     for window in FIT_WINDOWS_S:
-        record = torque_records(model, maps, inner, filter_window_s=window)
-        fit = None if record is None else fit_torque_space(spec, parameters, *record, prior=model)
+        fit = fit_on_parts(spec, parameters, model, maps, inner, window=window)
         if fit is not None:
             candidates[window] = fit
+    if not candidates:
+        return FIT_WINDOWS_S[0]  # too short to split: the shortest window on every row
     scored = (
         None
         if len(candidates) < 2
@@ -225,12 +265,29 @@ def fit_on_parts(
             friction=False,
         )
     )
-    window = FIT_WINDOWS_S[0] if not candidates else next(iter(candidates))
-    if scored is not None:
-        rms = np.array([[scored.rms_nm[str(w)][j] for j in scored.joints] for w in candidates])
-        score = np.exp(np.mean(np.log(np.maximum(rms, 1e-12) / np.maximum(rms.min(axis=0), 1e-12)), axis=1))
-        window = list(candidates)[int(np.argmin(score))]
-    return fit_on_parts(spec, parameters, model, maps, parts, window=window)
+    if scored is None:
+        return next(iter(candidates))
+    rms = np.array([[scored.rms_nm[str(w)][j] for j in scored.joints] for w in candidates])
+    score = np.exp(np.mean(np.log(np.maximum(rms, 1e-12) / np.maximum(rms.min(axis=0), 1e-12)), axis=1))
+    return list(candidates)[int(np.argmin(score))]
+
+
+def fit_on_parts(
+    spec: mujoco.MjSpec,
+    parameters: Sequence[ParameterSpec],
+    model: mujoco.MjModel,
+    maps: Sequence[sd.JointMap],
+    parts: Sequence[Part],
+    window: float | None = None,
+    intervals: bool = False,
+) -> TorqueSpaceFit | None:
+    """The torque-space fit on records (`torque_check` parts) from `spec` (the window fit) with the ridge toward
+    `model` (the model file), its filter window `window` (default: `choose_window`'s), with `intervals` or none;
+    None when the problem frees nothing it fits or the records are short."""
+    window = choose_window(spec, parameters, model, maps, parts) if window is None else window
+    record = torque_records(model, maps, parts, filter_window_s=window)
+    fit = None if record is None else fit_torque_space(spec, parameters, *record, prior=model, intervals=intervals)
+    return None if fit is None else replace(fit, filter_window_s=window)
 
 
 def fit_torque_space(
@@ -240,11 +297,13 @@ def fit_torque_space(
     tau: np.ndarray,
     velocity: np.ndarray | None,
     prior: mujoco.MjModel | None = None,
+    intervals: bool = True,
 ) -> TorqueSpaceFit | None:
     """The torque-space fit on a record's derivatives and torque (model DOF order, NaN where unusable), the
     friction loss as the soft sign MuJoCo makes of it (of the measured `velocity` filtered like the torque, when
     given); written into a copy of `spec`, whose values the parameters it does not fit keep; the ridge pulls
-    toward `prior` (the same model's file values; default `spec`'s). None when the problem frees nothing it fits."""
+    toward `prior` (the same model's file values; default `spec`'s); with `intervals`, block-bootstrap half-widths.
+    None when the problem frees nothing it fits."""
     model = spec.copy().compile()
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
     bodies = fitted_bodies(model, parameters)
@@ -274,13 +333,11 @@ def fit_torque_space(
     if prior is not None:  # the ridge's centre: what the data hardly see stays as the model file has it
         theta0[free] = ArmRegressor(prior, JOINT_TERMS).true_parameters()[free]
     signed = np.array([not arm.names[c].endswith(".offset") and c >= 10 * len(arm.bodies) for c in free])
+    r = tau[rows] - w @ theta0
+    weights = _joint_weights(w[:, :, free], r)
     held = np.zeros(len(free), dtype=bool)  # joint terms held at 0 (they came out negative)
-    delta = np.zeros(len(free))
     while True:  # an active set: a negative damping, friction loss or armature is held at 0 and the rest refitted
-        delta = np.zeros(len(free))
-        delta[held] = -theta0[free[held]]
-        fit = ~held
-        delta[fit] = _weighted_ridge(w[:, :, free[fit]], tau[rows] - w @ theta0 - w[:, :, free[held]] @ delta[held])
+        delta = _held_step(w[:, :, free], r, weights, held, theta0[free])
         negative = signed & ~held & (theta0[free] + delta < 0)
         if not negative.any():
             break
@@ -288,24 +345,132 @@ def fit_torque_space(
     theta = theta0.copy()
     theta[free] += delta
     zeroed = tuple(arm.names[c] for c in free[held])
-    return _written(spec, model, arm, bodies, terms, theta, len(rows), zeroed)
+    fit = _written(spec, model, arm, bodies, terms, theta, len(rows), zeroed)
+    if not intervals:
+        return fit
+    blocks = _time_blocks(len(rows), deriv.dt_s * (rows[-1] - rows[0]) / max(len(rows) - 1, 1))
+    spread = _bootstrap(w[:, :, free], r, weights, held, theta0[free], blocks)
+    return replace(fit, intervals=_intervals(arm, model, bodies, terms, free, spread))
 
 
-def _weighted_ridge(w: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """The step minimising each joint's residual r - w x weighted by 1 / its RMS after an unweighted pass, with
-    the ridge on unit-norm columns."""
-    weights = np.ones(w.shape[1])
-    step = np.zeros(w.shape[2])
-    for _ in range(2):
-        weighted, target = weigh_joints(weights, w, r)
-        a = weighted.reshape(-1, w.shape[2])
-        scale = np.linalg.norm(a, axis=0)
-        scale = np.maximum(scale, 1e-3 * np.median(scale[scale > 0])) if np.any(scale > 0) else np.ones(len(scale))
-        a = a / scale
-        step = np.linalg.solve(a.T @ a + RIDGE * np.eye(len(scale)), a.T @ target.ravel()) / scale
-        rms = np.sqrt(np.mean((r - w @ step) ** 2, axis=0))
-        weights = 1.0 / np.maximum(rms, 1e-9 * max(rms.max(), 1e-12))
-    return step
+@dataclass(frozen=True)
+class Spread:
+    """Block-bootstrap replicates of the free columns' values (replicates x free) and each column's resolution:
+    the diagonal of (G + ridge)^-1 G on unit-norm columns, 1 where the data alone set the value, 0 where the
+    ridge's prior does."""
+
+    replicates: np.ndarray
+    resolution: np.ndarray
+
+
+RESOLVED = 0.9
+"""A value whose columns' resolution is below this is not given an interval (the prior holds part of it)."""
+BOOTSTRAP_REPLICATES = 200
+BLOCK_S = (0.25, 1.0)
+"""Bootstrap blocks: 1 s (several filter windows) when the record has 20 of them, else 1/20 of it, at least 0.25 s."""
+
+
+def _joint_weights(w: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Each joint's weight: 1 / its residual RMS after an unweighted ridge fit (the shoulder's N m would otherwise
+    set the wrist's mN m)."""
+    step = _ridge_solve(*_normal(w, r, np.ones(w.shape[1])))
+    rms = np.sqrt(np.mean((r - w @ step) ** 2, axis=0))
+    return 1.0 / np.maximum(rms, 1e-9 * max(rms.max(), 1e-12))
+
+
+def _normal(w: np.ndarray, r: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted normal equations (G, h) of w x = r."""
+    a, y = weigh_joints(weights, w, r)
+    a = a.reshape(-1, w.shape[2])
+    return a.T @ a, a.T @ y.ravel()
+
+
+def _ridge_solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """The solution with the ridge on unit-norm columns."""
+    scale = _column_scale(gram)
+    return np.linalg.solve(gram / np.outer(scale, scale) + RIDGE * np.eye(len(scale)), rhs / scale) / scale
+
+
+def _column_scale(gram: np.ndarray) -> np.ndarray:
+    scale = np.sqrt(np.maximum(np.diag(gram), 0.0))
+    return np.maximum(scale, 1e-3 * np.median(scale[scale > 0])) if np.any(scale > 0) else np.ones(len(scale))
+
+
+def _held_step(w: np.ndarray, r: np.ndarray, weights: np.ndarray, held: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The step from `start` with the `held` columns' values set to 0 and the rest fitted."""
+    delta = np.where(held, -start, 0.0)
+    gram, rhs = _normal(w[:, :, ~held], r - w[:, :, held] @ delta[held], weights)
+    delta[~held] = _ridge_solve(gram, rhs)
+    return delta
+
+
+def _time_blocks(n_rows: int, row_s: float) -> np.ndarray:
+    """Each row's bootstrap block (contiguous runs of rows in time)."""
+    duration = n_rows * row_s
+    block_s = min(BLOCK_S[1], max(BLOCK_S[0], duration / 20.0))
+    return (np.arange(n_rows) * row_s // block_s).astype(int)
+
+
+def _bootstrap(
+    w: np.ndarray, r: np.ndarray, weights: np.ndarray, held: np.ndarray, start: np.ndarray, blocks: np.ndarray
+) -> Spread:
+    """Replicates of the fitted values by resampling time blocks with replacement (per-block normal equations
+    summed: a replicate costs one small solve). The held columns are fitted free in the replicates, so their
+    spread says how far from 0 the data could put them."""
+    a, y = weigh_joints(weights, w, r)
+    n_blocks = int(blocks.max()) + 1
+    grams = np.zeros((n_blocks, w.shape[2], w.shape[2]))
+    rhs = np.zeros((n_blocks, w.shape[2]))
+    for b in range(n_blocks):
+        ab = a[blocks == b].reshape(-1, w.shape[2])
+        grams[b], rhs[b] = ab.T @ ab, ab.T @ y[blocks == b].ravel()
+    gram = grams.sum(axis=0)
+    scale = _column_scale(gram)
+    unit = gram / np.outer(scale, scale)
+    resolution = np.diag(np.linalg.solve(unit + RIDGE * np.eye(len(scale)), unit))
+    rng = np.random.default_rng(0)
+    kept = ~held
+    out = np.empty((BOOTSTRAP_REPLICATES, len(start)))
+    for k in range(BOOTSTRAP_REPLICATES):
+        counts = np.bincount(rng.integers(0, n_blocks, n_blocks), minlength=n_blocks).astype(float)
+        g, h = np.tensordot(counts, grams, axes=1), counts @ rhs
+        out[k] = start + _ridge_solve(g, h)
+        if held.any():  # the kept columns as the fit has them: the held ones at 0
+            step = np.where(held, -start, 0.0)
+            step[kept] = _ridge_solve(g[np.ix_(kept, kept)], h[kept] - g[np.ix_(kept, held)] @ step[held])
+            out[k, kept] = start[kept] + step[kept]
+    return Spread(out, resolution)
+
+
+def _intervals(
+    arm: ArmRegressor,
+    model: mujoco.MjModel,
+    bodies: Sequence[int],
+    terms: set[tuple[str, str]],
+    free: np.ndarray,
+    spread: Spread,
+) -> dict[str, tuple[float, ...]]:
+    """95 % half-widths (1.96 sd over the replicates) of the values the fit writes, as the MJCF holds them; inf
+    where a value's columns are not resolved by the data alone."""
+    position = {int(c): k for k, c in enumerate(free)}
+    out: dict[str, tuple[float, ...]] = {}
+    for b in bodies:
+        k = arm.bodies.index(b)
+        cols = [position[c] for c in range(10 * k, 10 * k + 10)]
+        values = []
+        for rep in spread.replicates:
+            m, c, tensor, _ = physical_body(rep[cols])
+            values.append([m, *c, *tensor_entries(tensor)])
+        half = 1.96 * np.std(np.array(values), axis=0)
+        res = spread.resolution[cols]
+        needs = [res[:1]] + [res[:4]] * 3 + [res] * 6  # mass; com (m and m c); tensor (all ten)
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
+        out[name] = tuple(float(h) if n.min() >= RESOLVED else float("inf") for h, n in zip(half, needs))
+    for joint, term in sorted(terms):
+        k = position[arm.names.index(f"{joint}.{term}")]
+        half = 1.96 * float(np.std(spread.replicates[:, k]))
+        out[f"{joint}.{MUJOCO_TERM[term]}"] = (half if spread.resolution[k] >= RESOLVED else float("inf"),)
+    return out
 
 
 def _written(
@@ -335,7 +500,7 @@ def _written(
         if moved:
             projected.append(name)
     joints: dict[str, dict[str, float]] = {}
-    mujoco_name = {"viscous": "damping", "coulomb": "frictionloss", "armature": "armature", "offset": "effort_offset"}
+    mujoco_name = MUJOCO_TERM
     for joint, term in sorted(terms):
         value = float(theta[arm.names.index(f"{joint}.{term}")])
         value = value if term == "offset" else max(value, 0.0)  # held at 0 already when the fit made it negative

@@ -49,6 +49,7 @@ class Validated:
     traces: list[Trace]
     friction: dict[str, Any]
     torque_space: dict[str, Any]
+    torque_warnings: tuple[str, ...] = ()  # about the torque-space choice (kept whichever model is carried)
 
 
 def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
@@ -59,9 +60,10 @@ def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
     traces += _validation(run, fit, identified, metrics, log)
     t0 = time.perf_counter()
     log.report("validation", 0.94, "held-out joint torque")
-    torque = held_out_torque(run, identified, metrics, log.notes)
+    torque_warnings: list[str] = []
+    torque = held_out_torque(run, identified, metrics, log.notes, torque_warnings)
     log.timings["torque_check_s"] = time.perf_counter() - t0
-    return Validated(torque.spec, metrics, traces, torque.friction, torque.torque_space)
+    return Validated(torque.spec, metrics, traces, torque.friction, torque.torque_space, tuple(torque_warnings))
 
 
 def _metrics(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> tuple[dict[str, Any], list[Trace]]:
@@ -186,7 +188,9 @@ class HeldOutTorque:
     torque_space: dict[str, Any]
 
 
-def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, Any], notes: list[str]) -> HeldOutTorque:
+def held_out_torque(
+    run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, Any], notes: list[str], warnings: list[str]
+) -> HeldOutTorque:
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
     torque-space fit when it is chosen on the training rows (`torque_space.choose_on_training`), else the window
@@ -239,11 +243,25 @@ def held_out_torque(run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, A
         document = {
             "taken": taken,
             "training_torque_ratio_to_window_fit": round(choice.ratio, 4),
+            "cross_validation_folds": choice.folds,
+            "cross_validation_rms_nm": choice.cv_rms_nm,
             "held_out_torque_ratio_to_window_fit": round(held_out_ratio, 4),
             **space.document(),
             "outside_problem_bounds": outside,
         }
-        notes.append(_choice_note(taken, choice.ratio, space))
+        notes.append(_choice_note(taken, choice, space))
+        worse = choice.worse_than_file()
+        if worse:
+            warnings.append(
+                f"the identified model ({'torque-space' if taken else 'window'} fit) predicts its own training "
+                "rows' joint torque worse than the model file on "
+                + ", ".join(
+                    f"{j} ({choice.cv_rms_nm['torque_space' if taken else 'window_fit'][j]:.3g} vs "
+                    f"{choice.cv_rms_nm['nominal'][j]:.3g} N m)"
+                    for j in worse
+                )
+                + f" (time-blocked cross-validation, {choice.folds} folds): check the model file and the data"
+            )
         if taken and outside:
             notes.append(
                 "the torque-space fit puts values outside the problem's bounds (it is not bounded; the "
@@ -299,7 +317,7 @@ def _torque_space_choice(
     return choose_on_training(identified, problem.parameters, model, maps, fit_parts)
 
 
-def _choice_note(taken: bool, ratio: float, space: TorqueSpaceFit) -> str:
+def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) -> str:
     what = (
         f"{len(space.bodies)} bodies' inertials and {sum(len(t) for t in space.joints.values())} joint terms "
         "by weighted least squares on the measured torque"
@@ -309,15 +327,15 @@ def _choice_note(taken: bool, ratio: float, space: TorqueSpaceFit) -> str:
         (space.held_at_zero, "joint terms held at 0 (negative when free)"),
     )
     extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
+    how = (
+        f"over {choice.folds} time-blocked folds of the training rows (each scored by a fit on the others; the "
+        f"window fit saw them all) its joint torque is {choice.ratio:.2f}x the window fit's (geometric mean over "
+        "the joints)"
+    )
     if taken:
         return (
-            f"the identified model is the torque-space fit ({what}{extra}): on the training rows' last quarter "
-            f"(a fit on the rest) its joint torque is {ratio:.2f}x the window fit's (geometric mean over the "
-            "joints); `parameters` hold its values (the window fit's are under `window_fit_parameters`); the "
-            "held-out position replay is the window fit's"
+            f"the identified model is the torque-space fit ({what}{extra}): {how}; `parameters` hold its values "
+            "and block-bootstrap intervals (the window fit's are under `window_fit_parameters`); the held-out "
+            "position replay is the window fit's"
         )
-    return (
-        f"the identified model is the window fit: the torque-space fit ({what}), fitted on the first 75 % of "
-        f"the training rows, predicts the rest's joint torque {ratio:.2f}x the window fit's (geometric mean over "
-        f"the joints; taken below {TAKE_BELOW:g}x)"
-    )
+    return f"the identified model is the window fit: the torque-space fit ({what}), {how}; taken below {TAKE_BELOW:g}x"
