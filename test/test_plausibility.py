@@ -74,8 +74,11 @@ def test_default_plausibility_keeps_the_arm_physical(logs, weight):
     hand = {"name": "hand_inertia", "kind": "body_inertia", "body": "hand"}
     extra = {"regularization": {"weight": weight}} if weight else {}
     result = identify(problem_from_dict(problem_doc(logs, masses + [hand] + joint_terms(False), **extra)))
-    assert not [w for w in result.warnings if "bound" in w], result.warnings
-    by_name = {p.name: p for p in result.parameters}
+    # the window fit's values (when the MJCF carries the torque-space fit, which frees every inertial of a body
+    # whose mass is free, the upper arm's mass is not identifiable there: a value in a sum with the others)
+    window_fit = result.window_fit_parameters or result.parameters
+    assert not [w for w in result.warnings + result.window_fit_warnings if "bound" in w], result.warnings
+    by_name = {p.name: p for p in window_fit}
     for name, truth in zip(("upper_mass", "fore_mass"), TRUE_MASSES):
         p = by_name[name]
         assert p.min_value[0] == pytest.approx(MASS_RANGE[0] * p.start[0])
@@ -107,7 +110,7 @@ def test_default_plausibility_keeps_the_arm_physical(logs, weight):
         reg = result.metrics["regularization"]
         assert reg["weight"] == 1.0 and reg["prior_cost"] < reg["data_cost"]
         assert all(r is None or r <= 1.0 + 1e-9 for r in reg["half_width_ratio"].values())
-        assert all(math.isfinite(v) for p in result.parameters for v in p.half_width_95)
+        assert all(math.isfinite(v) for p in window_fit for v in p.half_width_95)
         assert any("regularization toward the nominal model" in n for n in result.notes)
 
 

@@ -56,6 +56,7 @@ EXPORTS = {
     "fit_arm": ".arm_regressor",
     "fit_arm_friction": ".arm_friction",
     "fit_base_parameters": ".base_fit",
+    "physically_consistent": ".base_fit",
     "fit_joint_model": ".joint_model",
     "fit_linear": ".regression",
     "fit_pendulum": ".joint_model",

@@ -285,17 +285,35 @@ def _physical(
     max_evaluations: int = 300,
 ) -> np.ndarray:
     """The physically consistent fit on normal equations (gram, rhs), from the full parameter vector `start`."""
-    nb = cols.n_bodies
+    lo, hi = cols.bounds(mass_ratio)
+    return physically_consistent(gram, rhs, start, cols.prior, cols.n_bodies, lo, hi, ridge, max_evaluations)
+
+
+def physically_consistent(
+    gram: np.ndarray,
+    rhs: np.ndarray,
+    start: np.ndarray,
+    prior: np.ndarray,
+    n_bodies: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ridge: float,
+    max_evaluations: int = 300,
+) -> np.ndarray:
+    """argmin |A x - y|^2 + ridge |D (x - prior)|^2 given A'A = `gram`, A'y = `rhs` (D the column norms), over
+    parameters whose first `n_bodies` blocks of 10 are bodies' standard inertial parameters, each kept a
+    physical body by the log-Cholesky parametrisation; `lo`, `hi` bound the solver's coordinates (each body's
+    first: half the log of its mass; the rest as they are). From `start` (projected onto physical bodies)."""
+    nb = n_bodies
     d = _ridge_scale(gram)
     chol = scipy.linalg.cholesky(gram + ridge * np.diag(d), lower=False)
-    z = scipy.linalg.solve_triangular(chol, rhs + ridge * d * cols.prior, trans="T")
+    z = scipy.linalg.solve_triangular(chol, rhs + ridge * d * prior, trans="T")
 
     def theta(x: np.ndarray) -> np.ndarray:
         return np.concatenate(
             [np.concatenate([from_log_cholesky(x[10 * k : 10 * k + 10]) for k in range(nb)]), x[10 * nb :]]
         )
 
-    lo, hi = cols.bounds(mass_ratio)
     x0 = np.concatenate(
         [
             np.concatenate([to_log_cholesky(start[10 * k : 10 * k + 10], floor=1e-3) for k in range(nb)]),
@@ -473,6 +491,7 @@ __all__ = [
     "Rows",
     "filtered_rows",
     "fit_base_parameters",
+    "physically_consistent",
     "write_into",
     "from_log_cholesky",
     "to_log_cholesky",

@@ -25,7 +25,14 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from ...linear import INERTIAL_NAMES, JOINT_TERMS, ArmRegressor, coulomb_columns, weigh_joints
+from ...linear import (
+    INERTIAL_NAMES,
+    JOINT_TERMS,
+    ArmRegressor,
+    coulomb_columns,
+    physically_consistent,
+    weigh_joints,
+)
 from ...signals import Derivatives
 from ...sim import joint_motor, set_effort_offset
 from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, held_out_split, torque_records, torque_validation
@@ -344,6 +351,9 @@ def fit_torque_space(
         held[np.flatnonzero(negative)[np.argmin((theta0[free] + delta)[negative])]] = True
     theta = theta0.copy()
     theta[free] += delta
+    if any(physical_body(theta[10 * arm.bodies.index(b) : 10 * arm.bodies.index(b) + 10])[3] for b in bodies):
+        theta[free] = _physical(w, tau[rows], theta0, free, weights, theta[free], signed, len(bodies))
+        held = signed & (theta[free] <= 0.0)
     zeroed = tuple(arm.names[c] for c in free[held])
     fit = _written(spec, model, arm, bodies, terms, theta, len(rows), zeroed)
     if not intervals:
@@ -402,6 +412,26 @@ def _held_step(w: np.ndarray, r: np.ndarray, weights: np.ndarray, held: np.ndarr
     gram, rhs = _normal(w[:, :, ~held], r - w[:, :, held] @ delta[held], weights)
     delta[~held] = _ridge_solve(gram, rhs)
     return delta
+
+
+def _physical(
+    w: np.ndarray,
+    tau: np.ndarray,
+    theta0: np.ndarray,
+    free: np.ndarray,
+    weights: np.ndarray,
+    start: np.ndarray,
+    signed: np.ndarray,
+    n_bodies: int,
+) -> np.ndarray:
+    """The free values refitted physically consistent (`linear.physically_consistent`: every body one a density
+    can make, damping, friction loss and armature >= 0) on the same weighted rows and ridge toward `theta0`,
+    from the least-squares values `start` (projecting a least-squares solution afterwards cost up to 1.3x
+    the torque error on the real Panda's held-out joints)."""
+    fixed = np.setdiff1d(np.arange(w.shape[2]), free)
+    gram, rhs = _normal(w[:, :, free], tau - w[:, :, fixed] @ theta0[fixed], weights)
+    lo = np.where(np.r_[np.zeros(10 * n_bodies, dtype=bool), signed[10 * n_bodies :]], 0.0, -np.inf)
+    return physically_consistent(gram, rhs, start, theta0[free], n_bodies, lo, np.full(len(free), np.inf), RIDGE)
 
 
 def _time_blocks(n_rows: int, row_s: float) -> np.ndarray:
