@@ -120,11 +120,12 @@ def test_all_six_joints_are_calibrated_within_their_intervals(runs, capsys, tmp_
 
 
 def test_the_calibrated_gains_weigh_the_payload_within_3_percent(runs, capsys, tmp_path):
-    """docs/real_arms.md's steps 0, 1 and 2 on the logs. The tolerance, 3 %, is the issue's; the noise would allow
-    about half of it: the payload's own 95 % half-width is 0.8 % (0.032 kg), the gains' that carry its torque
-    0.2-1.3 %, and the true gains leave -0.45 % (the arm of step 1, whose link masses trade where 12 s of data
-    cannot tell them apart). Measured 4.176 kg (-0.56 %). As logged, 5 % off on every joint, it is 3.997 kg
-    (-4.8 %): outside the tolerance, so the test tells calibrated from uncalibrated gains."""
+    """docs/real_arms.md's steps 0, 1 and 2 on the logs. The tolerance, 3 %, is the issue's, and about what the
+    noise allows at worst: the payload's own 95 % half-width is 0.8 % (0.032 kg); a gain error moves the mass by
+    at most as much as it is on the joints that carry the payload (95 % half-widths 0.2-1.3 %); and the true gains
+    leave -0.45 % (steps 1 and 2's own error, not the gains'): 0.8 + 1.3 + 0.45 = 2.6 %. Measured 4.176 kg
+    (-0.56 %). As logged, 5 % off on every joint, it is 3.997 kg (-4.8 %): outside the tolerance, so the test
+    tells calibrated gains from uncalibrated ones."""
     folder, logs = runs
     code, printed = calibrate(runs, capsys, tmp_path / "gains.yaml")
     assert code == 0, printed.err
