@@ -26,6 +26,7 @@ says so, and a warning.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,8 +115,10 @@ def _solve(phi: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[np.ndar
     scale[scale == 0] = 1.0
     a, b = flat / scale, (y * weights).ravel()
     try:  # normal equations: the search solves hundreds of these; the columns are independent (`_independent`)
-        theta = scipy.linalg.solve(a.T @ a, a.T @ b, assume_a="pos") / scale
-    except np.linalg.LinAlgError:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)  # ill conditioned: least squares instead
+            theta = scipy.linalg.solve(a.T @ a, a.T @ b, assume_a="pos") / scale
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
         theta = np.linalg.lstsq(a, b, rcond=None)[0] / scale
     return theta, np.sqrt(np.mean((y - phi @ theta) ** 2, axis=0))
 
