@@ -1,15 +1,18 @@
-"""Drive gains calibrated with a known mass (issue 32), on logs like an industrial arm's controller writes
-(test/industrial_arm.py: 100 Hz rows 8-14 ms apart, effort = current x drive gain quantized to 1 mA with 20 mA of
-noise, smooth Coulomb friction of 4-28 N m, garbage rows), where the logger's drive gains are 5 % off (+5 % and
--5 % alternately), as a gain taken from a data sheet can be.
+"""Drive gains calibrated with a known mass, then a payload weighed with them (issue 32), on logs like an
+industrial arm's controller writes (test/industrial_arm.py): rows 8-14 ms apart (~100 Hz), effort = current x
+drive gain (1 mA steps, 20 mA of noise) written as a 12-bit number over the rated torques, smooth Coulomb friction
+of 4-28 N m, garbage rows; the logger's drive gains 5 % off (+5 % and -5 % alternately), as a gain taken from a
+data sheet can be. The plant runs its physics at 0.2 ms (`FINE_PHYSICS_DT_S`: at 1 ms its wrists' friction
+chatters at 500 Hz, which no model of a 100 Hz log can follow).
 
-1. `sysid-ros calibrate-gains`: an unloaded run and a run with a known 2 kg calibration mass (same motion) give each
-   joint's gain. The three big joints (the payload's torque 10-21 % of theirs) are calibrated: measured within
-   0.1-0.7 % of the truth, each inside its 95 % interval (half-widths 0.5-1.7 %). The wrists, which an on-axis
-   payload hardly loads (0.4-28 % of their torque but intervals of 5-100 %), are named as not calibrated and
-   left out of the written `effort_scale`.
-2. The unknown 4.2 kg payload is weighed as docs/real_arms.md says (the arm from the unloaded run, the payload
-   from the loaded one, `body_mass_com`) with a problem file's `effort_scale` in both problems.
+1. `sysid-ros calibrate-gains` from an unloaded run and a run with a known 2 kg mass whose centre is 12 cm off the
+   tool axis (so that it loads wrist 3 too), same motion: all six gains calibrated, each inside its 95 % interval.
+   Measured (12 s runs): errors -0.29, -0.02, +0.03, -0.18, -0.38, -0.15 %, half-widths 1.25, 0.19, 0.19, 0.97,
+   0.82, 1.19 %; 4 s of CPU.
+2. The unknown 4.2 kg payload (its centre 4.9 cm from the flange, the model's tool body 6 cm beyond it on the axis)
+   weighed as docs/real_arms.md says (the arm from the unloaded run, the payload from the loaded one,
+   `body_mass_com`) with the written `effort_scale` in both problems: 4.176 kg (-0.56 %; with the true gains
+   4.181 kg, -0.45 %; as logged 3.997 kg, -4.8 %).
 """
 
 from __future__ import annotations
@@ -18,31 +21,64 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from industrial_arm import JOINTS, PAYLOAD_KG, industrial_log
+from industrial_arm import (
+    FINE_PHYSICS_DT_S,
+    FRICTION,
+    JOINTS,
+    PAYLOAD_KG,
+    industrial_log,
+    payload_inertial_position,
+    simulate,
+)
 
-from support.industrial_problems import _arm_problem, _with_tool
+from support.payload_weighing import weigh
 from sysid_ros.cli import main
 from sysid_ros.core.files import model_path
-from sysid_ros.core.identify import identify, problem_from_dict, write_results
+from sysid_ros.core.linear import calibrate_drive_gains, calibration_run
+from sysid_ros.core.linear.drive_gains import COULOMB_BANDS_RAD_S
+from sysid_ros.core.linear.regression import BootstrapSettings
 
-pytestmark = pytest.mark.slow  # three simulated runs and four identifications (~2 min)
+pytestmark = pytest.mark.slow  # five simulated runs, three calibrations and four identifications (~70 s)
 
 GAIN_ERROR = np.array([0.05, -0.05, 0.05, -0.05, 0.05, -0.05])
 TRUE_SCALE = 1.0 / (1.0 + GAIN_ERROR)  # what calibration must find: true torque / logged effort
 CALIBRATION_KG = 2.0
-BIG_JOINTS = JOINTS[:3]
+CALIBRATION_CENTRE_M = (0.12, 0.12, 0.0)  # wrist_3_link's frame: 12 cm off the tool axis, 2 cm beyond the flange
+PAYLOAD_CENTRE_M = (0.03, 0.13, -0.025)  # 4.9 cm from the flange (0, 0.1, 0); the tool body's origin (0, 0.16, 0)
+
+
+def known_mass_model(centre_m) -> mujoco.MjSpec:
+    """The arm with the known mass where the payload body is, its centre at `centre_m` (None: the body's origin)."""
+    spec = mujoco.MjSpec.from_file(str(model_path("ur10e_like")))
+    spec.body("payload").mass = CALIBRATION_KG
+    if centre_m is not None:
+        spec.body("payload").ipos = payload_inertial_position(spec.compile(), centre_m)
+    return spec
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("drive_gains")
     logs = {
-        name: industrial_log(folder / name, 0, 12.0, kg, 3, logger_seed=seed, gain_error=GAIN_ERROR).path
-        for name, kg, seed in (("unloaded", 0.0, 1), ("calibration", CALIBRATION_KG, 2), ("loaded", PAYLOAD_KG, 3))
+        name: industrial_log(
+            folder / name,
+            0,
+            12.0,
+            kg,
+            3,
+            logger_seed=seed,
+            gain_error=GAIN_ERROR,
+            physics_dt_s=FINE_PHYSICS_DT_S,
+            payload_centre_m=centre,
+            effort_bits=12,
+        ).path
+        for name, kg, centre, seed in (
+            ("unloaded", 0.0, None, 1),
+            ("calibration", CALIBRATION_KG, CALIBRATION_CENTRE_M, 2),
+            ("loaded", PAYLOAD_KG, PAYLOAD_CENTRE_M, 3),
+        )
     }
-    spec = mujoco.MjSpec.from_file(str(model_path("ur10e_like")))
-    spec.body("payload").mass = CALIBRATION_KG  # the known mass, where the payload body is
-    (folder / "calibration.xml").write_text(spec.to_xml())
+    (folder / "calibration.xml").write_text(known_mass_model(CALIBRATION_CENTRE_M).to_xml())
     return folder, logs
 
 
@@ -54,63 +90,54 @@ def calibrate(runs, capsys, out):
     return code, capsys.readouterr()
 
 
-def test_the_big_joints_are_calibrated_within_their_intervals(runs, capsys, tmp_path):
+def test_noise_free_runs_find_each_joint_s_friction_band_and_gain():
+    """1 kHz, no noise, true gains, the mass on the tool axis: each joint's v_s is the grid's nearest to the
+    plant's (20-30 mrad/s), and the gains come out within 0.2 % (wrist 3, which that mass hardly loads: within
+    its interval). With one v_s for all joints (the old fit, which always took 5 mrad/s) the wrists were 4-99 %
+    off. The 1 ms physics is fine here: at 1 kHz its wrist chatter is in the rows too."""
+    model = known_mass_model(None).compile()
+    truths = [simulate(0, 8.0, kg)[0] for kg in (0.0, CALIBRATION_KG)]
+    runs = [calibration_run(s.time_ns, s.position, s.effort, s.velocity) for s in truths]
+    gains = calibrate_drive_gains(model, *runs, "payload", bootstrap=BootstrapSettings(resamples=100))
+    grid = np.asarray(COULOMB_BANDS_RAD_S)
+    nearest = grid[np.abs(np.log(grid[:, None] / np.asarray(FRICTION.velocity_scale_rad_s))).argmin(axis=0)]
+    assert np.allclose(gains.coulomb_band_rad_s, nearest), gains.coulomb_band_rad_s
+    assert np.all(np.abs(gains.gain[:5] - 1.0) < 0.002), gains.gain  # measured 0.002-0.17 %
+    assert abs(gains.gain[5] - 1.0) <= gains.half_width_95[5], (gains.gain[5], gains.half_width_95[5])
+    assert np.all(gains.residual_rms_nm[3:] < 0.01), gains.residual_rms_nm  # measured 0.0006-0.007 N m
+
+
+def test_all_six_joints_are_calibrated_within_their_intervals(runs, capsys, tmp_path):
     code, printed = calibrate(runs, capsys, tmp_path / "gains.yaml")
     assert code == 0, printed.err
     doc = yaml.safe_load((tmp_path / "gains.yaml").read_text())
     print(printed.out)
-    assert sorted(doc["effort_scale"]) == sorted(BIG_JOINTS)  # the wrists are not calibrated by this payload
-    for j, joint in enumerate(BIG_JOINTS):
+    assert sorted(doc["effort_scale"]) == sorted(JOINTS) and doc["verdict"] == "ok", doc["warnings"]
+    for j, joint in enumerate(JOINTS):
         value, half = doc["effort_scale"][joint], doc["half_width_95"][joint]
         assert abs(value - TRUE_SCALE[j]) <= half, (joint, value, half, TRUE_SCALE[j])
         assert half < 0.02 * value
-    assert doc["verdict"] == "suspect" and len(doc["warnings"]) == 3
-    assert all("not calibrated" in w for w in doc["warnings"])
 
 
-def weigh(folder, logs, scale: dict | None, tag: str) -> float:
-    """The payload's mass by docs/real_arms.md's two steps, with `scale` as both problems' effort_scale."""
-    spec = mujoco.MjSpec.from_file(str(model_path("ur10e_like")))
-    spec.delete(spec.body("payload"))
-    arm_xml = folder / f"arm_{tag}.xml"
-    arm_xml.write_text(spec.to_xml())
-    doc = _arm_problem(str(arm_xml), str(logs["unloaded"]))
-    if scale:
-        doc["training"][0]["effort_scale"] = scale
-    arm = identify(problem_from_dict(doc))
-    paths = write_results(arm, folder / f"arm_{tag}")
-    step2 = folder / f"arm_with_tool_{tag}.xml"
-    step2.write_text(_with_tool(paths["mjcf"].read_text()))
-    entry = {"path": str(logs["loaded"]), "control": "effort", **({"effort_scale": scale} if scale else {})}
-    payload = identify(
-        problem_from_dict(
-            {
-                "model": str(step2),
-                "joints": list(JOINTS),
-                "training": [entry],
-                "segment_s": 0.25,
-                "initial_state": "measured",
-                "optimizer": {"max_iters": 20},
-                "parameters": [{"name": "tool", "kind": "body_mass_com", "body": "tool"}],
-            }
-        )
-    )
-    return float(payload.parameters[0].value[0])
-
-
-def test_the_true_gains_as_effort_scale_weigh_the_payload_within_3_percent(runs):
-    """`effort_scale` end to end: with every joint's true gain in both problems the payload comes out within 3 %
-    (measured 4.209 kg, +0.2 %); as logged, 5 % off on every joint, 4.066 kg (-3.2 %). With only
-    the three calibrated joints scaled (the wrists as logged) it came out 3.992 kg (-4.9 %): the wrists carry the
-    payload's torque too (wrist 1: 28 % of its torque), so this stand-in's calibration does not weigh it better
-    until the wrists are calibrated (docs/real_arms.md)."""
+def test_the_calibrated_gains_weigh_the_payload_within_3_percent(runs, capsys, tmp_path):
+    """docs/real_arms.md's steps 0, 1 and 2 on the logs. The tolerance, 3 %, is the issue's, and about what the
+    noise allows at worst: the payload's own 95 % half-width is 0.8 % (0.032 kg); a gain error moves the mass by
+    at most as much as it is on the joints that carry the payload (95 % half-widths 0.2-1.3 %); and the true gains
+    leave -0.45 % (steps 1 and 2's own error, not the gains'): 0.8 + 1.3 + 0.45 = 2.6 %. Measured 4.176 kg
+    (-0.56 %). As logged, 5 % off on every joint, it is 3.997 kg (-4.8 %): outside the tolerance, so the test
+    tells calibrated gains from uncalibrated ones."""
     folder, logs = runs
-    true_scale = {joint: float(k) for joint, k in zip(JOINTS, TRUE_SCALE)}
-    scaled = weigh(folder, logs, true_scale, "true_scale")
-    as_logged = weigh(folder, logs, None, "as_logged")
-    print(f"payload {scaled:.3f} kg with the true gains, {as_logged:.3f} kg as logged (truth {PAYLOAD_KG})")
-    assert abs(scaled - PAYLOAD_KG) <= 0.03 * PAYLOAD_KG, scaled
-    assert abs(scaled - PAYLOAD_KG) < abs(as_logged - PAYLOAD_KG), (scaled, as_logged)
+    code, printed = calibrate(runs, capsys, tmp_path / "gains.yaml")
+    assert code == 0, printed.err
+    scale = yaml.safe_load((tmp_path / "gains.yaml").read_text())["effort_scale"]
+    calibrated = weigh(folder, logs["unloaded"], logs["loaded"], scale, "calibrated")
+    as_logged = weigh(folder, logs["unloaded"], logs["loaded"], None, "as_logged")
+    mass, centre = calibrated.value[0], np.asarray(calibrated.value[1:4])
+    print(f"payload {mass:.3f} kg calibrated, {as_logged.value[0]:.3f} kg as logged (truth {PAYLOAD_KG}); {centre}")
+    assert abs(mass - PAYLOAD_KG) <= 0.03 * PAYLOAD_KG, mass
+    assert abs(as_logged.value[0] - PAYLOAD_KG) > 0.03 * PAYLOAD_KG, as_logged.value[0]
+    truth = np.asarray(PAYLOAD_CENTRE_M) - (0.0, 0.16, 0.0)  # in the tool body's frame
+    assert np.all(np.abs(centre - truth) < 0.005), (centre, truth)  # measured within 0.5 mm
 
 
 @pytest.mark.parametrize(

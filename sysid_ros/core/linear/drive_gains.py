@@ -10,17 +10,23 @@ tau_p (zero in the unloaded run), every sample and joint gives one linear equati
     W_b(q, qd, qdd) theta - tau_logged,j k_j = -tau_p,j
 
 solved by per-joint weighted least squares with block-bootstrap intervals (`regression.fit_linear`). The
-regressor carries viscous, smooth Coulomb (one v_s for all joints, the best of a log grid; the measured
-velocity's tanh filtered like the torque, `arm_friction`'s finding), armature and an offset per joint; the
-payload's own columns are left out of the arm's. Positions and torque are low-passed forwards and backwards
-(`base_fit.filtered_rows`) and the filter's transients at both ends left out: on the simulated industrial arm
-with true gains, the ends alone raised the fit's residual from 0.05-0.14 to 2-3 N m on the big joints, and
-the gains came out 12-50 % low. A joint the payload hardly loads (a wrist turning about the payload's own
-axis) has no calibrated gain: its interval says so, and a warning.
+regressor carries viscous, smooth Coulomb (the measured velocity's tanh filtered like the torque,
+`arm_friction`'s finding; each joint's v_s from a log grid, `_coulomb_bands`), armature and an offset per joint;
+the payload's own columns are left out of the arm's. One v_s for all joints chosen by a weighted residual (which
+cannot choose: see `_coulomb_bands`) left the smallest one, 5 mrad/s, on a plant whose v_s are 20-30 mrad/s: on
+noise-free 1 kHz runs of the industrial stand-in (a 2 kg mass on the tool axis) the wrists' gains came out
+4-99 % off (wrists 1-2's misfit 0.19-0.23 N m); with each joint's own v_s (the plant's, found) the wrists'
+misfit is 0.0006-0.007 N m and the gains within 0.1 % (wrist 3, which that mass hardly loads, 0.6 %).
+Positions and torque are low-passed forwards and backwards (`base_fit.filtered_rows`) and the filter's transients
+at both ends left out: on the simulated industrial arm with true gains, the ends alone raised the fit's residual
+from 0.05-0.14 to 2-3 N m on the big joints, and the gains came out 12-50 % low. A joint the payload hardly loads
+(a wrist turning about the payload's own axis: mount the mass off that axis) has no calibrated gain: its interval
+says so, and a warning.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +41,8 @@ from .arm_regressor import INERTIAL_NAMES, JOINT_TERMS, ArmRegressor, body_inert
 from .base_fit import Rows, filtered_rows
 from .regression import BootstrapSettings, FitThresholds, fit_linear
 
-COULOMB_BANDS_RAD_S = tuple(np.geomspace(0.005, 0.2, 9))
-"""The smooth Coulomb term's v_s tried (one for all joints; a factor ~1.6 apart): the best residual wins."""
+COULOMB_BANDS_RAD_S = tuple(np.geomspace(0.005, 0.2, 17))
+"""The smooth Coulomb term's v_s tried per joint (a factor ~1.26 apart): `_coulomb_bands` chooses."""
 RANK_TOLERANCE = 1e-7
 """Columns of the arm's regressor whose QR pivot is below this share of the largest are combinations of others."""
 MAX_RELATIVE_HALF_WIDTH = 0.02
@@ -54,7 +60,7 @@ class DriveGains:
     half_width_95: np.ndarray
     residual_rms_nm: np.ndarray  # per joint, weighted fit
     payload_share: np.ndarray  # the payload's torque RMS over the logged torque RMS, per joint
-    coulomb_band_rad_s: float
+    coulomb_band_rad_s: np.ndarray  # per joint
     calibrated: np.ndarray  # per joint: its gain is positive and known to MAX_RELATIVE_HALF_WIDTH
     warnings: tuple[str, ...] = ()
 
@@ -69,7 +75,7 @@ class DriveGains:
             "half_width_95": {j: float(h) for j, h in zip(self.joints, self.half_width_95)},
             "residual_rms_nm": {j: round(float(r), 6) for j, r in zip(self.joints, self.residual_rms_nm)},
             "payload_share": {j: round(float(s), 4) for j, s in zip(self.joints, self.payload_share)},
-            "coulomb_band_rad_s": float(self.coulomb_band_rad_s),
+            "coulomb_band_rad_s": {j: float(b) for j, b in zip(self.joints, self.coulomb_band_rad_s)},
             "verdict": "suspect" if self.warnings else "ok",
             "warnings": list(self.warnings),
         }
@@ -94,6 +100,83 @@ def _independent(w: np.ndarray) -> np.ndarray:
     return np.sort(used[pivots[:rank]])
 
 
+def _gain_columns(logged: np.ndarray) -> np.ndarray:
+    """(N, nv, nv): joint j's gain column is minus its logged torque, in joint j's rows only."""
+    n, nv = logged.shape
+    out = np.zeros((n, nv, nv))
+    out[:, np.arange(nv), np.arange(nv)] = -logged
+    return out
+
+
+def _solve(phi: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least squares of y (N, nv) on phi (N, nv, P); the values and each joint's residual RMS."""
+    flat = (phi * weights[None, :, None]).reshape(-1, phi.shape[-1])
+    scale = np.linalg.norm(flat, axis=0)
+    scale[scale == 0] = 1.0
+    a, b = flat / scale, (y * weights).ravel()
+    try:  # normal equations: the search solves hundreds of these; the columns are independent (`_independent`)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)  # ill conditioned: least squares instead
+            theta = scipy.linalg.solve(a.T @ a, a.T @ b, assume_a="pos") / scale
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
+        theta = np.linalg.lstsq(a, b, rcond=None)[0] / scale
+    return theta, np.sqrt(np.mean((y - phi @ theta) ** 2, axis=0))
+
+
+def _coulomb_bands(
+    regressors: list[np.ndarray],
+    tanh: list[np.ndarray],
+    coulomb: list[int],
+    arm_cols: np.ndarray,
+    logged: np.ndarray,
+    y: np.ndarray,
+    period_s: float,
+    cutoff_hz: float,
+) -> np.ndarray:
+    """Each joint's v_s (an index into COULOMB_BANDS_RAD_S): coordinate descent on sum_j log(residual RMS_j),
+    the likelihood of a fit whose joints have their own noise levels, over rows thinned to ~10 per cutoff period
+    (the filtered rows hold nothing faster). A weighted residual summed over joints with weights 1 / RMS_j is the
+    same for every v_s (each joint contributes its row count) and cannot choose."""
+    nv = logged.shape[1]
+    stride = max(1, int(1.0 / (10.0 * cutoff_hz * period_s)))
+    ends = np.cumsum([0] + [len(w) for w in regressors])
+    rows = np.concatenate([np.arange(a, b, stride) for a, b in zip(ends[:-1], ends[1:])])
+    thin = [w[::stride].copy() for w in regressors]
+    tanh = [t[:, ::stride] for t in tanh]
+    gains, y = _gain_columns(logged[rows]), y[rows]
+    choice = np.full(nv, len(COULOMB_BANDS_RAD_S) // 2)
+    keep = None
+    weights = np.ones(nv)
+
+    def score(choice: np.ndarray) -> tuple[float, np.ndarray]:
+        nonlocal keep
+        for w, t in zip(thin, tanh):
+            w[:, np.arange(nv), coulomb] = t[choice, :, np.arange(nv)].T
+        w_arm = np.concatenate([w[..., arm_cols] for w in thin])
+        if keep is None:
+            keep = _independent(w_arm)
+        _, rms = _solve(np.concatenate([w_arm[..., keep], gains], axis=-1), y, weights)
+        return float(np.sum(np.log(np.maximum(rms, 1e-12)))), rms
+
+    best, rms = score(choice)
+    weights = 1.0 / np.maximum(rms, 1e-9 * rms.max(initial=1.0))
+    best, _ = score(choice)
+    for _ in range(3):
+        changed = False
+        for j in range(nv):
+            for k in range(len(COULOMB_BANDS_RAD_S)):
+                if k == choice[j]:
+                    continue
+                trial = choice.copy()
+                trial[j] = k
+                value, _ = score(trial)
+                if value < best - 1e-9:
+                    best, choice, changed = value, trial, True
+        if not changed:
+            break
+    return choice
+
+
 @dataclass(frozen=True)
 class CalibrationRun:
     """One run on a uniform clock: filtered rows (model DOF order), the measured velocity on the same clock
@@ -104,7 +187,7 @@ class CalibrationRun:
     cutoff_hz: float
     edge: int
 
-    def coulomb(self, band_rad_s: float) -> np.ndarray:
+    def coulomb(self, band_rad_s: float | np.ndarray) -> np.ndarray:
         """tanh(v / v_s), filtered like the torque when the velocity was measured."""
         if self.velocity is None:
             return np.tanh(self.rows.qd / band_rad_s)
@@ -154,27 +237,17 @@ def calibrate_drive_gains(
     tau_p = [np.zeros_like(regressors[0][..., 0]), regressors[1][..., payload_cols] @ known]
     logged = np.concatenate([r.rows.tau[c] for r, c in zip(runs, cut)])
     n, nv = logged.shape
-    gain_cols = np.zeros((n, nv, nv))
-    gain_cols[:, np.arange(nv), np.arange(nv)] = -logged
     y = -np.concatenate(tau_p)
-    best = None
-    for band in COULOMB_BANDS_RAD_S:
-        for w, r, c in zip(regressors, runs, cut):
-            w[:, np.arange(nv), coulomb] = r.coulomb(band)[c]
-        w_arm = np.concatenate([w[..., arm_cols] for w in regressors])
-        keep = _independent(w_arm)
-        phi = np.concatenate([w_arm[..., keep], gain_cols], axis=-1)
-        flat = phi.reshape(n * nv, -1)
-        scale = np.linalg.norm(flat, axis=0)
-        scale[scale == 0] = 1.0
-        theta = np.linalg.lstsq(flat / scale, y.ravel(), rcond=None)[0] / scale
-        resid = y - phi @ theta
-        rms = np.sqrt(np.mean(resid**2, axis=0))
-        weights = 1.0 / np.maximum(rms, 1e-9 * rms.max(initial=1.0))
-        score = float(np.sum((resid * weights) ** 2))
-        if best is None or score < best[0]:
-            best = (score, band, phi, weights, keep)
-    _, band, phi, weights, keep = best
+    bands = np.asarray(COULOMB_BANDS_RAD_S)
+    tanh = [np.stack([r.coulomb(b)[c] for b in bands]) for r, c in zip(runs, cut)]  # (bands, N, nv) per run
+    choice = _coulomb_bands(regressors, tanh, coulomb, arm_cols, logged, y, runs[0].rows.period_s, runs[0].cutoff_hz)
+    for w, t in zip(regressors, tanh):
+        w[:, np.arange(nv), coulomb] = t[choice, :, np.arange(nv)].T
+    w_arm = np.concatenate([w[..., arm_cols] for w in regressors])
+    keep = _independent(w_arm)
+    phi = np.concatenate([w_arm[..., keep], _gain_columns(logged)], axis=-1)
+    _, rms = _solve(phi, y, np.ones(nv))
+    weights = 1.0 / np.maximum(rms, 1e-9 * rms.max(initial=1.0))
     names = [f"arm.{arm.names[arm_cols[k]]}" for k in keep] + [f"{j}.drive_gain" for j in arm.joint_names]
     fit = fit_linear(
         (y * weights).ravel(),
@@ -195,6 +268,6 @@ def calibrate_drive_gains(
             warnings.append(
                 f"{joint}: not calibrated (gain {gain[j]:.4g} +- {half[j]:.2g}): the payload's torque is "
                 f"{share[j]:.1%} of the logged torque there against a misfit of {resid_rms[j]:.2g} N m; a heavier "
-                "mass, more motion of this joint or a longer run would narrow it"
+                "mass, one mounted off this joint's axis, more motion of it or a longer run would narrow it"
             )
-    return DriveGains(arm.joint_names, gain, half, resid_rms, share, float(band), calibrated, tuple(warnings))
+    return DriveGains(arm.joint_names, gain, half, resid_rms, share, bands[choice], calibrated, tuple(warnings))
