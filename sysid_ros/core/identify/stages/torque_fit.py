@@ -33,9 +33,8 @@ from ...linear import (
     physically_consistent,
     weigh_joints,
 )
-from ...signals import Derivatives
 from ...sim import joint_motor, set_effort_offset
-from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, held_out_split, torque_records, torque_validation
+from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, joint_order, torque_records
 from ..problem.file import ParameterSpec
 from ..problem.inertia import tensor_entries
 from ..problem.spec_values import model_value
@@ -156,6 +155,52 @@ def physical_body(params: np.ndarray, floor: float = 1e-6) -> tuple[float, np.nd
 
 
 @dataclass(frozen=True, eq=False)
+class TorqueRows:
+    """A record set's rows for the torque-space fit at one derivative filter window: the whole-arm regressor
+    (rows, DOFs, every `ArmRegressor` parameter) on its usable rows (evenly spaced, at most `MAX_ROWS`), their
+    torque (model DOF order) and their index in the joined record (`dt_s` apart)."""
+
+    w: np.ndarray
+    tau: np.ndarray
+    index: np.ndarray
+    dt_s: float
+    window_s: float
+
+    def take(self, mask: np.ndarray) -> TorqueRows:
+        return TorqueRows(self.w[mask], self.tau[mask], self.index[mask], self.dt_s, self.window_s)
+
+    def rms(self, model: mujoco.MjModel) -> np.ndarray:
+        """Each DOF's torque RMS of `model` (its values through the same regressor) on these rows."""
+        return np.sqrt(np.mean((self.tau - self.w @ ArmRegressor(model, JOINT_TERMS).true_parameters()) ** 2, axis=0))
+
+
+def torque_fit_rows(
+    model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], window_s: float
+) -> TorqueRows | None:
+    """The rows of `parts` (`torque_check` parts) for the fit with derivatives through the `window_s`
+    Savitzky-Golay filter, the friction loss as the soft sign MuJoCo makes of it (of the measured velocity
+    filtered like the torque, when every part has one); None when fewer than 50 rows are usable."""
+    record = torque_records(model, maps, parts, filter_window_s=window_s)
+    if record is None:
+        return None
+    deriv, tau, velocity = record
+    arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
+    friction = None if velocity is None else coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)
+    ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
+    if friction is not None:
+        ok &= np.isfinite(friction).all(axis=1)
+    rows = np.flatnonzero(ok)
+    rows = rows[:: max(1, len(rows) // MAX_ROWS)]
+    if len(rows) < 50:
+        return None
+    w = arm.compute(deriv.q[rows], deriv.qd[rows], deriv.qdd[rows])
+    if friction is not None:
+        for j, joint in enumerate(arm.joint_names):
+            w[:, j, arm.names.index(f"{joint}.coulomb")] = friction[rows, j]
+    return TorqueRows(w, tau[rows], rows, deriv.dt_s, window_s)
+
+
+@dataclass(frozen=True, eq=False)
 class TorqueSpaceChoice:
     """The torque-space fit on every training row, whether the result carries it, and what decided, all on the
     training rows by time-blocked cross-validation: `ratio`, its joint torque over the window fit's (geometric
@@ -175,28 +220,48 @@ class TorqueSpaceChoice:
         return [j for j, v in chosen.items() if j in nominal and v > WORSE_BY * nominal[j]]
 
 
+SCORE_WINDOW_S = 0.05
+"""The folds are scored through the torque check's own filter (`torque_records`' default), whatever window the
+fit's derivatives use: a longer window smooths the measured torque too, and would score itself better."""
 CV_FOLDS = 5
+"""Time-blocked cross-validation folds of the training rows for the choice between the fits (and the filter
+window)."""
 WORSE_BY = 1.02
 """A carried model whose cross-validated joint torque RMS exceeds the model file's by this factor is a warning
 (within 2 % the two are the noise's to tell apart)."""
-"""Time-blocked cross-validation folds of the training rows for the choice between the fits."""
 
 
-def time_folds(parts: Sequence[Part], folds: int = CV_FOLDS) -> list[tuple[list[Part], list[Part]]]:
-    """(parts to fit, parts to score) per fold: fold k scores the k-th of `folds` contiguous time blocks of every
-    record and fits on the rest of it (its rows before and after the block, as two records, so no filter runs
-    across the gap)."""
-    out = []
-    for k in range(folds):
-        fit: list[Part] = []
-        score: list[Part] = []
-        for samples, commands in parts:
-            n = len(samples)
-            a, b = k * n // folds, (k + 1) * n // folds
-            score.append((samples.slice(a, b), commands))
-            fit += [(samples.slice(i, j), commands) for i, j in ((0, a), (b, n)) if j > i]
-        out.append((fit, score))
-    return out
+def cross_validated(
+    spec: mujoco.MjSpec,
+    parameters: Sequence[ParameterSpec],
+    prior: mujoco.MjModel,
+    rows: TorqueRows,
+    scored_rows: TorqueRows,
+    others: dict[str, mujoco.MjModel] | None = None,
+    physical: bool = True,
+) -> tuple[dict[str, np.ndarray], int]:
+    """Each DOF's torque RMS pooled over `CV_FOLDS` time-blocked folds: fold k scores the k-th contiguous block
+    of `scored_rows` (the same record through the torque check's filter, so that fits through different
+    windows compare) with a torque-space fit on the rest of `rows`, and `others` (fixed models) on the same
+    block; rows within one filter window of a block's edge are in neither part (the filter spans them).
+    (RMS by label, folds scored)."""
+    edges = np.linspace(rows.index[0], rows.index[-1] + 1, CV_FOLDS + 1)
+    guard = int(np.ceil(max(rows.window_s, scored_rows.window_s) / rows.dt_s))
+    squares: dict[str, list[np.ndarray]] = {}
+    folds = n = 0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        scored = (scored_rows.index >= lo + guard) & (scored_rows.index < hi - guard)
+        fitted = (rows.index < lo - guard) | (rows.index >= hi + guard)
+        if scored.sum() < 10:
+            continue
+        trial = fit_torque_space(spec, parameters, rows.take(fitted), prior, intervals=False, physical=physical)
+        if trial is None:
+            continue
+        block = scored_rows.take(scored)
+        for label, m in {"torque_space": trial.spec.copy().compile(), **(others or {})}.items():
+            squares.setdefault(label, []).append(block.rms(m) ** 2 * scored.sum())
+        folds, n = folds + 1, n + int(scored.sum())
+    return {label: np.sqrt(np.sum(v, axis=0) / max(n, 1)) for label, v in squares.items()}, folds
 
 
 def choose_on_training(
@@ -207,34 +272,25 @@ def choose_on_training(
     parts: Sequence[Part],
 ) -> TorqueSpaceChoice | None:
     """The torque-space fit of `parts` (the training rows) and the choice between it and `spec` (the window fit)
-    made on them alone, by `CV_FOLDS` time-blocked folds: in each, a torque-space fit on the other blocks and the
-    window fit, the torque-space fit and the model file scored on the fold's block; each joint's RMS pooled over
-    the folds; the torque-space fit taken below `TAKE_BELOW` x the window fit's (geometric mean over the joints).
-    The window fit saw every training row (its score is in sample: the choice leans to it). Then the torque-space
-    fit on every row with the filter window chosen on the first 75 %. None when the problem frees nothing it fits
-    or the records are short."""
-    window = choose_window(spec, parameters, model, maps, parts)
-    squares: dict[str, dict[str, list[float]]] = {}
-    folds = 0
-    fixed = {"window_fit": spec.copy().compile(), "nominal": model}
-    for fit_parts, score_parts in time_folds(parts):
-        trial = fit_on_parts(spec, parameters, model, maps, fit_parts, window=window)
-        if trial is None:
-            continue
-        models = {**fixed, "torque_space": trial.spec.copy().compile()}
-        scored = torque_validation(model, maps, [("fit", fit_parts)], [("score", score_parts)], models, friction=False)
-        if scored is None:
-            continue
-        folds += 1
-        for name, rms in scored.rms_nm.items():
-            for j in scored.joints:
-                squares.setdefault(name, {}).setdefault(j, []).append(rms[j] ** 2)
+    made on them alone, by `CV_FOLDS` time-blocked folds (`cross_validated`): the filter window is the one whose
+    least-squares fit predicts the folds best, then the torque-space fit on the other blocks, the window fit and
+    the model file are scored on each block; the torque-space fit is taken below `TAKE_BELOW` x the window fit's
+    torque (geometric mean over the joints). The window fit saw every training row (its score is in sample: the
+    choice leans to it). Then the torque-space fit on every row, with intervals. None when the problem frees
+    nothing it fits or the records are short."""
+    check = torque_fit_rows(model, maps, parts, SCORE_WINDOW_S)
+    rows = None if check is None else choose_window(spec, parameters, model, maps, parts, check)
+    if rows is None or check is None:
+        return None
+    others = {"window_fit": spec.copy().compile(), "nominal": model}
+    cv, folds = cross_validated(spec, parameters, model, rows, check, others)
     if folds < 2:
         return None
-    cv = {name: {j: float(np.sqrt(np.mean(v))) for j, v in by_joint.items()} for name, by_joint in squares.items()}
-    ratio = torque_ratio(cv["torque_space"], cv["window_fit"], list(cv["window_fit"]))
-    fit = fit_on_parts(spec, parameters, model, maps, parts, window=window, intervals=True)
-    return None if fit is None else TorqueSpaceChoice(fit, ratio < TAKE_BELOW, ratio, folds, cv)
+    joints = joint_order(model, maps)
+    named = {label: {j: float(rms[k]) for k, j in enumerate(joints)} for label, rms in cv.items()}
+    ratio = torque_ratio(named["torque_space"], named["window_fit"], joints)
+    fit = fit_torque_space(spec, parameters, rows, model)
+    return None if fit is None else TorqueSpaceChoice(fit, ratio < TAKE_BELOW, ratio, folds, named)
 
 
 def torque_ratio(rms: dict[str, float], reference: dict[str, float], joints: Sequence[str]) -> float:
@@ -248,35 +304,32 @@ def choose_window(
     model: mujoco.MjModel,
     maps: Sequence[sd.JointMap],
     parts: Sequence[Part],
-) -> float:
-    """The one of `FIT_WINDOWS_S` whose torque-space fit on the first 75 % of the longest record predicts its
-    last 25 % best (geometric mean over the joints of each joint's RMS relative to the best window's), the first
-    when no fit on that part succeeds."""
-    inner, check, _ = held_out_split([("training", list(parts))])
-    candidates = {}
+    check: TorqueRows | None = None,
+) -> TorqueRows | None:
+    """The rows at the one of `FIT_WINDOWS_S` whose least-squares torque-space fit predicts the time-blocked
+    folds of `check` (default: the rows through `SCORE_WINDOW_S`) best (geometric mean over the joints of each
+    joint's RMS relative to the best window's; the physical refit is left out of this choice, for time); None
+    when no window gives rows."""
+    check = torque_fit_rows(model, maps, parts, SCORE_WINDOW_S) if check is None else check
+    candidates: dict[float, TorqueRows] = {}
+    scores: dict[float, np.ndarray] = {}
     for window in FIT_WINDOWS_S:
-        fit = fit_on_parts(spec, parameters, model, maps, inner, window=window)
-        if fit is not None:
-            candidates[window] = fit
+        rows = torque_fit_rows(model, maps, parts, window)
+        if rows is None:
+            continue
+        candidates[window] = rows
+        if check is None:
+            continue
+        cv, folds = cross_validated(spec, parameters, model, rows, check, physical=False)
+        if folds >= 2:
+            scores[window] = cv["torque_space"]
     if not candidates:
-        return FIT_WINDOWS_S[0]  # too short to split: the shortest window on every row
-    scored = (
-        None
-        if len(candidates) < 2
-        else torque_validation(
-            model,
-            maps,
-            [("inner", inner)],
-            [("check", check)],
-            {str(w): fit.spec.copy().compile() for w, fit in candidates.items()},
-            friction=False,
-        )
-    )
-    if scored is None:
-        return next(iter(candidates))
-    rms = np.array([[scored.rms_nm[str(w)][j] for j in scored.joints] for w in candidates])
+        return None
+    if len(scores) < 2:
+        return next(iter(candidates.values()))
+    rms = np.array(list(scores.values()))
     score = np.exp(np.mean(np.log(np.maximum(rms, 1e-12) / np.maximum(rms.min(axis=0), 1e-12)), axis=1))
-    return list(candidates)[int(np.argmin(score))]
+    return candidates[list(scores)[int(np.argmin(score))]]
 
 
 def fit_on_parts(
@@ -291,26 +344,26 @@ def fit_on_parts(
     """The torque-space fit on records (`torque_check` parts) from `spec` (the window fit) with the ridge toward
     `model` (the model file), its filter window `window` (default: `choose_window`'s), with `intervals` or none;
     None when the problem frees nothing it fits or the records are short."""
-    window = choose_window(spec, parameters, model, maps, parts) if window is None else window
-    record = torque_records(model, maps, parts, filter_window_s=window)
-    fit = None if record is None else fit_torque_space(spec, parameters, *record, prior=model, intervals=intervals)
-    return None if fit is None else replace(fit, filter_window_s=window)
+    rows = (
+        choose_window(spec, parameters, model, maps, parts)
+        if window is None
+        else torque_fit_rows(model, maps, parts, window)
+    )
+    return None if rows is None else fit_torque_space(spec, parameters, rows, model, intervals=intervals)
 
 
 def fit_torque_space(
     spec: mujoco.MjSpec,
     parameters: Sequence[ParameterSpec],
-    deriv: Derivatives,
-    tau: np.ndarray,
-    velocity: np.ndarray | None,
+    rows: TorqueRows,
     prior: mujoco.MjModel | None = None,
     intervals: bool = True,
+    physical: bool = True,
 ) -> TorqueSpaceFit | None:
-    """The torque-space fit on a record's derivatives and torque (model DOF order, NaN where unusable), the
-    friction loss as the soft sign MuJoCo makes of it (of the measured `velocity` filtered like the torque, when
-    given); written into a copy of `spec`, whose values the parameters it does not fit keep; the ridge pulls
-    toward `prior` (the same model's file values; default `spec`'s); with `intervals`, block-bootstrap half-widths.
-    None when the problem frees nothing it fits."""
+    """The torque-space fit on `rows`, written into a copy of `spec`, whose values the parameters it does not fit
+    keep; the ridge pulls toward `prior` (the same model's file values; default `spec`'s); refitted physically
+    consistent when the least squares leaves a body non-physical (with `physical`; else projected); with
+    `intervals`, block-bootstrap half-widths. None when the problem frees nothing it fits."""
     model = spec.copy().compile()
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
     bodies = fitted_bodies(model, parameters)
@@ -321,26 +374,15 @@ def fit_torque_space(
     }
     free = [arm.bodies.index(b) * 10 + i for b in bodies for i in range(len(INERTIAL_NAMES))]
     free += [arm.names.index(f"{j}.{t}") for j, t in sorted(terms)]
-    if not free:
+    if not free or len(rows.index) < 50:
         return None
-    friction = None if velocity is None else coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)
-    ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
-    if friction is not None:
-        ok &= np.isfinite(friction).all(axis=1)
-    rows = np.flatnonzero(ok)
-    rows = rows[:: max(1, len(rows) // MAX_ROWS)]
-    if len(rows) < 50:
-        return None
-    w = arm.compute(deriv.q[rows], deriv.qd[rows], deriv.qdd[rows])  # (rows, nv, every parameter)
-    if friction is not None:
-        for j, joint in enumerate(arm.joint_names):
-            w[:, j, arm.names.index(f"{joint}.coulomb")] = friction[rows, j]
+    w, tau = rows.w, rows.tau
     theta0 = arm.true_parameters()
     free = np.array(sorted(free))
     if prior is not None:  # the ridge's centre: what the data hardly see stays as the model file has it
         theta0[free] = ArmRegressor(prior, JOINT_TERMS).true_parameters()[free]
     signed = np.array([not arm.names[c].endswith(".offset") and c >= 10 * len(arm.bodies) for c in free])
-    r = tau[rows] - w @ theta0
+    r = tau - w @ theta0
     weights = _joint_weights(w[:, :, free], r)
     held = np.zeros(len(free), dtype=bool)  # joint terms held at 0 (they came out negative)
     while True:  # an active set: a negative damping, friction loss or armature is held at 0 and the rest refitted
@@ -351,15 +393,16 @@ def fit_torque_space(
         held[np.flatnonzero(negative)[np.argmin((theta0[free] + delta)[negative])]] = True
     theta = theta0.copy()
     theta[free] += delta
-    if any(physical_body(theta[10 * arm.bodies.index(b) : 10 * arm.bodies.index(b) + 10])[3] for b in bodies):
-        theta[free] = _physical(w, tau[rows], theta0, free, weights, theta[free], signed, len(bodies))
+    bodies_at = [10 * arm.bodies.index(b) for b in bodies]
+    if physical and any(physical_body(theta[k : k + 10])[3] for k in bodies_at):
+        theta[free] = _physical(w, tau, theta0, free, weights, theta[free], signed, len(bodies))
         held = signed & (theta[free] <= 0.0)
     zeroed = tuple(arm.names[c] for c in free[held])
-    fit = _written(spec, model, arm, bodies, terms, theta, len(rows), zeroed)
+    fit = _written(spec, model, arm, bodies, terms, theta, len(rows.index), zeroed)
+    fit = replace(fit, filter_window_s=rows.window_s)
     if not intervals:
         return fit
-    blocks = _time_blocks(len(rows), deriv.dt_s * (rows[-1] - rows[0]) / max(len(rows) - 1, 1))
-    spread = _bootstrap(w[:, :, free], r, weights, held, theta0[free], blocks)
+    spread = _bootstrap(w[:, :, free], r, weights, held, theta0[free], _time_blocks(rows.index * rows.dt_s))
     return replace(fit, intervals=_intervals(arm, model, bodies, terms, free, spread))
 
 
@@ -434,11 +477,11 @@ def _physical(
     return physically_consistent(gram, rhs, start, theta0[free], n_bodies, lo, np.full(len(free), np.inf), RIDGE)
 
 
-def _time_blocks(n_rows: int, row_s: float) -> np.ndarray:
-    """Each row's bootstrap block (contiguous runs of rows in time)."""
-    duration = n_rows * row_s
+def _time_blocks(t_s: np.ndarray) -> np.ndarray:
+    """Each row's bootstrap block (contiguous runs of rows in time, from the rows' times in seconds)."""
+    duration = float(t_s[-1] - t_s[0])
     block_s = min(BLOCK_S[1], max(BLOCK_S[0], duration / 20.0))
-    return (np.arange(n_rows) * row_s // block_s).astype(int)
+    return np.unique(((t_s - t_s[0]) // block_s).astype(int), return_inverse=True)[1]
 
 
 def _bootstrap(
