@@ -1,6 +1,8 @@
 """The torque-space fit of an arm: the problem's bodies (each with its 10 inertial parameters) and joint terms
 (damping, friction loss, armature, effort offset) by weighted linear least squares on the measured joint
-torque, projected onto physical bodies and written into the model as MuJoCo holds them.
+torque, refitted physically consistent when a body comes out non-physical, with block-bootstrap intervals, and
+written into the model as MuJoCo holds them; whether the result carries it is decided by time-blocked
+cross-validation on the training rows (`choose_on_training`).
 
 The regressor is `linear.arm_regressor`'s, with friction loss as the held-out torque check reads it (a soft sign,
 `torque_check.FRICTIONLOSS_BAND_RAD_S`): the fit uses the form the MJCF holds, not the regression's smoother
@@ -14,6 +16,7 @@ body got wrong: on the real Panda log, centred on them, joint 1 came out 0.99x t
 clock, centred on the model file 0.82x). Each joint's equations are weighted by 1 / its
 residual RMS of a first, unweighted pass (the shoulder's N m would otherwise set the wrist's mN m). A damping,
 friction loss or armature that comes out negative is held at 0 and the rest fitted again (an active set).
+See docs/identification.md, "The torque-space fit and the MJCF a user takes away".
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from ..rollout import sequences as sd
 FIT_WINDOWS_S = (0.05, 0.1, 0.2)
 """Savitzky-Golay windows (cubic) the fit tries; the torque is filtered by the same kernel, so a longer window
 costs only bandwidth, and keeps the acceleration's noise (which biases every inertial term) small. Which one
-fits a record is measured on it: each is fitted on the first 75 % of the training rows and scored on the rest."""
+fits a record is measured on it, by the time-blocked folds of `choose_window`."""
 TAKE_BELOW = 1.0
 """The result carries the torque-space fit when its joint torque over time-blocked folds of the training rows
 (`choose_on_training`) is below this fraction of the window fit's (geometric mean over the joints); the window
