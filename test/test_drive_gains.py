@@ -37,6 +37,7 @@ from sysid_ros.core.files import model_path
 from sysid_ros.core.linear import calibrate_drive_gains, calibration_run
 from sysid_ros.core.linear.drive_gains import COULOMB_BANDS_RAD_S
 from sysid_ros.core.linear.regression import BootstrapSettings
+from sysid_ros.core.online import ChangeDetected, ParameterChange, replay_bag
 
 pytestmark = pytest.mark.slow  # five simulated runs, three calibrations and four identifications (~70 s)
 
@@ -123,21 +124,33 @@ def test_the_calibrated_gains_weigh_the_payload_within_3_percent(runs, capsys, t
     """docs/real_arms.md's steps 0, 1 and 2 on the logs. The tolerance, 3 %, is the issue's, and about what the
     noise allows at worst: the payload's own 95 % half-width is 0.8 % (0.032 kg); a gain error moves the mass by
     at most as much as it is on the joints that carry the payload (95 % half-widths 0.2-1.3 %); and the true gains
-    leave -0.45 % (steps 1 and 2's own error, not the gains'): 0.8 + 1.3 + 0.45 = 2.6 %. Measured 4.176 kg
-    (-0.56 %). As logged, 5 % off on every joint, it is 3.997 kg (-4.8 %): outside the tolerance, so the test
-    tells calibrated gains from uncalibrated ones."""
+    leave -0.45 % (steps 1 and 2's own error, not the gains'): 0.8 + 1.3 + 0.45 = 2.6 %. Measured 4.201 kg
+    (+0.02 %). As logged, 5 % off on every joint (alternately + and -, so they partly cancel), it is 4.082 kg
+    (-2.8 %; 3.997 kg before the torque-space fit's physical refit): the calibrated mass must be at least twice
+    as close, so the test tells calibrated gains from uncalibrated ones."""
     folder, logs = runs
     code, printed = calibrate(runs, capsys, tmp_path / "gains.yaml")
     assert code == 0, printed.err
     scale = yaml.safe_load((tmp_path / "gains.yaml").read_text())["effort_scale"]
-    calibrated = weigh(folder, logs["unloaded"], logs["loaded"], scale, "calibrated")
-    as_logged = weigh(folder, logs["unloaded"], logs["loaded"], None, "as_logged")
+    calibrated, arm = weigh(folder, logs["unloaded"], logs["loaded"], scale, "calibrated")
+    as_logged, _ = weigh(folder, logs["unloaded"], logs["loaded"], None, "as_logged")
     mass, centre = calibrated.value[0], np.asarray(calibrated.value[1:4])
     print(f"payload {mass:.3f} kg calibrated, {as_logged.value[0]:.3f} kg as logged (truth {PAYLOAD_KG}); {centre}")
     assert abs(mass - PAYLOAD_KG) <= 0.03 * PAYLOAD_KG, mass
-    assert abs(as_logged.value[0] - PAYLOAD_KG) > 0.03 * PAYLOAD_KG, as_logged.value[0]
+    assert abs(mass - PAYLOAD_KG) < 0.5 * abs(as_logged.value[0] - PAYLOAD_KG), (mass, as_logged.value[0])
     truth = np.asarray(PAYLOAD_CENTRE_M) - (0.0, 0.16, 0.0)  # in the tool body's frame
     assert np.all(np.abs(centre - truth) < 0.005), (centre, truth)  # measured within 0.5 mm
+    # the online estimator on the same loaded log, with the same gains, on step 1's arm: no change event on this
+    # constant payload, and the two masses agree within their stated uncertainty (their difference inside the
+    # 95 % interval of a difference, sqrt(h1^2 + h2^2)). Measured: online 4.258 +- 0.068 kg against batch 4.201
+    # +- 0.019: the batch inside the online interval, not the other way round (online's windows weigh the
+    # joints apart from batch's fit: not yet one residual weighting)
+    online = replay_bag(logs["loaded"], arm, effort_scale=scale)
+    changes = [e for e in online.events if isinstance(e, (ChangeDetected, ParameterChange))]
+    o_mass, o_half = online.estimate.value("mass_kg"), 1.96 * online.estimate.std[0]
+    print(f"online {o_mass:.3f} +- {o_half:.3f} kg, batch {mass:.3f} +- {calibrated.half_width_95[0]:.3f} kg")
+    assert not changes, changes
+    assert abs(o_mass - mass) <= np.hypot(o_half, calibrated.half_width_95[0]), (o_mass, o_half, mass)
 
 
 @pytest.mark.parametrize(

@@ -213,10 +213,12 @@ def _tapes_plot(args: argparse.Namespace) -> int:
 
 def _online(args: argparse.Namespace) -> int:
     from ..core.files import resolve_target
+    from ..core.linear import read_effort_scale
     from ..core.online import replay_bag
 
     if args.out is not None:
         resolve_target(args.out)  # a link (dangling or not) is refused before the replay
+    scale = None if args.effort_scale is None else read_effort_scale(args.effort_scale)
 
     replay = replay_bag(
         args.bag,
@@ -227,6 +229,7 @@ def _online(args: argparse.Namespace) -> int:
         topic=args.topic,
         distro=args.distro,
         out=args.out,
+        effort_scale=scale,
     )
     for line in replay.lines():
         print(line)
@@ -366,6 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
     online.add_argument("--topic", default=None, help="the JointState topic (default: every JointState topic)")
     online.add_argument("--no-inertia", action="store_true", help="estimate mass and first moments only")
     online.add_argument("--out", type=Path, default=None, help="also write the events and final estimate (YAML)")
+    online.add_argument(
+        "--effort-scale",
+        type=Path,
+        default=None,
+        help="drive gains to multiply the logged effort by (the YAML `sysid-ros calibrate-gains --out` writes)",
+    )
     online.set_defaults(run=_online)
 
     # verbs that talk to nodes: a robot's namespace, and any ROS rules after --ros-args (split off in main)

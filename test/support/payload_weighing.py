@@ -15,7 +15,8 @@ from sysid_ros.core.identify import identify, problem_from_dict, write_results
 
 
 def weigh(folder: Path, unloaded: Path, loaded: Path, scale: dict[str, float] | None, tag: str):
-    """The identified payload parameter (mass, centre in the tool body's frame, with half-widths)."""
+    """The identified payload parameter (mass, centre in the tool body's frame, with half-widths) and the arm's
+    identified MJCF (step 1's, without the payload)."""
     spec = mujoco.MjSpec.from_file(str(model_path("ur10e_like")))
     spec.delete(spec.body("payload"))  # the user's arm, no payload yet
     arm_xml = folder / f"arm_{tag}.xml"
@@ -42,4 +43,4 @@ def weigh(folder: Path, unloaded: Path, loaded: Path, scale: dict[str, float] | 
         )
     )
     (p,) = payload.parameters
-    return p
+    return p, paths["mjcf"]

@@ -51,17 +51,13 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
     checked = validate(run, fit, spread, log)
     results = parameter_results(run, start, fit, spread, checked.metrics, log)
     window_fit: list[ParameterResult] = []
-    window_warnings: list[str] = []
     if checked.torque_space.get("taken"):
-        window_fit, window_warnings = results, log.warnings[data_warnings:]
-        del log.warnings[data_warnings:]
+        # the window fit's warnings stay (its misfit says the model's structure may be wrong), named as its own:
+        # the values they quote are the window fit's, under `window_fit_parameters`
+        log.warnings[data_warnings:] = [f"window fit: {w}" for w in log.warnings[data_warnings:]]
+        window_fit = results
         half_widths = checked.torque_space.get("half_width_95", {})
         results = carried_parameters(run.problem.parameters, results, checked.identified, half_widths, log)
-        if window_warnings:
-            log.notes.append(
-                f"{len(window_warnings)} warnings about the window fit are under `window_fit_warnings`: they "
-                "describe the simulation fit, not the torque-space fit the MJCF carries, and do not set the verdict"
-            )
     log.warnings += checked.torque_warnings
     objective = tuple(float(v) for v in (getattr(fit.opt_result, "extras", None) or {}).get("objective", ()))
     log.timings["total_s"] = time.perf_counter() - t_start
@@ -86,5 +82,4 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
         friction=checked.friction,
         torque_space=checked.torque_space,
         window_fit_parameters=tuple(window_fit),
-        window_fit_warnings=tuple(window_warnings),
     )

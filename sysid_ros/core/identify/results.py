@@ -84,7 +84,6 @@ class IdentificationResult:
     friction: dict[str, Any] = field(default_factory=dict)  # per joint: the regression's friction and offset
     torque_space: dict[str, Any] = field(default_factory=dict)  # the torque-space fit's values; `taken`: the MJCF's
     window_fit_parameters: tuple[ParameterResult, ...] = ()  # when `parameters` are the torque-space fit's
-    window_fit_warnings: tuple[str, ...] = ()  # then the window fit's warnings (the verdict is the carried fit's)
 
     def value(self, name: str) -> float:
         """The first component of a parameter's identified value."""
@@ -128,7 +127,6 @@ def results_document(result: IdentificationResult) -> dict[str, Any]:
             if result.window_fit_parameters
             else {}
         ),
-        **({"window_fit_warnings": list(result.window_fit_warnings)} if result.window_fit_warnings else {}),
         "metrics": result.metrics,
         **({"friction": result.friction} if result.friction else {}),
         **({"torque_space": result.torque_space} if result.torque_space else {}),

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -35,7 +36,7 @@ import numpy as np
 import scipy.linalg
 from scipy.signal import butter, filtfilt
 
-from ..errors import DataError, ModelError
+from ..errors import ConfigError, DataError, ModelError
 from ..online import on_uniform_grid
 from .arm_regressor import INERTIAL_NAMES, JOINT_TERMS, ArmRegressor, body_inertial_parameters
 from .base_fit import Rows, filtered_rows
@@ -79,6 +80,25 @@ class DriveGains:
             "verdict": "suspect" if self.warnings else "ok",
             "warnings": list(self.warnings),
         }
+
+
+def read_effort_scale(path: str | Path) -> dict[str, float]:
+    """The `effort_scale` of a file `sysid-ros calibrate-gains` wrote (or a plain joint: gain mapping), each gain a
+    finite number in (0, 100]; a one-line ConfigError otherwise."""
+    from ..files.reading import load_yaml
+
+    doc = load_yaml(path, "effort scale")
+    scale = doc.get("effort_scale", doc) if isinstance(doc, dict) else doc
+    if not isinstance(scale, dict) or not scale:
+        raise ConfigError("no effort_scale mapping (joint: gain) in the file", file=str(path))
+    bad = [
+        str(k)
+        for k, v in scale.items()
+        if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v) or not 0.0 < v <= 100.0
+    ]
+    if bad:
+        raise ConfigError(f"effort_scale gains must be numbers in (0, 100]: {', '.join(bad)}", file=str(path))
+    return {str(k): float(v) for k, v in scale.items()}
 
 
 def _body_columns(arm: ArmRegressor, body: str) -> np.ndarray:

@@ -3,8 +3,8 @@ fed the bag's joint states in the node's hop-sized chunks, so a fleet can audit 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import mujoco
@@ -96,6 +96,12 @@ def _check_segment(segment: JointSamples, bag: str) -> None:
         raise DataError(f"sample times do not increase (row {row} is not later than the one before it)", bag=bag)
 
 
+def _scaled(segment: JointSamples, effort_scale: Mapping[str, float]) -> JointSamples:
+    """The segment with each joint's effort times its gain (1 where `effort_scale` names none)."""
+    gains = np.array([effort_scale.get(j, 1.0) for j in segment.joint_names])
+    return replace(segment, effort=segment.effort * gains)
+
+
 def last_link(model: mujoco.MjModel) -> str:
     """The body the model's last joint moves (the flange of a serial arm)."""
     if model.njnt == 0:
@@ -114,6 +120,7 @@ def replay_bag(
     distro: str | None = None,
     out: str | Path | None = None,
     chunk_s: float = 0.25,
+    effort_scale: Mapping[str, float] | None = None,
 ) -> Replay:
     """Run `payload_config(model, body)`'s estimator over the bag's joint states; write `out` (YAML) if given.
 
@@ -137,9 +144,14 @@ def replay_bag(
     wanted = config.joints
     if joints is not None and sorted(joints) != sorted(wanted):
         raise ConfigError(f"--joints must be the model's joints {list(wanted)}, got {list(joints)}")
+    unknown = sorted(set(effort_scale or {}) - set(wanted))
+    if unknown:
+        raise ConfigError(f"effort_scale names joints the model does not have: {unknown}")
     read = read_joint_states(bag, topics=[topic] if topic else None, joints=list(wanted), distro=distro)
     for segment in read.segments:
         _check_segment(segment, str(bag))
+    if effort_scale:  # the calibrated drive gains, as identify's data entries take them
+        read = replace(read, segments=tuple(_scaled(s, effort_scale) for s in read.segments))
     warnings += list(read.warnings)
     unusable = sum(
         int((~np.isfinite(s.position).all(axis=1) | ~np.isfinite(s.effort).all(axis=1)).sum()) for s in read.segments
