@@ -360,8 +360,8 @@ def fit_base_parameters(
     train: np.ndarray | None = None,
 ) -> BaseParameterFit:
     """The base-parameter fit on `rows` (model DOF order; `train`: a boolean mask of the rows to use). BLAS on one
-    thread: its matrices are small, and on shared cores extra BLAS threads only spin (on the real Panda with the
-    2 cores loaded: 12-33 s wall and as much CPU, against 3 s on one thread)."""
+    thread: its matrices are small, and on shared cores extra BLAS threads only spin (the real Panda's fit with the
+    2 cores loaded: 7-23 s wall and 7-18 s CPU, against 1.6-2.4 s of both on one thread)."""
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit(model, rows, settings, train)
 
