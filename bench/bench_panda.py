@@ -26,9 +26,13 @@ which, and the result's own held-out table has both (docs/identification_arm.md,
 The base-parameter fit (`core/linear/base_fit.py`, issue 32) is fitted on each time base's first 70 %
 (the record splined onto a 1 ms grid, the scorer's 10 Hz filter and central differences) and scored as the MJCF
 it writes, through `mj_inverse`. Next to it, a FIGAROH peer on the same rows in the same run (FIGAROH's
-regressor on pinocchio, its QR base parameters, ordinary then per-joint weighted least squares): it needs
-`pip install -r bench/requirements.txt`, else one line says it is skipped. The published model is also scored
-from its closed forms when the paper repository's C++ sources are at hand (`--published-src`).
+regressor on pinocchio, its QR base parameters, ordinary then per-joint weighted least squares, then its
+physically consistent fit: `solve_direct_effort_fit`, a pseudo-inertia LMI per link by picos/cvxopt, as its
+`physical_fit` stage runs it; scored through its regressor, the smallest eigenvalue of its joint-space inertia on
+the training poses printed): it needs `pip install -r bench/requirements.txt`, else one line says it is skipped.
+The issue's own figures for FIGAROH's physically consistent fit stay as a reference row, not computed here.
+The published model is also scored from its closed forms when the paper repository's C++ sources are at hand
+(`--published-src`).
 
     .venv/bin/python bench/bench_panda.py [LOG_DIR] [--model PANDA_XML] [--bases logged,clock] [--max-iters N]
         [--quick] [--no-identify] [--keep DIR] [--published-src DIR] [--cutoff-hz 10]
@@ -229,7 +233,8 @@ def base_fit_rows(kind: str, time_ns: np.ndarray, q: np.ndarray, v: np.ndarray, 
 def figaroh_peer(rows, train: np.ndarray, scorer: Scorer) -> dict[str, tuple[np.ndarray, float]] | str:
     """FIGAROH's regressor on pinocchio (example-robot-data's Panda, fingers locked) with viscous + Coulomb
     friction, armature and an offset per joint; base columns by its QR; ordinary, then per-joint weighted least
-    squares (rows scaled). (label: (held-out RMS, wall s)), or why it was skipped."""
+    squares (rows scaled), then its physically consistent fit on the same weighted rows (`figaroh_physical`).
+    (label: (held-out RMS, wall s)), or why it was skipped."""
     try:
         import warnings
         from importlib import metadata
@@ -276,13 +281,87 @@ def figaroh_peer(rows, train: np.ndarray, scorer: Scorer) -> dict[str, tuple[np.
     scale = np.repeat(1.0 / sigma, n)
     phi_w = np.linalg.lstsq(wb * scale[:, None], y * scale, rcond=None)[0]
     wall = time.perf_counter() - t0
-    held = build_regressor_basic(robot, scorer.q, scorer.qd, scorer.qdd, config)[:, base]
+    held = build_regressor_basic(robot, scorer.q, scorer.qd, scorer.qdd, config)
     for label, p in (("ordinary LS", phi), ("weighted LS", phi_w)):
         out[f"FIGAROH / pinocchio, {label} ({len(base)} base parameters)"] = (
-            scorer.rms((held @ p).reshape(7, -1).T),
+            scorer.rms((held[:, base] @ p).reshape(7, -1).T),
+            wall,
+        )
+    t0 = time.perf_counter()
+    physical = figaroh_physical(model, w, y, scale)
+    if isinstance(physical, str):
+        print(physical)
+    else:
+        theta, how = physical
+        wall = time.perf_counter() - t0
+        low = figaroh_inertia_eigenvalue(model, theta, rows.q[index[:: max(1, n // 200)]])
+        print(
+            f"FIGAROH physically consistent fit: {how}; its joint-space inertia (armature included) on the training "
+            f"poses: smallest eigenvalue {low:.3g} kg m^2" + (" (not positive definite)" if low <= 0 else "")
+        )
+        out["FIGAROH / pinocchio, physically consistent (LMI, cvxopt; same rows, weights)"] = (
+            scorer.rms((held @ theta).reshape(7, -1).T),
             wall,
         )
     return out
+
+
+def figaroh_inertia_eigenvalue(model, theta: np.ndarray, q: np.ndarray) -> float:
+    """The smallest eigenvalue over the poses `q` of pinocchio's joint-space inertia with FIGAROH's fitted links
+    (standard parameters) and its fitted actuator inertia on the diagonal."""
+    import pinocchio as pin
+
+    fitted = model.copy()
+    for j in range(1, model.njoints):
+        fitted.inertias[j] = pin.Inertia.FromDynamicParameters(theta[10 * (j - 1) : 10 * j])
+    data = fitted.createData()
+    nv = model.nv
+    armature = theta[10 * nv + 2 * nv : 10 * nv + 3 * nv]  # after fv and fs
+    low = np.inf
+    for pose in q:
+        m = pin.crba(fitted, data, pose)
+        m = np.triu(m) + np.triu(m, 1).T
+        low = min(low, float(np.linalg.eigvalsh(m + np.diag(armature))[0]))
+    return low
+
+
+def figaroh_physical(model, w: np.ndarray, y: np.ndarray, row_weight: np.ndarray) -> tuple[np.ndarray, str] | str:
+    """FIGAROH's physically consistent fit as its `physical_fit` selection stage runs it
+    (`figaroh.identification.selection.run_physical_fit` with its defaults): the standard regressor with the columns
+    its elimination drops (squared norm < 1e-6) zeroed, the weighted least squares' row weights, the nominal
+    (URDF) parameters as the prior, `solve_direct_effort_fit` (a pseudo-inertia LMI per link, masses >= 1e-6, a
+    1e-6 prior weight; no bounds on friction, armature or offsets) by cvxopt. When cvxopt fails on that problem
+    (seen on the clock rows: a singular KKT system near the optimum, then a math domain error), once more with the
+    row weights scaled by 1 / sqrt(rows) and the prior weight by 1 / rows: the same minimiser, an objective of
+    order one. (standard parameters, how it was solved), or why there is none."""
+    try:
+        from figaroh.identification import physical_fit as pf
+        from figaroh.identification.parameter import get_standard_parameters
+    except ImportError as exc:
+        return f"FIGAROH physically consistent fit: skipped ({exc})"
+    standard = get_standard_parameters(model)
+    joints = list(model.names[1:])
+    names = list(standard) + [f"{b}_{j}" for b in ("fv", "fs", "Ia", "off") for j in joints]
+    if len(names) != w.shape[1]:
+        return f"FIGAROH physically consistent fit: skipped ({len(names)} names for {w.shape[1]} columns)"
+    prior = np.r_[np.array(list(standard.values())), np.zeros(len(names) - len(standard))]
+    ys = np.where(np.sum(w**2, axis=0) < 1e-6, 0.0, w)
+    failures = []
+    for scale in (1.0, 1.0 / np.sqrt(len(y))):
+        policy = pf.PhysicalPolicy(prior_weight=pf.PhysicalPolicy().prior_weight * scale**2)
+        how = "as FIGAROH runs it" if scale == 1.0 else "rescaled (row weights / sqrt(rows)), after: " + failures[0]
+        try:
+            problem = pf.build_problem(ys, y, names, joints, prior=prior, row_weight=row_weight * scale, policy=policy)
+            record = pf.solve_direct_effort_fit(problem, solver="cvxopt")
+        except Exception as exc:  # the solver stack (picos, cvxopt) missing or failing
+            return f"FIGAROH physically consistent fit: could not run ({type(exc).__name__}: {exc})"
+        if record.theta is not None and record.accepted:
+            return record.theta, how
+        infeasible = [j for j, f in record.feasibility.items() if not f["ok"]]
+        failures.append(
+            f"solver {record.solver_status}: {record.exception or 'links not feasible: ' + ', '.join(infeasible)}"
+        )
+    return "FIGAROH physically consistent fit: no accepted solution (" + "; then ".join(failures) + ")"
 
 
 def problem(model: Path, data: Path, span_s: float, max_iters: int) -> dict:
@@ -397,17 +476,20 @@ def main() -> int:
     for kind in args.bases.split(","):
         from sysid_ros.core.linear import fit_base_parameters
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fit_rows, train = base_fit_rows(kind, time_ns, q, v, tau, args.cutoff_hz)
         fit = fit_base_parameters(mujoco.MjSpec.from_file(str(model_path)), fit_rows, train=train)
-        walls[kind] = time.perf_counter() - t0
+        walls[kind], cpu = time.perf_counter() - t0, time.process_time() - c0
         rows[f"base-parameter fit, physical, MJCF ({kind})"] = scorer.rms(scorer.inverse(fit.spec.compile()))
         if args.keep:
             Path(args.keep).mkdir(parents=True, exist_ok=True)
             (Path(args.keep) / f"base_fit_{kind}.xml").write_text(fit.spec.to_xml())
         print(
-            f"{kind}: base-parameter fit in {walls[kind]:.1f} s ({fit.rows} rows, rank {fit.base.rank} of "
-            f"{len(fit.names)}, {len(fit.intervals)} intervals)"
+            f"{kind}: base-parameter fit in {walls[kind]:.1f} s wall, {cpu:.1f} s CPU ({fit.rows} rows, rank "
+            f"{fit.base.rank} of {len(fit.names)}, {len(fit.intervals)} intervals; armature "
+            + " ".join(f"{fit.value(f'{j}.armature'):.3f}" for j in JOINTS)
+            + "".join(f"; {note}" for note in fit.notes)
+            + ")"
         )
         peer = figaroh_peer(fit_rows, train, scorer)
         if isinstance(peer, str):
@@ -415,8 +497,11 @@ def main() -> int:
         else:
             for label, (rms, wall) in peer.items():
                 rows[f"{label} ({kind})"] = rms
-            print(f"{kind}: FIGAROH peer fitted in {wall:.1f} s")
-    rows["FIGAROH, physically consistent (the issue's figures)"] = np.array(FIGAROH_PHYSICAL_RMS_NM)
+            took = ", ".join(f"{label.split(', ')[1].split(' (')[0]} {wall:.1f} s" for label, (_, wall) in peer.items())
+            print(f"{kind}: FIGAROH peer fitted, wall ({took})")
+    rows["reference: FIGAROH physically consistent, the issue's figures (not computed here)"] = np.array(
+        FIGAROH_PHYSICAL_RMS_NM
+    )
     if args.quick:
         args.max_iters = 2
     own: dict[str, dict] = {}

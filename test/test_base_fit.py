@@ -1,6 +1,8 @@
 """The base-parameter fit (core/linear/base_fit.py) on a simulated Panda with hidden physics: torque from
 mj_inverse of the true model (its friction loss as the fit writes it) plus noise; the fitted MJCF must predict
-held-out torque near the noise floor, and the joint terms the data identify alone must come out near the truth."""
+held-out torque near the noise floor, and the joint terms the data identify alone must come out near the truth.
+A torque sensor that misses part of a joint's inertia reads as a negative armature: the fit takes it where the
+joint-space inertia stays positive definite and holds it at zero where it cannot (naming the joint)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import mujoco
 import numpy as np
 
 from sysid_ros.core.linear import FRICTION_SOLIMP, FRICTION_SOLREF, BaseFitSettings, Rows, fit_base_parameters
+from sysid_ros.core.linear.base_fit import from_log_cholesky, log_cholesky_jacobian, min_inertia_eigenvalue
 
 MODEL = Path(__file__).parent / "data/real/panda_menagerie/panda_torque.xml"
 DAMPING = (0.3, 0.5, 0.2, 0.4, 0.1, 0.05, 0.08)
@@ -55,6 +58,18 @@ def record(model: mujoco.MjModel, seconds: float, seed: int, noise_nm: float = N
     return Rows(q, qd, qdd, tau + rng.normal(0.0, noise_nm, tau.shape), dt)
 
 
+def predict(model: mujoco.MjModel, rows: Rows, index: np.ndarray) -> np.ndarray:
+    data = mujoco.MjData(model)
+    out = np.empty((len(index), 7))
+    for k, i in enumerate(index):
+        data.qpos[:7], data.qvel[:7], data.qacc[:7] = rows.q[i], rows.qd[i], rows.qdd[i]
+        data.ctrl[:] = 0.0
+        mujoco.mj_inverse(model, data)
+        mujoco.mj_fwdActuation(model, data)
+        out[k] = (data.qfrc_inverse - data.qfrc_actuator)[:7]
+    return out
+
+
 def test_fitted_mjcf_predicts_held_out_torque_and_finds_the_joint_terms():
     true_model = truth().compile()
     rows = record(true_model, 24.0, seed=3)
@@ -65,15 +80,10 @@ def test_fitted_mjcf_predicts_held_out_torque_and_finds_the_joint_terms():
     fitted = fit.spec.compile()
     held = ~train
     clean = record(true_model, 24.0, seed=3, noise_nm=0.0)  # the same trajectory without noise
-    data = mujoco.MjData(fitted)
-    predicted = np.empty((held.sum(), 7))
-    for k, i in enumerate(np.flatnonzero(held)):
-        data.qpos[:7], data.qvel[:7], data.qacc[:7] = rows.q[i], rows.qd[i], rows.qdd[i]
-        data.ctrl[:] = 0.0
-        mujoco.mj_inverse(fitted, data)
-        mujoco.mj_fwdActuation(fitted, data)
-        predicted[k] = (data.qfrc_inverse - data.qfrc_actuator)[:7]
+    predicted = predict(fitted, rows, np.flatnonzero(held))
     rms = np.sqrt(np.mean((clean.tau[held] - predicted) ** 2, axis=0))
+    assert fit.notes == (), fit.notes  # every armature positive: nothing held
+    assert np.all(fitted.dof_armature >= 0), fitted.dof_armature
     # against the noise-free torque; 0.06 N m (3x the noise) leaves room for the held-out poses' extrapolation
     # of what the data barely see
     assert np.all(rms < 3 * NOISE_NM), rms
@@ -88,3 +98,39 @@ def test_fitted_mjcf_predicts_held_out_torque_and_finds_the_joint_terms():
         if name == f"joint{k + 1}.coulomb"
     ]
     assert covered and np.mean(covered) >= 5 / 7, fit.intervals
+
+
+def test_a_sensor_missing_inertia_reads_as_negative_armature_kept_where_the_inertia_stays_positive():
+    """Joint 4's sensor misses 0.13 kg m^2 (the true armature 0.05: -0.08 net, its diagonal inertia >= 0.8), joint
+    7's 0.1 (-0.05 net, more than half its smallest diagonal inertia, 0.057): joint 4 comes out near -0.08 and
+    predicts held-out torque near the noise floor, joint 7 is held at zero and named, the inertia stays positive."""
+    true_model = truth().compile()
+    missing = np.array([0.0, 0.0, 0.0, 0.13, 0.0, 0.0, 0.1])
+    noisy = record(true_model, 24.0, seed=3)
+    rows = Rows(noisy.q, noisy.qd, noisy.qdd, noisy.tau - missing * noisy.qdd, noisy.period_s)
+    train = np.arange(len(rows.q)) < int(0.75 * len(rows.q))
+    fit = fit_base_parameters(
+        mujoco.MjSpec.from_file(str(MODEL)), rows, BaseFitSettings(bootstrap_replicates=0), train=train
+    )
+    assert abs(fit.value("joint4.armature") + 0.08) < 0.02, fit.value("joint4.armature")
+    assert 0.0 <= fit.value("joint7.armature") < 1e-6 and fit.least_squares[fit.names.index("joint7.armature")] < -0.03
+    assert fit.notes == ("armature held >= 0 on joint7",), fit.notes
+    fitted = fit.spec.compile()
+    assert fitted.dof_armature[3] < -0.05
+    assert min_inertia_eigenvalue(fitted, rows.q[::10]) > 0
+    held = np.flatnonzero(~train)
+    clean = record(true_model, 24.0, seed=3, noise_nm=0.0)
+    rms = np.sqrt(np.mean((clean.tau[held] - missing * rows.qdd[held] - predict(fitted, rows, held)) ** 2, axis=0))
+    assert np.all(rms[:6] < 3 * NOISE_NM), rms
+
+
+def test_log_cholesky_jacobian_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = rng.normal(0.0, 0.5, 10)
+        step = 1e-6
+        numeric = np.stack(
+            [(from_log_cholesky(x + step * e) - from_log_cholesky(x - step * e)) / (2 * step) for e in np.eye(10)],
+            axis=1,
+        )
+        assert np.allclose(log_cholesky_jacobian(x), numeric, rtol=1e-6, atol=1e-8)

@@ -477,7 +477,12 @@ def _physical(
     fixed = np.setdiff1d(np.arange(w.shape[2]), free)
     gram, rhs = _normal(w[:, :, free], tau - w[:, :, fixed] @ theta0[fixed], weights)
     lo = np.where(np.r_[np.zeros(10 * n_bodies, dtype=bool), signed[10 * n_bodies :]], 0.0, -np.inf)
-    return physically_consistent(gram, rhs, start, theta0[free], n_bodies, lo, np.full(len(free), np.inf), RIDGE)
+    hi = np.full(len(free), np.inf)
+    for k in range(n_bodies):  # log-Cholesky coordinates: a mass 1e-3-1e3x the file's, lengths e^-15-e^5 m
+        mass = max(float(theta0[free[10 * k]]), 1e-6)
+        lo[10 * k], hi[10 * k] = 0.5 * np.log(1e-3 * mass), 0.5 * np.log(1e3 * mass)
+        lo[10 * k + 1 : 10 * k + 4], hi[10 * k + 1 : 10 * k + 4] = -15.0, 5.0
+    return physically_consistent(gram, rhs, start, theta0[free], n_bodies, lo, hi, RIDGE)
 
 
 def _time_blocks(t_s: np.ndarray) -> np.ndarray:
