@@ -521,7 +521,8 @@ def main() -> int:
                 f"{result.metrics.get('identified_model')}"
                 + (
                     f" (torque-space fit: chosen at {space['training_torque_ratio_to_window_fit']:.2f}x the "
-                    "window fit's torque on the training rows' last quarter, "
+                    f"window fit's torque over {space.get('cross_validation_folds')} time-blocked folds of the "
+                    "training rows, "
                     f"{space['held_out_torque_ratio_to_window_fit']:.2f}x on the held-out rows, "
                     f"filter window {space['filter_window_s']} s, "
                     f"{len(space['projected_onto_physical'])} bodies projected)"

@@ -135,3 +135,33 @@ def test_a_pendulum_and_a_planar_arm_estimate_what_they_can(tmp_path, capsys) ->
     assert main(["online", str(bag), "--model", "pendulum"]) == 2
     err = capsys.readouterr().err
     assert "never finite" in err and len(err.strip().splitlines()) == 1
+
+
+def test_effort_scale_of_a_gains_file(tmp_path, capsys) -> None:
+    """`--effort-scale` takes the file `calibrate-gains --out` writes: gains of 1 leave the estimate as it is, a
+    gain of 1.1 raises the hinge's mass moment (the torque it explains grows); a joint the model lacks, a gain
+    outside (0, 100] or a file with no mapping is one line and exit 2."""
+    from support.synthetic import record_pendulum, write_effort_bag
+
+    samples, commands = record_pendulum({}, seed=0, seconds=8.0)
+    bag = write_effort_bag(tmp_path / "pendulum", samples, commands)
+
+    def final(gains: str) -> float:
+        (tmp_path / "gains.yaml").write_text(gains)
+        argv = ["online", str(bag), "--model", "pendulum", "--no-inertia"]
+        assert main([*argv, "--effort-scale", str(tmp_path / "gains.yaml")]) == 0
+        return float(capsys.readouterr().out.split("final estimate: mx_kg_m=")[1].split()[0].rstrip(","))
+
+    assert main(["online", str(bag), "--model", "pendulum", "--no-inertia"]) == 0
+    plain = float(capsys.readouterr().out.split("final estimate: mx_kg_m=")[1].split()[0].rstrip(","))
+    assert final("effort_scale: {hinge: 1.0}\nhalf_width_95: {hinge: 0.01}\n") == plain
+    assert final("{hinge: 1.1}\n") != plain
+    for text, words in (
+        ("effort_scale: {elbow: 1.0}\n", "effort_scale names joints the model does not have"),
+        ("effort_scale: {hinge: -1.0}\n", "effort_scale gains must be numbers in (0, 100]"),
+        ("[1, 2]\n", "no effort_scale mapping"),
+    ):
+        (tmp_path / "bad.yaml").write_text(text)
+        assert main(["online", str(bag), "--model", "pendulum", "--effort-scale", str(tmp_path / "bad.yaml")]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, err
