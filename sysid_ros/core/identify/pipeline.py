@@ -49,12 +49,15 @@ def _identify(problem: Problem, log: RunLog) -> IdentificationResult:
     fit = fit_parameters(run, start, log)
     spread = estimate_spread(run, start, fit, log)
     checked = validate(run, fit, spread, log)
+    fit_warnings = len(log.warnings)  # the window fit's values' warnings (bounds, warm start) follow
     results = parameter_results(run, start, fit, spread, checked.metrics, log)
     window_fit: list[ParameterResult] = []
     if checked.torque_space.get("taken"):
-        # the window fit's warnings stay (its misfit says the model's structure may be wrong), named as its own:
-        # the values they quote are the window fit's, under `window_fit_parameters`
-        log.warnings[data_warnings:] = [f"window fit: {w}" for w in log.warnings[data_warnings:]]
+        # the window fit's misfit warnings stay (its residuals say the model's structure may be wrong), named as
+        # its own; those about its values (on a bound, far from the warm start) become notes: the MJCF does not
+        # hold those values (they are under `window_fit_parameters`)
+        log.notes += [f"window fit: {w}" for w in log.warnings[fit_warnings:]]
+        log.warnings[data_warnings:] = [f"window fit: {w}" for w in log.warnings[data_warnings:fit_warnings]]
         window_fit = results
         half_widths = checked.torque_space.get("half_width_95", {})
         results = carried_parameters(run.problem.parameters, results, checked.identified, half_widths, log)
