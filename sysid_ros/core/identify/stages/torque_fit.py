@@ -29,6 +29,8 @@ import mujoco
 import numpy as np
 
 from ...linear import (
+    FRICTION_SOLIMP,
+    FRICTION_SOLREF,
     INERTIAL_NAMES,
     JOINT_TERMS,
     ArmRegressor,
@@ -588,8 +590,9 @@ def _written(
         target = out.joint(joint)
         if term == "viscous":
             target.damping[0] = value
-        elif term == "coulomb":
+        elif term == "coulomb":  # stiff, so that mj_inverse reads the friction loss as the fit's sign-like column
             target.frictionloss = value
+            target.solref_friction, target.solimp_friction = FRICTION_SOLREF, FRICTION_SOLIMP
         elif term == "armature":
             target.armature = value
         else:
