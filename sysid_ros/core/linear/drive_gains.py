@@ -37,6 +37,7 @@ import scipy.linalg
 from scipy.signal import butter, filtfilt
 
 from ..errors import ConfigError, DataError, ModelError
+from ..files import load_yaml
 from ..online import on_uniform_grid
 from .arm_regressor import INERTIAL_NAMES, JOINT_TERMS, ArmRegressor, body_inertial_parameters
 from .base_fit import Rows, filtered_rows
@@ -85,8 +86,6 @@ class DriveGains:
 def read_effort_scale(path: str | Path) -> dict[str, float]:
     """The `effort_scale` of a file `sysid-ros calibrate-gains` wrote (or a plain joint: gain mapping), each gain a
     finite number in (0, 100]; a one-line ConfigError otherwise."""
-    from ..files.reading import load_yaml
-
     doc = load_yaml(path, "effort scale")
     scale = doc.get("effort_scale", doc) if isinstance(doc, dict) else doc
     if not isinstance(scale, dict) or not scale:

@@ -169,10 +169,10 @@ class TorqueRows:
     tau: np.ndarray
     index: np.ndarray
     dt_s: float
-    window_s: float
+    filter_window_s: float
 
     def take(self, mask: np.ndarray) -> TorqueRows:
-        return TorqueRows(self.w[mask], self.tau[mask], self.index[mask], self.dt_s, self.window_s)
+        return TorqueRows(self.w[mask], self.tau[mask], self.index[mask], self.dt_s, self.filter_window_s)
 
     def rms(self, model: mujoco.MjModel) -> np.ndarray:
         """Each DOF's torque RMS of `model` (its values through the same regressor) on these rows."""
@@ -180,12 +180,12 @@ class TorqueRows:
 
 
 def torque_fit_rows(
-    model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], window_s: float
+    model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], filter_window_s: float
 ) -> TorqueRows | None:
-    """The rows of `parts` (`torque_check` parts) for the fit with derivatives through the `window_s`
+    """The rows of `parts` (`torque_check` parts) for the fit with derivatives through the `filter_window_s`
     Savitzky-Golay filter, the friction loss as the soft sign MuJoCo makes of it (of the measured velocity
     filtered like the torque, when every part has one); None when fewer than 50 rows are usable."""
-    record = torque_records(model, maps, parts, filter_window_s=window_s)
+    record = torque_records(model, maps, parts, filter_window_s=filter_window_s)
     if record is None:
         return None
     deriv, tau, velocity = record
@@ -202,7 +202,7 @@ def torque_fit_rows(
     if friction is not None:
         for j, joint in enumerate(arm.joint_names):
             w[:, j, arm.names.index(f"{joint}.coulomb")] = friction[rows, j]
-    return TorqueRows(w, tau[rows], rows, deriv.dt_s, window_s)
+    return TorqueRows(w, tau[rows], rows, deriv.dt_s, filter_window_s)
 
 
 @dataclass(frozen=True, eq=False)
@@ -251,7 +251,7 @@ def cross_validated(
     block; rows within one filter window of a block's edge are in neither part (the filter spans them).
     (RMS by label, folds scored)."""
     edges = np.linspace(rows.index[0], rows.index[-1] + 1, CV_FOLDS + 1)
-    guard = int(np.ceil(max(rows.window_s, scored_rows.window_s) / rows.dt_s))
+    guard = int(np.ceil(max(rows.filter_window_s, scored_rows.filter_window_s) / rows.dt_s))
     squares: dict[str, list[np.ndarray]] = {}
     folds = n = 0
     for lo, hi in zip(edges[:-1], edges[1:]):
@@ -404,7 +404,7 @@ def fit_torque_space(
         held = signed & (theta[free] <= 0.0)
     zeroed = tuple(arm.names[c] for c in free[held])
     fit = _written(spec, model, arm, bodies, terms, theta, len(rows.index), zeroed)
-    fit = replace(fit, filter_window_s=rows.window_s)
+    fit = replace(fit, filter_window_s=rows.filter_window_s)
     if not intervals:
         return fit
     spread = _bootstrap(w[:, :, free], r, weights, held, theta0[free], _time_blocks(rows.index * rows.dt_s))
