@@ -22,7 +22,7 @@ def arm(tmp_path_factory):
 
 
 def test_masses_and_damping_from_short_windows(arm):
-    by_name = {p.name: p for p in arm.parameters}
+    by_name = {p.name: p for p in arm.window_fit_parameters or arm.parameters}  # the window fit's
     assert by_name["payload_mass"].frozen and by_name["payload_mass"].value == (0.1,)
     for name, truth in TRUTH.items():
         p = by_name[name]

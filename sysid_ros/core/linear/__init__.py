@@ -57,6 +57,7 @@ EXPORTS = {
     "fit_arm_friction": ".arm_friction",
     "fit_base_parameters": ".base_fit",
     "physically_consistent": ".base_fit",
+    "block_normal_equations": ".base_fit",
     "read_effort_scale": ".drive_gains",
     "fit_joint_model": ".joint_model",
     "fit_linear": ".regression",

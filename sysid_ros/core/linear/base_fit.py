@@ -366,6 +366,17 @@ def physically_consistent(
     return theta(sol.x)
 
 
+def block_normal_equations(a: np.ndarray, y: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per time block (`blocks`: each row's block, 0..B-1) the normal equations of a x = y, a (rows, DOFs, P) and
+    y (rows, DOFs) already weighted: (B, P, P) and (B, P); a block bootstrap's resample sums them with its counts."""
+    n_blocks, p = int(blocks.max()) + 1, a.shape[-1]
+    grams, rhs = np.zeros((n_blocks, p, p)), np.zeros((n_blocks, p))
+    for k in range(n_blocks):
+        ak = a[blocks == k].reshape(-1, p)
+        grams[k], rhs[k] = ak.T @ ak, ak.T @ y[blocks == k].ravel()
+    return grams, rhs
+
+
 def _blocks(n_rows: int, period_s: float, block_s: float) -> np.ndarray:
     """Block index of each time row."""
     per = max(1, int(round(block_s / period_s)))
@@ -427,12 +438,8 @@ def _fit(
             physical = _physical(cols, gram, rhs, theta_ls, settings.ridge, settings.mass_ratio)
     # block bootstrap of the weighted least squares: per-block normal equations, summed per replicate
     blocks = _blocks(len(index), rows.period_s * max(1, index[1] - index[0] if len(index) > 1 else 1), settings.block_s)
-    nblk = int(blocks.max()) + 1
-    grams = np.zeros((nblk, a.shape[1], a.shape[1]))
-    rhss = np.zeros((nblk, a.shape[1]))
-    for k in range(nblk):
-        ak = ww[blocks == k].reshape(-1, a.shape[1])
-        grams[k], rhss[k] = ak.T @ ak, ak.T @ tw[blocks == k].ravel()
+    grams, rhss = block_normal_equations(ww, tw, blocks)
+    nblk = len(grams)
     intervals: dict[str, tuple[float, float]] = {}
     if settings.bootstrap_replicates > 0 and nblk >= 5:
         rng = np.random.default_rng(settings.seed)
@@ -604,6 +611,7 @@ __all__ = [
     "filtered_rows",
     "fit_base_parameters",
     "physically_consistent",
+    "block_normal_equations",
     "write_into",
     "from_log_cholesky",
     "to_log_cholesky",
