@@ -322,8 +322,9 @@ def choose_window(
     check = torque_fit_rows(model, maps, parts, SCORE_WINDOW_S) if check is None else check
     candidates: dict[float, TorqueRows] = {}
     scores: dict[float, np.ndarray] = {}
-    for window in FIT_WINDOWS_S:
-        rows = torque_fit_rows(model, maps, parts, window)
+    for window in FIT_WINDOWS_S:  # the scoring window's rows are computed once (the regressor is the cost)
+        same = check is not None and window == check.filter_window_s
+        rows = check if same else torque_fit_rows(model, maps, parts, window)
         if rows is None:
             continue
         candidates[window] = rows
