@@ -72,14 +72,38 @@ def test_kill_r1_mid_trial_restart_r2_then_r1(nodes, client, tmp_path, monkeypat
     # r1 tunes; killed while a trial gain is on its controller (journaled `applied` with it)
     from std_srvs.srv import Trigger
 
-    response = client.call(Trigger, "r1/servo_tuner/tune", Trigger.Request())
-    assert response.success, response.message
+    def logs(ns: str) -> str:
+        """The ends of a robot's node logs, for a failure's message."""
+        return "\n".join(
+            f"--- {p.name}:\n{p.read_text()[-3000:]}" for p in sorted((tmp_path / "logs").glob(f"{ns}_*.log"))
+        )
+
+    class TuneEnded(Exception):
+        pass
 
     def trial_on_controller():
+        ended = [r for r in results["r1"] if r.get("action") == "tune"]
+        if ended:
+            raise TuneEnded(ended[-1])
         open_ = [c for c in journal["r1"].unfinished() if c.new != c.previous]
         return open_ and gains("r1") == open_[-1].new and open_[-1]
 
-    trial = wait_for(trial_on_controller, 600.0, "r1's tuner to set trial gains")
+    # a tune that fails on its own (a timeout of a loaded host's DDS) leaves the gains as found and is started
+    # once more: the subject here is the state a kill leaves, not the tune
+    for attempt in (1, 2):
+        response = client.call(Trigger, "r1/servo_tuner/tune", Trigger.Request())
+        assert response.success, response.message
+        try:
+            trial = wait_for(trial_on_controller, 600.0, "r1's tuner to set trial gains")
+            break
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}; results {results['r1']}\n{logs('r1')}") from None
+        except TuneEnded as ended:
+            (result,) = ended.args
+            assert attempt == 1 and not result.get("ok"), f"r1's tune ended without a trial: {result}\n{logs('r1')}"
+            print(f"r1's first tune failed, started again: {result}\n{logs('r1')}")
+            wait_for(lambda: gains("r1") == AS_FOUND, 60.0, "the failed tune to leave r1's gains as found")
+            results["r1"].clear()
     tuners["r1"].stop(signal.SIGKILL)
     assert trial.controller == "/r1/sim_robot" and trial.previous == AS_FOUND
     assert gains("r1") == trial.new != AS_FOUND  # the crash left r1 on its trial gains

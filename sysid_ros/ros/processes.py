@@ -91,7 +91,8 @@ class NodeProcess:
         sections = params if composed else {name: params}
         params_file.write_text(yaml.safe_dump({f"/**/{n}": {"ros__parameters": p} for n, p in sections.items()}))
         self.log_path = folder / f"{tag}.log"
-        self._log = open(self.log_path, "w")
+        self._log = open(self.log_path, "a")  # a restarted node's log follows its predecessor's, never over it
+        self._log_start = self._log.tell()
         rename = [] if composed else ["-r", f"__node:={name}"]
         self.proc = subprocess.Popen(
             [
@@ -118,8 +119,12 @@ class NodeProcess:
         return self.proc.poll() is None
 
     def log(self) -> str:
-        self._log.flush()
-        return self.log_path.read_text()
+        """What this process has printed (a predecessor's log under the same name left out)."""
+        if not self._log.closed:
+            self._log.flush()
+        with open(self.log_path, "rb") as log:
+            log.seek(self._log_start)
+            return log.read().decode(errors="replace")
 
     def stop(self, sig: int = signal.SIGINT, timeout_s: float = 15.0) -> int:
         """Signal the process (SIGINT: a clean shutdown) and wait; kill it if it does not exit in time."""

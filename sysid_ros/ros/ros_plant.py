@@ -264,6 +264,7 @@ class RosArm(Arm):
         self.plays += 1
         if self.progress is not None:
             self.progress.starting(tape.name)
+        self.client.node.get_logger().info(f"playing {tape.name} ({duration_s(tape):.1f} s) through {self.recorder}")
         results = self.client.set_parameters(self.recorder, {"tape.file": str(path.resolve())})
         if not all(r.successful for r in results):
             raise ConfigError(f"{self.recorder} refused tape.file: {[r.reason for r in results]}")
@@ -293,6 +294,7 @@ class RosArm(Arm):
                 out = self._telemetry(bag, tape.name, t, q, qd, np.zeros_like(ff), controllers)  # what ran
             elif self._ff_verdicts[-2:] == [True, True]:
                 self.feedforward_honoured = True
+        self.client.node.get_logger().info(f"played {tape.name}: {bag}")
         save_play(path.with_suffix(".npz"), out)  # what the reports draw, without reading the bag again
         if self.progress is not None:
             self.progress.played(tape.name, out, self.motion_s)
