@@ -23,7 +23,7 @@ from ..results import ParameterResult, RunLog
 from .intervals import Spread
 from .load import Loaded
 from .optimize import Fit
-from .torque_fit import BODY_KINDS, FITTED_KINDS, MUJOCO_TERM, TERM_OF_KIND
+from .torque_fit import FITTED_KINDS, half_widths_of
 from .warm_start import Start
 
 
@@ -147,7 +147,7 @@ def carried_parameters(
             out.append(r)
             continue
         value = tuple(model_value(spec, specs[r.name]))
-        half = r.half_width_95 if r.frozen else _fit_half_width(r, half_widths, len(value))
+        half = r.half_width_95 if r.frozen else half_widths_of(half_widths, r.kind, r.target, len(value))
         resolved = r.frozen or all(math.isfinite(h) for h in half)
         if not resolved:
             unresolved.append(r.name)
@@ -160,14 +160,6 @@ def carried_parameters(
             "value is fitted on its group's jointed body); the window fit's values are under `window_fit_parameters`"
         )
     return out
-
-
-def _fit_half_width(r: ParameterResult, half_widths: dict[str, Sequence[float]], n: int) -> tuple[float, ...]:
-    """A parameter's half-widths from the torque-space fit's: the body's first `n` (mass, com, tensor) or the
-    joint term's."""
-    key = r.target if r.kind in BODY_KINDS else f"{r.target}.{MUJOCO_TERM[TERM_OF_KIND[r.kind]]}"
-    got = half_widths.get(key)
-    return tuple(float(h) for h in got[:n]) if got is not None and len(got) >= n else (math.inf,) * n
 
 
 def flag_mass_sums(model: mujoco.MjModel, results: list[ParameterResult], notes: list[str]) -> list[ParameterResult]:

@@ -338,4 +338,7 @@ def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) 
             "and block-bootstrap intervals (the window fit's are under `window_fit_parameters`); the held-out "
             "position replay is the window fit's"
         )
-    return f"the identified model is the window fit: the torque-space fit ({what}), {how}; taken below {TAKE_BELOW:g}x"
+    return (
+        f"the identified model is the window fit: the torque-space fit ({what}), {how}; taken below {TAKE_BELOW:g}x, "
+        f"or below {1 / TAKE_BELOW:.3g}x when it resolves every parameter the problem asks"
+    )
