@@ -61,7 +61,7 @@ def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
     t0 = time.perf_counter()
     log.report("validation", 0.94, "held-out joint torque")
     torque_warnings: list[str] = []
-    torque = held_out_torque(run, identified, metrics, log.notes, torque_warnings)
+    torque = held_out_torque(run, identified, metrics, log.notes, torque_warnings, window_half_widths(run, fit, spread))
     log.timings["torque_check_s"] = time.perf_counter() - t0
     return Validated(torque.spec, metrics, traces, torque.friction, torque.torque_space, tuple(torque_warnings))
 
@@ -189,7 +189,12 @@ class HeldOutTorque:
 
 
 def held_out_torque(
-    run: Loaded, identified: mujoco.MjSpec, metrics: dict[str, Any], notes: list[str], warnings: list[str]
+    run: Loaded,
+    identified: mujoco.MjSpec,
+    metrics: dict[str, Any],
+    notes: list[str],
+    warnings: list[str],
+    window_widths: dict[str, tuple[float, ...]] | None = None,
 ) -> HeldOutTorque:
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
@@ -221,7 +226,7 @@ def held_out_torque(
     if check is None:
         return HeldOutTorque({}, identified, {})
     try:
-        choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data)
+        choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data, window_widths or {})
         extra = (
             None
             if choice is None
@@ -310,11 +315,26 @@ def _torque_space_choice(
     maps: Sequence[sd.JointMap],
     train_data: Sequence,
     val_data: Sequence,
+    window_widths: dict[str, tuple[float, ...]],
 ) -> TorqueSpaceChoice | None:
     """The torque-space fit and the choice, both on the rows the regression is fitted on (the held-out rows left
     out)."""
     fit_parts, _, _ = held_out_split(train_data, val_data)
-    return choose_on_training(identified, problem.parameters, model, maps, fit_parts)
+    return choose_on_training(identified, problem.parameters, model, maps, fit_parts, window_widths)
+
+
+def window_half_widths(run: Loaded, fit: Fit, spread: Spread) -> dict[str, tuple[float, ...]]:
+    """The window fit's 95 % half-widths of each free parameter in its own coordinates (inf in a null direction
+    of the data), as `parameter_results` reads them before any conversion."""
+    out, k = {}, 0
+    for p in run.problem.parameters:
+        if p.frozen:
+            continue
+        width = fit.opt_params[p.name].size
+        window = zip(spread.intervals[k : k + width], spread.null[k : k + width])
+        out[p.name] = tuple(math.inf if n else float(v) for v, n in window)
+        k += width
+    return out
 
 
 def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) -> str:
@@ -340,5 +360,5 @@ def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) 
         )
     return (
         f"the identified model is the window fit: the torque-space fit ({what}), {how}; taken below {TAKE_BELOW:g}x, "
-        f"or below {1 / TAKE_BELOW:.3g}x when it resolves every parameter the problem asks"
+        f"or below {1 / TAKE_BELOW:.3g}x when it resolves every parameter the problem asks with narrower intervals"
     )
