@@ -63,7 +63,7 @@ browser:
 test: setup browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check sysid_ros
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=20
 
 bench: setup
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
