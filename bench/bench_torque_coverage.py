@@ -1,19 +1,23 @@
 """Do the torque-space fit's 95 % intervals cover? The simulated iiwa with truth an MJCF can hold, new draws per seed.
 
 Run:  .venv/bin/python bench/bench_torque_coverage.py [--seeds 20] [--seconds 4] [--lowpass-hz 0]
-          [--against-noise-free] [--friction-lead-s 0]   (needs pybullet; ~7 s per seed here, one process)
+          [--against-noise-free] [--friction-lead-s 0] [--soft-friction] [--carried-only]
+          (needs pybullet; ~7 s per seed here, one process)
 
 Per seed the iiwa (test/support/synthetic.py's tracking of `iiwa_setpoints(seed)`) carries hidden physics the
 MJCF can represent, so that what is measured is the intervals and not a model-form bias: joint damping,
-MuJoCo friction loss, armature, the payload's mass, and a torque sensor offset per joint. It is logged like a
+MuJoCo friction loss (its constraint stiff, `FRICTION_SOLREF`/`FRICTION_SOLIMP`, as identify writes it; with
+`--soft-friction` MuJoCo's default, a soft sign about 9.5 ms ahead of the velocity, in the model file too),
+armature, the payload's mass, and a torque sensor offset per joint. It is logged like a
 real logger: 0.2 mrad / 2 mrad/s / 0.05 N m sensor noise, a 4 ms sensor lag, stamped by a polling logger
 (`as_real_logger`: 0-0.3 ms late, missed and repeated states, gaps), the torque quantized to 12 bits over the
 iiwa's rated torques (0.156 N m on the big joints, 0.02 N m on the wrist), and with `--lowpass-hz` the torque
 through a first-order low-pass at the logger (a drive's torque filter; 0: none). The model file is the truth's
 arm with the payload, damping, friction loss and armature the file's defaults and no offsets; the problem frees
 per joint damping, friction loss, armature and an effort offset, and the payload's mass. `identify` runs on
-`--seconds` of training and 3 s of validation (2 window-fit iterations); only seeds whose result carries the
-torque-space fit count (the window fit is carried on about 1 in 6 here), until `--seeds` of them have.
+`--seconds` of training and 3 s of validation (2 window-fit iterations); every seed counts the torque-space fit
+(the result's `torque_space`), carried or not (with the stiff truth the window fit, exact for it, is carried on
+every seed); with `--carried-only` only seeds whose result carries it count, until `--seeds` of them have.
 
 Printed per seed and over all: for each kind of carried parameter, how many intervals the fit resolved (finite
 half_width_95) and how many of them hold the truth; the median ratio half-width / |error| (1.96 / |z|: above
@@ -22,17 +26,19 @@ as wide as the errors; < 1: too narrow) and the mean error over that spread (bia
 kind's parameters, and the parameters covered least. `--against-noise-free` measures the errors against the
 torque-space fit of the same motion logged without noise, logger or quantization (at the window the fit chose)
 instead of the truth: whether the intervals hold what the noise does, apart from the fit's own bias.
-`--uncarried-too` counts the torque-space fit (the result's `torque_space`) on every seed, carried or not.
 `--friction-lead-s` is a diagnosis: the fit reads friction loss as the soft sign of v + lead x a instead of v
 (patched into the torque-space fit for this run; identify's torque check still reads v).
 
-Measured 2026-12-05 (20 carried seeds of 24, see docs/identification.md): 74 % against the truth (damping 74,
-friction loss 69, armature 56, offset 96, payload mass 90 %; the misses biased, |bias| / sd 1.2-2.5, the
-widths as wide as the spread, hw / 1.96 sd 0.94-1.01), 96 % against the noise-free fit (hw / 1.96 sd
-1.16-1.72): the intervals hold what the noise does; the shortfall is the fit's bias on this arm. With
-`--friction-lead-s 0.0095` (MuJoCo's friction loss at the default solref follows v + a / b, 1 / b = 9.5 ms)
-and `--uncarried-too`: 91 % (armature 87 %, payload mass 65 %), the window fit then carried on all 20. With
-`--lowpass-hz 100`: 67 % (damping 40 %).
+Measured 2026-12-06, the stiff truth (the default; seeds 1-20, the window fit carried on none): 90 % against
+the truth (damping 90, friction loss 94, armature 86, offset 94, payload mass 60 %; hw / 1.96 sd 0.83-1.32 by
+kind; the payload's mass biased low, |bias| / sd 2.1, the rest 0.1-0.7).
+Measured 2026-12-05 with the soft truth (now `--soft-friction --carried-only`; 20 carried seeds of 24, see
+docs/identification.md): 74 % against the truth (damping 74, friction loss 69, armature 56, offset 96, payload
+mass 90 %; the misses biased, |bias| / sd 1.2-2.5, the widths as wide as the spread, hw / 1.96 sd 0.94-1.01),
+96 % against the noise-free fit (hw / 1.96 sd 1.16-1.72): the intervals hold what the noise does; the shortfall
+is the fit's bias on this arm. With `--friction-lead-s 0.0095` (MuJoCo's friction loss at the default solref
+follows v + a / b, 1 / b = 9.5 ms) on every seed: 91 % (armature 87 %, payload mass 65 %), the window fit then
+carried on all 20. With `--lowpass-hz 100`: 67 % (damping 40 %).
 """
 
 from __future__ import annotations
@@ -50,9 +56,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
 from support.synthetic import as_real_logger, iiwa_setpoints, record_iiwa, write_effort_bag
-from sysid_ros.core.identify import IIWA_JOINTS, Payload, identify, iiwa_mjcf, problem_from_dict, quiet_output
+from sysid_ros.core.identify import (
+    IIWA_JOINTS,
+    Payload,
+    identify,
+    iiwa_mjcf,
+    problem_from_dict,
+    quiet_output,
+    write_mjcf,
+)
 from sysid_ros.core.identify.rollout import sequences as sd
 from sysid_ros.core.identify.stages import torque_fit
+from sysid_ros.core.linear import FRICTION_SOLIMP, FRICTION_SOLREF
 from sysid_ros.core.signals import JointCommands, JointSamples
 from sysid_ros.core.sim import FeedbackNoise, SimRobot
 
@@ -73,6 +88,15 @@ EFFORT_BITS = 12
 KINDS = {"damping": "joint_damping", "frictionloss": "joint_frictionloss", "armature": "joint_armature"}
 KINDS |= {"offset": "joint_effort_offset"}
 TRUTH = {"damping": DAMPING, "frictionloss": FRICTIONLOSS, "armature": ARMATURE, "offset": OFFSET}
+
+
+def stiff_friction(path: Path) -> Path:
+    """The MJCF at `path` rewritten with every joint's friction loss constraint as identify writes it
+    (`FRICTION_SOLREF`, `FRICTION_SOLIMP`: about frictionloss x sign(v), where MuJoCo's default follows v + a / b)."""
+    spec = mujoco.MjSpec.from_file(str(path))
+    for joint in spec.joints:
+        joint.solref_friction, joint.solimp_friction = FRICTION_SOLREF, FRICTION_SOLIMP
+    return write_mjcf(spec, path)
 
 
 def logged(
@@ -171,9 +195,14 @@ def main() -> None:
         help="diagnosis: the fit reads friction loss as the soft sign of v + lead x a (patched in; not identify's)",
     )
     parser.add_argument(
-        "--uncarried-too",
+        "--carried-only",
         action="store_true",
-        help="count the torque-space fit's values and intervals (`torque_space`) also where the window fit is carried",
+        help="count only seeds whose result carries the torque-space fit (default: its `torque_space` on every seed)",
+    )
+    parser.add_argument(
+        "--soft-friction",
+        action="store_true",
+        help="the truth's friction loss at MuJoCo's default solref/solimp (a soft sign ~9.5 ms ahead of v)",
     )
     args = parser.parse_args()
     if args.friction_lead_s:
@@ -187,6 +216,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         truth_model = iiwa_mjcf(folder / "iiwa_true.xml", payload=Payload(0.5), full_inertia=True)
+        truth_model = truth_model if args.soft_friction else stiff_friction(truth_model)
         seed = args.first - 1
         while taken < args.seeds and tried < 2 * args.seeds:
             seed, tried = seed + 1, tried + 1
@@ -200,16 +230,16 @@ def main() -> None:
             with quiet_output():
                 result = identify(problem_from_dict(doc, folder))
             carried = result.metrics.get("identified_model") == "torque_space"
-            taken += carried or args.uncarried_too
+            taken += carried or not args.carried_only
             carried_on += carried
             truths = {f"j{k + 1}_{kind}": v[k] for kind, v in TRUTH.items() for k in range(7)}
             truths["payload_mass"] = PAYLOAD_KG
-            if (carried or args.uncarried_too) and args.against_noise_free:
+            if (carried or not args.carried_only) and args.against_noise_free:
                 truths = noise_free_values(truth_model, 2 * seed, args, result)
             inside = resolved = 0
             ratios = []
             values = {p.name: (p.value[0], p.half_width_95[0]) for p in result.parameters} if carried else {}
-            if not carried and args.uncarried_too and result.torque_space:
+            if not carried and not args.carried_only and result.torque_space:
                 values = fitted_values(result.torque_space)
             for name, (value, half) in values.items():
                 if np.isfinite(half):
@@ -225,7 +255,10 @@ def main() -> None:
                 flush=True,
             )
     print(f"\n{taken} of {tried} seeds counted, {carried_on} carried the torque-space fit")
-    print(f"torque low-pass {args.lowpass_hz} Hz, friction lead {args.friction_lead_s} s")
+    print(
+        f"torque low-pass {args.lowpass_hz} Hz, friction lead {args.friction_lead_s} s, "
+        f"truth's friction loss {'soft (MuJoCo default)' if args.soft_friction else 'stiff (as identify writes it)'}"
+    )
     print(
         f"{'kind':14s}{'resolved':>9s}{'inside':>8s}{'coverage':>9s}{'hw/|err|':>9s}{'hw/1.96sd':>10s}{'bias/sd':>9s}"
     )
