@@ -29,9 +29,12 @@ instead of the truth: whether the intervals hold what the noise does, apart from
 `--friction-lead-s` is a diagnosis: the fit reads friction loss as the soft sign of v + lead x a instead of v
 (patched into the torque-space fit for this run; identify's torque check still reads v).
 
-Measured 2026-12-06, the stiff truth (the default; seeds 1-20, the window fit carried on none): 90 % against
+Measured 2026-12-06, the stiff truth (the default; seeds 1-20, the torque-space fit counted on each, the window
+fit, exact on this truth, carried on all 20 by the tie rule of torque_fit.TAKE_BELOW): 90 % against
 the truth (damping 90, friction loss 94, armature 86, offset 94, payload mass 60 %; hw / 1.96 sd 0.83-1.32 by
-kind; the payload's mass biased low, |bias| / sd 2.1, the rest 0.1-0.7).
+kind; the payload's mass biased low, |bias| / sd 2.1, the rest 0.1-0.7). With `--lowpass-hz 100`: 80 % (damping
+59 %). A torque delay chosen by the fit's folds (0-10 ms; branch s12-coverage, not merged) took that to 88 % but
+cost 2 points without a low-pass and made the real Panda's held-out joint 2 torque 16 % worse.
 Measured 2026-12-05 with the soft truth (now `--soft-friction --carried-only`; 20 carried seeds of 24, see
 docs/identification.md): 74 % against the truth (damping 74, friction loss 69, armature 56, offset 96, payload
 mass 90 %; the misses biased, |bias| / sd 1.2-2.5, the widths as wide as the spread, hw / 1.96 sd 0.94-1.01),
