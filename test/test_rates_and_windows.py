@@ -203,3 +203,27 @@ def test_a_carried_fit_worse_than_the_model_file_on_its_training_folds_is_named(
     assert choice is not None and choice.folds == CV_FOLDS and choice.taken and choice.ratio < 1.0
     assert set(choice.worse_than_file()) >= {"shoulder_lift_joint", "elbow_joint"}
     assert choice.fit.intervals  # the carried fit has its intervals
+
+
+def test_a_tie_goes_to_the_fit_that_resolves_every_parameter_more_precisely():
+    """The tie rule of `torque_fit.TAKE_BELOW`: `resolves` wants a finite half-width on every value of every free
+    parameter the fit writes; `narrower` compares the masses' and joint terms' first half-widths with the window
+    fit's (geometric mean), a window width that is inf counting for the torque-space fit."""
+    from sysid_ros.core.identify import ParameterSpec
+    from sysid_ros.core.identify.stages.torque_fit import TorqueSpaceFit
+
+    def fit(intervals):
+        return TorqueSpaceFit({}, {}, (), (), mujoco.MjSpec(), 100, 0.05, intervals=intervals)
+
+    payload = ParameterSpec("tool", "body_mass_com", "tool", None, None)
+    damping = ParameterSpec("j1_damping", "joint_damping", "j1", None, None)
+    held = ParameterSpec("j2_damping", "joint_damping", "j2", None, None, frozen=True)
+    both = {"tool": (0.02, 0.001, 0.003, 0.002, 1e-4), "j1.damping": (0.03,)}
+    assert fit(both).resolves([payload, damping, held])  # a frozen parameter needs no interval
+    assert not fit({**both, "tool": (0.02, 0.001, np.inf, 0.002)}).resolves([payload, damping])
+    assert not fit({"tool": both["tool"]}).resolves([payload, damping])  # no interval for j1's damping
+    parameters = [payload, damping]
+    # the payload 0.02 against 0.032 and the damping 0.03 against 0.001: 30x wider there, not narrower overall
+    assert not fit(both).narrower(parameters, {"tool": (0.032,), "j1_damping": (0.001,)})
+    assert fit(both).narrower(parameters, {"tool": (0.032,), "j1_damping": (0.04,)})
+    assert fit(both).narrower(parameters, {"tool": (np.inf,), "j1_damping": (np.inf,)})  # the window fit has none
