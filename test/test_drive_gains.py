@@ -127,8 +127,8 @@ def test_the_calibrated_gains_weigh_the_payload_within_3_percent(runs, capsys, t
     have their own error (-0.45 % with the true gains, measured when the window fit was carried): 0.5 + 1.3 +
     0.45 = 2.3 %. Measured 4.202 kg (+0.05 %; the torque-space fit carried). As logged, 5 % off on every joint
     (alternately + and -, so they partly cancel), it is 4.089 kg (-2.6 %; 3.997 kg with the window fit carried):
-    the calibrated mass must be at least twice as
-    close, so the test tells calibrated gains from uncalibrated ones."""
+    the calibrated mass must be at least twice as close, so the test tells calibrated gains from uncalibrated
+    ones."""
     folder, logs = runs
     code, printed = calibrate(runs, capsys, tmp_path / "gains.yaml")
     assert code == 0, printed.err

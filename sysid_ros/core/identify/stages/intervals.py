@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,7 +26,7 @@ from ..checks.start_noise import (
 )
 from ..checks.suspect import offset_warnings, residual_warnings
 from ..checks.time_offset import OffsetScan, residual_builder, scan_command_offset
-from ..problem.file import Problem
+from ..problem.file import ParameterSpec, Problem
 from ..problem.plausibility import Prior
 from ..results import RunLog
 from ..rollout.residual import batched_residual_fn, null_directions
@@ -52,6 +52,18 @@ class Spread:
     extra_variance: np.ndarray | None  # each residual row's variance from its measured start state (noise units)
     fits: list[SignalFit]
     scan: OffsetScan | None
+
+
+def free_slices(parameters: Sequence[ParameterSpec], opt_params: Mapping[str, Any]) -> dict[str, slice]:
+    """Each free parameter's slice of the fit's vector (its intervals, null directions, widening, covariance), in
+    the problem's order; frozen parameters have none."""
+    out, k = {}, 0
+    for p in parameters:
+        if not p.frozen:
+            width = opt_params[p.name].size
+            out[p.name] = slice(k, k + width)
+            k += width
+    return out
 
 
 def estimate_spread(run: Loaded, start: Start, fit: Fit, log: RunLog) -> Spread:

@@ -20,7 +20,7 @@ from ..problem.file import ParameterSpec
 from ..problem.inertia import COORDINATES, physical_vector, propagate_half_widths
 from ..problem.spec_values import model_value
 from ..results import ParameterResult, RunLog
-from .intervals import Spread
+from .intervals import Spread, free_slices
 from .load import Loaded
 from .optimize import Fit
 from .torque_fit import FITTED_KINDS, half_widths_of
@@ -31,25 +31,24 @@ def parameter_results(
     run: Loaded, start: Start, fit: Fit, spread: Spread, metrics: dict[str, Any], log: RunLog
 ) -> list[ParameterResult]:
     """Each parameter's value, half-width (inf in a null direction of the data), bounds and identifiability."""
-    results, k = [], 0
+    results = []
     widened: dict[str, list[float]] = {}
+    slices = free_slices(run.problem.parameters, fit.opt_params)
     for p in run.problem.parameters:
         prm = fit.opt_params[p.name]
-        width, in_null, half = prm.size, False, (0.0,) * prm.size
-        if not p.frozen:
+        in_null, half, k = False, (0.0,) * prm.size, slices.get(p.name)
+        if k is not None:
             # a component in a null direction of J^T J is not determined by the data: no finite interval
             # (with a prior the posterior's interval stays finite; the parameter is still not identifiable)
             half = tuple(
-                math.inf if n and start.prior is None else float(v)
-                for v, n in zip(spread.intervals[k : k + width], spread.null[k : k + width])
+                math.inf if n and start.prior is None else float(v) for v, n in zip(spread.intervals[k], spread.null[k])
             )
-            in_null = bool(np.any(spread.null[k : k + width]))
-            widened[p.name] = [float(w) for w in spread.widening[k : k + width]]
-            if np.any(spread.residual_widening[k : k + width] > 1):
+            in_null = bool(np.any(spread.null[k]))
+            widened[p.name] = [float(w) for w in spread.widening[k]]
+            if np.any(spread.residual_widening[k] > 1):
                 metrics.setdefault("residual_widening", {})[p.name] = [
-                    round(float(w), 4) for w in spread.residual_widening[k : k + width]
+                    round(float(w), 4) for w in spread.residual_widening[k]
                 ]
-            k += width
         results.append(_parameter_result(run, start, p, prm, half, in_null, spread.cov, k, log))
     if not run.problem.estimate_initial_state:
         metrics["start_state_widening"] = widened  # half-width / the library's (white residuals only)
@@ -66,15 +65,15 @@ def _parameter_result(
     half: tuple[float, ...],
     in_null: bool,
     cov: np.ndarray,
-    k: int,
+    k: slice | None,
     log: RunLog,
 ) -> ParameterResult:
-    """One parameter's result; a body_inertia's in physical terms (mass, centre of mass, tensor)."""
-    width = prm.size
+    """One parameter's result (`k`: its slice of the fit's vector, None when frozen); a body_inertia's in physical
+    terms (mass, centre of mass, tensor)."""
     value = tuple(float(v) for v in prm.value)
     lo, hi, coordinates = tuple(map(float, prm.min_value)), tuple(map(float, prm.max_value)), None
     if p.kind == "body_inertia":
-        block = cov[k - width : k, k - width : k] if not p.frozen and np.shape(cov)[0] >= k else np.eye(width)
+        block = cov[k, k] if k is not None and np.shape(cov)[0] >= k.stop else np.eye(prm.size)
         coordinates, value, half, lo, hi = inertia_result(prm.value, half, block, lo, hi)
     ok = p.frozen or (not in_null and identifiable(p.kind, value, half, lo, hi, run.problem.unidentifiable_relative))
     if not ok:

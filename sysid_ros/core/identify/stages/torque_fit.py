@@ -41,7 +41,7 @@ from ...linear import (
 )
 from ...sim import joint_motor, set_effort_offset
 from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, joint_order, torque_records
-from ..problem.file import ParameterSpec
+from ..problem.file import VALUE_WIDTH, ParameterSpec
 from ..problem.inertia import tensor_entries
 from ..problem.spec_values import model_value
 from ..rollout import sequences as sd
@@ -55,8 +55,8 @@ TAKE_BELOW = 0.9
 (`choose_on_training`) is below this fraction of the window fit's (geometric mean over the joints). Within 10 %
 either way the two tie, and the tie goes to the torque-space fit when it resolves every parameter the problem
 asks (`resolves`) and its intervals are the narrower (`narrower`: equal predictions, so the more precise
-values), else to the window fit, whose parameters are the problem's own (a `body_mass` is a mass, its centre as the file
-has it), where the torque-space fit frees every inertial of the body and leaves a link's mass to the base
+values), else to the window fit, whose parameters are the problem's own (a `body_mass` is a mass, its centre as
+the file has it), where the torque-space fit frees every inertial of the body and leaves a link's mass to the base
 parameters (on arm3: link masses within 0.2 % in the window fit, not identifiable in the torque-space fit, both
 predicting the torque alike). A payload weighed on an identified arm (`body_mass_com` on the tool) ties at
 0.999: the torque-space fit, the online estimator's regression, weighs 4.202 +- 0.021 kg of a 4.2 kg truth
@@ -80,7 +80,6 @@ MUJOCO_TERM = {"viscous": "damping", "coulomb": "frictionloss", "armature": "arm
 """The regressor's joint terms as MuJoCo names them."""
 BODY_KINDS = ("body_mass", "body_mass_com", "body_inertia")
 FITTED_KINDS = BODY_KINDS + tuple(TERM_OF_KIND)
-VALUES_OF_KIND = {"body_mass": 1, "body_mass_com": 4, "body_inertia": 10}  # a body parameter's values; a joint's: 1
 """The parameter kinds the torque-space fit writes into the model."""
 
 
@@ -104,7 +103,7 @@ class TorqueSpaceFit:
         """Whether the data alone set every free parameter of `parameters` of a kind the fit writes (finite
         half-widths)."""
         return all(
-            np.all(np.isfinite(half_widths_of(self.intervals, p.kind, p.target, VALUES_OF_KIND.get(p.kind, 1))))
+            np.all(np.isfinite(half_widths_of(self.intervals, p.kind, p.target, VALUE_WIDTH.get(p.kind, 1))))
             for p in parameters
             if p.kind in FITTED_KINDS and not p.frozen
         )

@@ -25,7 +25,7 @@ from ..results import RunLog
 from ..rollout import sequences as sd
 from ..rollout.quiet import quiet_output
 from ..rollout.residual import InitialStateRollout, ScaledResidual, batched_residual_fn
-from .intervals import Spread
+from .intervals import Spread, free_slices
 from .load import Loaded
 from .optimize import Fit
 from .torque_fit import (
@@ -194,7 +194,7 @@ def held_out_torque(
     metrics: dict[str, Any],
     notes: list[str],
     warnings: list[str],
-    window_widths: dict[str, tuple[float, ...]] | None = None,
+    window_widths: dict[str, tuple[float, ...]],
 ) -> HeldOutTorque:
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
@@ -226,7 +226,7 @@ def held_out_torque(
     if check is None:
         return HeldOutTorque({}, identified, {})
     try:
-        choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data, window_widths or {})
+        choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data, window_widths)
         extra = (
             None
             if choice is None
@@ -326,15 +326,10 @@ def _torque_space_choice(
 def window_half_widths(run: Loaded, fit: Fit, spread: Spread) -> dict[str, tuple[float, ...]]:
     """The window fit's 95 % half-widths of each free parameter in its own coordinates (inf in a null direction
     of the data), as `parameter_results` reads them before any conversion."""
-    out, k = {}, 0
-    for p in run.problem.parameters:
-        if p.frozen:
-            continue
-        width = fit.opt_params[p.name].size
-        window = zip(spread.intervals[k : k + width], spread.null[k : k + width])
-        out[p.name] = tuple(math.inf if n else float(v) for v, n in window)
-        k += width
-    return out
+    return {
+        name: tuple(math.inf if n else float(v) for v, n in zip(spread.intervals[k], spread.null[k]))
+        for name, k in free_slices(run.problem.parameters, fit.opt_params).items()
+    }
 
 
 def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) -> str:
