@@ -4,7 +4,8 @@ search (bounded Brent on log v_s, coordinate-wise over the joints), on top of th
 
 For a fixed v_s the torque is linear in everything else (`arm_regressor`), so the search only swaps one
 joint's Coulomb column: each trial updates one row and column of the normal equations (no new regressor).
-The final fit at the chosen v_s is `fit_arm` (block-bootstrap intervals, noise compensation) on every valid
+The search uses at most `SEARCH_ROWS` evenly spaced rows (their Coulomb columns filtered on the whole record);
+the final fit at the chosen v_s is `fit_arm` (block-bootstrap intervals, noise compensation) on every valid
 sample: a smooth friction model holds at low speed too, so slow samples are not dropped. v_s is reported
 without an interval of its own; the other terms' intervals are widened to the spread of block resamples that
 repeat the search (`SEARCH_RESAMPLES`), so they carry the search's uncertainty too.
@@ -37,7 +38,7 @@ from .arm_regressor import (
     structural_base_parameters,
     with_coulomb,
 )
-from .regression import BootstrapSettings, FitThresholds, RowSelection, weigh_joints
+from .regression import BootstrapSettings, FitThresholds, RowSelection
 
 VELOCITY_SCALE_BOUNDS_RAD_S = (0.002, 1.0)
 """Where v_s is searched: from nearly a sign (2 mrad/s) to a friction that is still rising at 1 rad/s."""
@@ -45,6 +46,10 @@ FRICTION_TERMS = ("offset", "viscous", "coulomb", "armature")
 GRID_POINTS = 14
 """Log-spaced trial v_s (a factor ~1.6 apart) before Brent refines the best one between its neighbours."""
 
+
+SEARCH_ROWS = 4000
+"""Rows the v_s search uses at most, evenly spaced: the rows are derivatives through a tens-of-ms filter, so at
+1 kHz neighbours nearly repeat each other (the final fit uses every row; `bench/bench_arm_friction_speed.py`)."""
 
 SEARCH_RESAMPLES = 20
 """Block resamples that repeat the v_s search, so the intervals carry the search's own uncertainty (measured on
@@ -149,6 +154,14 @@ def _solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return np.linalg.lstsq(gram, rhs, rcond=None)[0]
 
 
+def _search_rows(ok: np.ndarray) -> np.ndarray:
+    """Indices of at most `SEARCH_ROWS` evenly spaced rows where `ok`."""
+    rows = np.flatnonzero(ok)
+    if len(rows) <= SEARCH_ROWS:
+        return rows
+    return rows[np.linspace(0, len(rows) - 1, SEARCH_ROWS).round().astype(int)]
+
+
 def _search_scales(
     arm: ArmRegressor,
     base: BaseParameters,
@@ -163,77 +176,85 @@ def _search_scales(
     row_counts: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """Per joint v_s minimising the training residual (joint j's equations weighted by weights[j]), by
-    coordinate-wise 1-D searches; returns v_s, each joint's unweighted residual RMS there, the trials and the
-    base parameters there. `row_counts` (N,) counts each row that many times (a bootstrap resample)."""
-    ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
-    smoothed = None if velocity is None else coulomb_columns(deriv, velocity, start)
+    coordinate-wise 1-D searches on `SEARCH_ROWS` rows at most; returns v_s, each joint's unweighted residual RMS
+    there, the trials and the base parameters there. `row_counts` (N,) counts each row that many times (a
+    bootstrap resample)."""
+    valid = deriv.valid.all(axis=1)
+    ok = valid & np.isfinite(tau).all(axis=1)
+    smoothed = None if velocity is None else coulomb_columns(deriv, velocity, start)  # on the whole record
     if smoothed is not None:
         ok &= np.isfinite(smoothed).all(axis=1)
     if ok.sum() < 50:
         raise DataError(f"only {int(ok.sum())} samples with valid derivatives and torques on every joint")
-    qd = deriv.qd[ok]
-    root = np.ones(int(ok.sum())) if row_counts is None else np.sqrt(np.asarray(row_counts, dtype=float)[ok])
-    w = w_all[ok[deriv.valid.all(axis=1)]]  # the base regressor (n, nv, r) on these rows (a copy)
-    # every joint's Coulomb column at `start` (w_all's are at the first pass's v_s, not this pass's start)
-    w, y = weigh_joints(
-        weights, with_coulomb(arm, base, w, np.tanh(qd / start) if smoothed is None else smoothed[ok]), tau[ok]
+    rows = _search_rows(ok)
+    qd = deriv.qd[rows]
+    root = np.ones(len(rows)) if row_counts is None else np.sqrt(np.asarray(row_counts, dtype=float)[rows])
+    factor = root[:, None] * weights  # (n, nv): each equation's weight
+    # the base regressor on these rows (a copy), every joint's Coulomb column at `start` (w_all's are at the
+    # first pass's v_s, not this pass's start); stored (nv, n, r), each joint's equations contiguous
+    w = with_coulomb(
+        arm, base, w_all[(np.cumsum(valid) - 1)[rows]], np.tanh(qd / start) if smoothed is None else smoothed[rows]
     )
-    w, y = w * root[:, None, None], y * root[:, None]
-
-    def column(j: int, v: float | np.ndarray) -> np.ndarray:
-        """Joint j's weighted Coulomb column at v_s = v, (n,), or one column per v_s of an array, (n, len(v))."""
-        v = np.asarray(v, dtype=float)
-        if velocity is None:
-            col = np.tanh(np.multiply.outer(qd[:, j], 1.0 / v))
-        else:
-            col = smooth_like_acceleration(deriv, np.tanh(np.multiply.outer(velocity[:, j], 1.0 / v)))[ok]
-        return weights[j] * col * root.reshape((-1,) + (1,) * (col.ndim - 1))
-
-    scale = np.linalg.norm(w.reshape(-1, base.rank), axis=0)
+    w = np.ascontiguousarray((w * factor[..., None]).transpose(1, 0, 2))
+    y = np.ascontiguousarray((tau[rows] * factor).T)  # (nv, n)
+    flat = w.reshape(-1, base.rank)
+    gram = flat.T @ flat
+    scale = np.sqrt(np.diag(gram))
     scale[scale == 0] = 1.0
-    w = w / scale
-    gram = np.einsum("nja,njb->ab", w, w)
-    rhs = np.einsum("nja,nj->a", w, y)
-    yy = float(np.sum(y**2))
+    gram /= np.outer(scale, scale)
+    w /= scale
+    rhs = flat.T @ y.ravel()
+    yy = float(y.ravel() @ y.ravel())
     position = {int(i): k for k, i in enumerate(base.independent)}
     scales = np.array(start, dtype=float)
     evaluations = 0
 
+    def column(j: int, c: int, v: float | np.ndarray) -> np.ndarray:
+        """Joint j's weighted, scaled Coulomb column c at v_s = v, (n,), or one column per v_s of an array,
+        (n, len(v))."""
+        v = np.asarray(v, dtype=float)
+        if velocity is None:
+            col = np.tanh(np.multiply.outer(qd[:, j], 1.0 / v))
+        else:
+            col = smooth_like_acceleration(deriv, np.tanh(np.multiply.outer(velocity[:, j], 1.0 / v)))[rows]
+        return col * (factor[:, j] / scale[c]).reshape((-1,) + (1,) * (col.ndim - 1))
+
     def swapped(j: int, c: int, v: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        col = column(j, v) / scale[c]
-        g = gram.copy()
-        b = rhs.copy()
-        g_c = w[:, j, :].T @ col  # the column lives on joint j's equations only
+        col = column(j, c, v)
+        g_c = w[j].T @ col  # the column lives on joint j's equations only
         g_c[c] = col @ col
+        g = gram.copy()
         g[c, :], g[:, c] = g_c, g_c
-        b[c] = y[:, j] @ col
+        b = rhs.copy()
+        b[c] = y[j] @ col
         return g, b, col
 
     def grid_rss(j: int, c: int, vs: np.ndarray) -> np.ndarray:
         """The residual sum of squares at every v_s of `vs` (joint j's Coulomb column c swapped), one batched solve."""
-        cols = column(j, vs) / scale[c]
-        g_c = w[:, j, :].T @ cols  # (r, len(vs))
-        g_c[c] = np.einsum("nk,nk->k", cols, cols)
+        cols = column(j, c, vs)
+        g_c = w[j].T @ cols  # (r, len(vs))
+        g_c[c] = np.sum(cols * cols, axis=0)
         g = np.repeat(gram[None], len(vs), axis=0)
         g[:, c, :], g[:, :, c] = g_c.T, g_c.T
         b = np.repeat(rhs[None], len(vs), axis=0)
-        b[:, c] = y[:, j] @ cols
+        b[:, c] = y[j] @ cols
         try:
             theta = np.linalg.solve(g, b[..., None])[..., 0]
         except np.linalg.LinAlgError:
             theta = np.stack([_solve(gk, bk) for gk, bk in zip(g, b)])
-        return yy - np.einsum("ka,ka->k", b, theta)
+        return yy - np.sum(b * theta, axis=1)
 
     for _ in range(sweeps):
         for j, joint in enumerate(arm.joint_names):
             c = position.get(arm.names.index(f"{joint}.coulomb"))
             if c is None:
                 continue
+            tried: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-            def rss(log_v: float, j: int = j, c: np.ndarray = c) -> float:
+            def rss(log_v: float, j: int = j, c: int = c, tried: dict = tried) -> float:
                 nonlocal evaluations
                 evaluations += 1
-                g, b, _ = swapped(j, c, float(np.exp(log_v)))
+                g, b, _ = tried[log_v] = swapped(j, c, float(np.exp(log_v)))
                 return yy - float(b @ _solve(g, b))
 
             grid = np.linspace(*np.log(bounds), GRID_POINTS)  # the profile can have several minima: bracket first
@@ -246,10 +267,10 @@ def _search_scales(
                 options={"xatol": 0.01},
             )
             scales[j] = float(np.exp(best.x))
-            gram, rhs, col = swapped(j, c, scales[j])
-            w[:, j, c] = col
+            gram, rhs, col = tried[best.x] if best.x in tried else swapped(j, c, scales[j])
+            w[j, :, c] = col
     theta = _solve(gram, rhs)
-    rms = np.sqrt(np.sum((y - w @ theta) ** 2, axis=0) / np.sum(root**2)) / weights
+    rms = np.sqrt(np.sum((y - w @ theta) ** 2, axis=1) / np.sum(root**2)) / weights
     return scales, rms, evaluations, theta / scale
 
 
