@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import mujoco
@@ -492,44 +492,86 @@ def _negative_armature(
     q: np.ndarray,
     settings: BaseFitSettings,
 ) -> tuple[np.ndarray | None, list[str]]:
-    """The physical fit with armature below zero where the weighted least squares put it there, down to
-    -`negative_armature` x the joint's smallest diagonal inertia on the training poses (the least-squares bodies,
-    made physical); a joint whose least-squares armature already goes beyond that is held >= 0 from the start (on
-    the real Panda the wrist asks for more than its whole diagonal inertia; letting it down to the bound, the
-    check below held it at zero all the same, in three more fits). Kept when, on every training pose, the
-    joint-space inertia's smallest eigenvalue is at least (1 - negative_armature) x the one of the same bodies
-    without armature (positive definite, the armature taking at most that share); else the joint weighing most in
-    that direction is held >= 0 and the fit runs again. (values, or None when every joint is held >= 0; the joints
-    the least squares put below zero that are held >= 0)."""
-    room = settings.negative_armature
+    """`with_negative_armature` on the base-parameter fit's columns, checked on up to 200 of the poses `q`."""
     probe = q[:: max(1, len(q) // 200)]
-    bodies = theta_ls.copy()
-    bodies[cols.armature] = 0.0
-    diag = np.diagonal(_inertia_matrices(write_into(spec, cols, bodies).compile(), probe), axis1=1, axis2=2)
-    wish = np.minimum(theta_ls[cols.armature], 0.0)
-    floor = np.where((wish < 0) & (-wish < room * diag.min(axis=0)), -room * diag.min(axis=0), 0.0)
-    held = [cols.names[i].rsplit(".", 1)[0] for i, f in zip(cols.armature, floor) if f == 0 and theta_ls[i] < 0]
+
+    def inertias(values: np.ndarray, armature: bool) -> np.ndarray:
+        if not armature:
+            values = values.copy()
+            values[cols.armature] = 0.0
+        return inertia_matrices(write_into(spec, cols, values, negative_armature=armature).compile(), probe)
+
+    def fit(floor: np.ndarray) -> np.ndarray:
+        return _physical(cols, gram, rhs, theta_ls, settings.ridge, settings.mass_ratio, armature_floor=floor)
+
+    joints = [cols.names[i].rsplit(".", 1)[0] for i in cols.armature]
+    dofs = np.arange(len(joints))
+    room = settings.negative_armature
+    floor, held = armature_floors(theta_ls, cols.armature, dofs, joints, inertias, room)
+    values, _, held = with_negative_armature(fit, inertias, floor, cols.armature, dofs, joints, held, room)
+    return values, held
+
+
+def armature_floors(
+    least_squares: np.ndarray,
+    armature: np.ndarray,
+    dofs: np.ndarray,
+    joints: Sequence[str],
+    inertias: Callable[[np.ndarray, bool], np.ndarray],
+    room: float,
+) -> tuple[np.ndarray, list[str]]:
+    """Each joint's armature floor for the physical fit: -`room` x the joint's smallest diagonal inertia on the
+    probe poses (the least-squares bodies, without armature) where the least squares put the armature below zero
+    but not beyond that, else 0; and the joints the least squares put below zero held >= 0 from the start (on the
+    real Panda the wrist asks for more than its whole diagonal inertia: letting it down to the floor, the check of
+    `with_negative_armature` held it at zero all the same, in three more fits). `inertias(values, armature)` gives
+    the joint-space inertia at the probe poses of `values` (with or without their armature); `armature` indexes
+    the armature values, `dofs` their joints' DOFs, `joints` names them."""
+    wish = np.minimum(least_squares[armature], 0.0)
+    if not np.any(wish < 0):
+        return np.zeros(len(armature)), []
+    with warnings.catch_warnings():  # MuJoCo's compiler warns of a singular inertia
+        warnings.simplefilter("ignore")
+        diag = np.diagonal(inertias(least_squares, False), axis1=1, axis2=2).min(axis=0)[dofs]
+    floor = np.where((wish < 0) & (-wish < room * diag), -room * diag, 0.0)
+    held = [j for j, f, v in zip(joints, floor, wish) if f == 0 and v < 0]
+    return floor, held
+
+
+def with_negative_armature(
+    fit: Callable[[np.ndarray], np.ndarray],
+    inertias: Callable[[np.ndarray, bool], np.ndarray],
+    floor: np.ndarray,
+    armature: np.ndarray,
+    dofs: np.ndarray,
+    joints: Sequence[str],
+    held: list[str],
+    room: float,
+) -> tuple[np.ndarray | None, np.ndarray, list[str]]:
+    """The physical fit (`fit(floor)`: values with each joint's armature >= its floor) with armature below zero
+    where `armature_floors` allows it, kept when on every probe pose the joint-space inertia's smallest eigenvalue
+    is at least (1 - room) x the one of the same bodies without armature (positive definite, the armature taking
+    at most that share); else the joint weighing most in that direction is held >= 0 and the fit runs again.
+    (values, or None when every joint ends held >= 0; the floors kept; the joints held >= 0 that the least squares
+    put below zero)."""
+    floor, held = floor.copy(), list(held)
     while np.any(floor < 0):
-        trial = _physical(cols, gram, rhs, theta_ls, settings.ridge, settings.mass_ratio, armature_floor=floor)
-        bodies = trial.copy()
-        bodies[cols.armature] = 0.0
+        trial = fit(floor)
         with warnings.catch_warnings():  # MuJoCo's compiler warns of a singular inertia: what this checks
             warnings.simplefilter("ignore")
-            low0 = np.linalg.eigvalsh(_inertia_matrices(write_into(spec, cols, bodies).compile(), probe))[:, 0]
-            val, vec = np.linalg.eigh(
-                _inertia_matrices(write_into(spec, cols, trial, negative_armature=True).compile(), probe)
-            )
+            low0 = np.linalg.eigvalsh(inertias(trial, False))[:, 0]
+            val, vec = np.linalg.eigh(inertias(trial, True))
         worst = int(np.argmin(val[:, 0] - (1.0 - room) * low0))
         if val[worst, 0] >= (1.0 - room) * low0[worst] and low0[worst] > 0:
-            return trial, held
-        weight = np.where(floor < 0, -trial[cols.armature] * vec[worst, :, 0] ** 2, -np.inf)
+            return trial, floor, held
+        weight = np.where(floor < 0, -trial[armature] * vec[worst, dofs, 0] ** 2, -np.inf)
         j = int(np.argmax(weight))
         floor[j] = 0.0
-        held.append(cols.names[cols.armature[j]].rsplit(".", 1)[0])
-    return None, held
+        held.append(joints[j])
+    return None, floor, held
 
 
-def _inertia_matrices(model: mujoco.MjModel, q: np.ndarray) -> np.ndarray:
+def inertia_matrices(model: mujoco.MjModel, q: np.ndarray) -> np.ndarray:
     """The joint-space inertia (armature included) at each pose of `q` (model DOF order; hinge and slide joints)."""
     data = mujoco.MjData(model)
     out = np.zeros((len(q), model.nv, model.nv))
@@ -544,7 +586,7 @@ def _inertia_matrices(model: mujoco.MjModel, q: np.ndarray) -> np.ndarray:
 
 def min_inertia_eigenvalue(model: mujoco.MjModel, q: np.ndarray) -> float:
     """The smallest eigenvalue of the joint-space inertia (armature included) over the poses `q`."""
-    return float(np.linalg.eigvalsh(_inertia_matrices(model, q))[:, 0].min())
+    return float(np.linalg.eigvalsh(inertia_matrices(model, q))[:, 0].min())
 
 
 def _xml_of(model: mujoco.MjModel) -> str:
@@ -611,6 +653,9 @@ __all__ = [
     "filtered_rows",
     "fit_base_parameters",
     "physically_consistent",
+    "armature_floors",
+    "with_negative_armature",
+    "inertia_matrices",
     "block_normal_equations",
     "write_into",
     "from_log_cholesky",

@@ -21,7 +21,7 @@ See docs/identification.md, "The torque-space fit and the MJCF a user takes away
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,10 +34,14 @@ from ...linear import (
     INERTIAL_NAMES,
     JOINT_TERMS,
     ArmRegressor,
+    BaseFitSettings,
+    armature_floors,
     block_normal_equations,
     coulomb_columns,
+    inertia_matrices,
     physically_consistent,
     weigh_joints,
+    with_negative_armature,
 )
 from ...sim import joint_motor, set_effort_offset
 from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, joint_order, torque_records
@@ -81,6 +85,11 @@ MUJOCO_TERM = {"viscous": "damping", "coulomb": "frictionloss", "armature": "arm
 BODY_KINDS = ("body_mass", "body_mass_com", "body_inertia")
 FITTED_KINDS = BODY_KINDS + tuple(TERM_OF_KIND)
 """The parameter kinds the torque-space fit writes into the model."""
+NEGATIVE_ARMATURE = BaseFitSettings().negative_armature
+"""How far below zero the physical refit may take a free armature the least squares put there (as the
+base-parameter fit does, `BaseFitSettings.negative_armature`: a link-side torque sensor sees no rotor inertia, and
+on the real Panda holding joint 4's at zero cost 13 % of its held-out torque): this share of the joint's smallest
+diagonal inertia, kept where the joint-space inertia stays positive definite on the training poses."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +104,9 @@ class TorqueSpaceFit:
     spec: mujoco.MjSpec
     rows: int
     filter_window_s: float = float("nan")  # the Savitzky-Golay window of the fit's derivatives
+    armature_floor: dict[str, float] = field(default_factory=dict)
+    """Each free armature's lower bound in the physical refit (below 0 where it was let go negative); the
+    cross-validation folds refit with the same floors."""
     intervals: dict[str, tuple[float, ...]] = field(default_factory=dict)
     """95 % half-widths by body (mass, com x y z, tensor as `tensor_entries`) and by "joint.mujoco_term"; inf
     where the data do not determine the value alone (`Spread.resolution` below `RESOLVED`)."""
@@ -212,9 +224,10 @@ class TorqueRows:
     index: np.ndarray
     dt_s: float
     filter_window_s: float
+    q: np.ndarray  # the rows' poses (model DOF order)
 
     def take(self, mask: np.ndarray) -> TorqueRows:
-        return TorqueRows(self.w[mask], self.tau[mask], self.index[mask], self.dt_s, self.filter_window_s)
+        return TorqueRows(self.w[mask], self.tau[mask], self.index[mask], self.dt_s, self.filter_window_s, self.q[mask])
 
     def rms(self, model: mujoco.MjModel) -> np.ndarray:
         """Each DOF's torque RMS of `model` (its values through the same regressor) on these rows."""
@@ -244,7 +257,7 @@ def torque_fit_rows(
     if friction is not None:
         for j, joint in enumerate(arm.joint_names):
             w[:, j, arm.names.index(f"{joint}.coulomb")] = friction[rows, j]
-    return TorqueRows(w, tau[rows], rows, deriv.dt_s, filter_window_s)
+    return TorqueRows(w, tau[rows], rows, deriv.dt_s, filter_window_s, deriv.q[rows])
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,11 +271,12 @@ class TorqueSpaceChoice:
     ratio: float
     folds: int = 0
     cv_rms_nm: dict[str, dict[str, float]] = field(default_factory=dict)
+    reference: str = "window_fit"  # what the fit was weighed against: the window fit, or the start values
 
     def worse_than_file(self) -> list[str]:
         """The joints on which the model the result carries predicts its training folds more than `WORSE_BY`
         worse than the model file."""
-        chosen = self.cv_rms_nm.get("torque_space" if self.taken else "window_fit", {})
+        chosen = self.cv_rms_nm.get("torque_space" if self.taken else self.reference, {})
         nominal = self.cv_rms_nm.get("nominal", {})
         return [j for j, v in chosen.items() if j in nominal and v > WORSE_BY * nominal[j]]
 
@@ -286,12 +300,19 @@ def cross_validated(
     scored_rows: TorqueRows,
     others: dict[str, mujoco.MjModel] | None = None,
     physical: bool = True,
+    armature_floor: dict[str, float] | None = None,
 ) -> tuple[dict[str, np.ndarray], int]:
     """Each DOF's torque RMS pooled over `CV_FOLDS` time-blocked folds: fold k scores the k-th contiguous block
     of `scored_rows` (the same record through the torque check's filter, so that fits through different
-    windows compare) with a torque-space fit on the rest of `rows`, and `others` (fixed models) on the same
+    windows compare) with a torque-space fit on the rest of `rows` (its armature floors `armature_floor`, as the
+    fit on every row found them), and `others` (fixed models) on the same
     block; rows within one filter window of a block's edge are in neither part (the filter spans them).
     (RMS by label, folds scored)."""
+    setup = fit_setup(spec, parameters, prior)
+    if setup is None:
+        return {}, 0
+    w, r = setup.residual(rows)
+    total = JointNormals.of(w, r)
     edges = np.linspace(rows.index[0], rows.index[-1] + 1, CV_FOLDS + 1)
     guard = int(np.ceil(max(rows.filter_window_s, scored_rows.filter_window_s) / rows.dt_s))
     squares: dict[str, list[np.ndarray]] = {}
@@ -299,11 +320,11 @@ def cross_validated(
     for lo, hi in zip(edges[:-1], edges[1:]):
         scored = (scored_rows.index >= lo + guard) & (scored_rows.index < hi - guard)
         fitted = (rows.index < lo - guard) | (rows.index >= hi + guard)
-        if scored.sum() < 10:
+        if scored.sum() < 10 or fitted.sum() < 50:
             continue
-        trial = fit_torque_space(spec, parameters, rows.take(fitted), prior, intervals=False, physical=physical)
-        if trial is None:
-            continue
+        normals = total.minus(JointNormals.of(w[~fitted], r[~fitted]))  # the left-out block's rows taken away
+        theta, _, held, floor = _solve(setup, normals, rows.q[fitted], physical, armature_floor)
+        trial = _fitted(setup, theta, held, floor, int(fitted.sum()), rows.filter_window_s)
         block = scored_rows.take(scored)
         for label, m in {"torque_space": trial.spec.copy().compile(), **(others or {})}.items():
             squares.setdefault(label, []).append(block.rms(m) ** 2 * scored.sum())
@@ -319,8 +340,9 @@ def choose_on_training(
     parts: Sequence[Part],
     window_widths: dict[str, tuple[float, ...]] | None = None,
 ) -> TorqueSpaceChoice | None:
-    """The torque-space fit of `parts` (the training rows) and the choice between it and `spec` (the window fit)
-    made on them alone, by `CV_FOLDS` time-blocked folds (`cross_validated`): the filter window is the one whose
+    """The torque-space fit of `parts` (the training rows) and the choice between it and `spec` (the window fit;
+    with `window_widths` None, the start values of a run whose window fit has not run, and no tie) made on them
+    alone, by `CV_FOLDS` time-blocked folds (`cross_validated`): the filter window is the one whose
     least-squares fit predicts the folds best, then the torque-space fit on the other blocks, the window fit and
     the model file are scored on each block; the torque-space fit is taken below `TAKE_BELOW` x the window fit's
     torque (geometric mean over the joints). The window fit saw every training row (its score is in sample: the
@@ -330,19 +352,25 @@ def choose_on_training(
     rows = None if check is None else choose_window(spec, parameters, model, maps, parts, check)
     if rows is None or check is None:
         return None
-    others = {"window_fit": spec.copy().compile(), "nominal": model}
-    cv, folds = cross_validated(spec, parameters, model, rows, check, others)
+    fit = fit_torque_space(spec, parameters, rows, model)
+    if fit is None:
+        return None
+    reference = "window_fit" if window_widths is not None else "start_values"
+    others = {reference: spec.copy().compile(), "nominal": model}
+    cv, folds = cross_validated(spec, parameters, model, rows, check, others, armature_floor=fit.armature_floor)
     if folds < 2:
         return None
     joints = joint_order(model, maps)
     named = {label: {j: float(rms[k]) for k, j in enumerate(joints)} for label, rms in cv.items()}
-    ratio = torque_ratio(named["torque_space"], named["window_fit"], joints)
-    fit = fit_torque_space(spec, parameters, rows, model)
-    if fit is None:
-        return None
-    tie = ratio < 1.0 / TAKE_BELOW and fit.resolves(parameters) and fit.narrower(parameters, window_widths or {})
+    ratio = torque_ratio(named["torque_space"], named[reference], joints)
+    tie = (
+        window_widths is not None
+        and ratio < 1.0 / TAKE_BELOW
+        and fit.resolves(parameters)
+        and fit.narrower(parameters, window_widths)
+    )
     taken = ratio < TAKE_BELOW or tie
-    return TorqueSpaceChoice(fit, taken, ratio, folds, named)
+    return TorqueSpaceChoice(fit, taken, ratio, folds, named, reference)
 
 
 def torque_ratio(rms: dict[str, float], reference: dict[str, float], joints: Sequence[str]) -> float:
@@ -405,18 +433,36 @@ def fit_on_parts(
     return None if rows is None else fit_torque_space(spec, parameters, rows, model, intervals=intervals)
 
 
-def fit_torque_space(
-    spec: mujoco.MjSpec,
-    parameters: Sequence[ParameterSpec],
-    rows: TorqueRows,
-    prior: mujoco.MjModel | None = None,
-    intervals: bool = True,
-    physical: bool = True,
-) -> TorqueSpaceFit | None:
-    """The torque-space fit on `rows`, written into a copy of `spec`, whose values the parameters it does not fit
-    keep; the ridge pulls toward `prior` (the same model's file values; default `spec`'s); refitted physically
-    consistent when the least squares leaves a body non-physical (with `physical`; else projected); with
-    `intervals`, block-bootstrap half-widths. None when the problem frees nothing it fits."""
+@dataclass(frozen=True, eq=False)
+class FitSetup:
+    """What the fit frees in a model (`spec`, which it writes into, compiled): the regressor, the fitted bodies and
+    joint terms, the free columns, the ridge's centre `theta0` (every column), which free values must be >= 0
+    (`signed`), and which are armatures."""
+
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    arm: ArmRegressor
+    bodies: list[int]
+    terms: set[tuple[str, str]]
+    free: np.ndarray
+    theta0: np.ndarray
+    signed: np.ndarray
+    armature: np.ndarray
+
+    @property
+    def armature_joints(self) -> list[str]:
+        return [self.arm.names[self.free[k]].rsplit(".", 1)[0] for k in self.armature]
+
+    def residual(self, rows: TorqueRows) -> tuple[np.ndarray, np.ndarray]:
+        """(the free columns of the regressor, the torque less the fixed model's `theta0`) on `rows`."""
+        return rows.w[:, :, self.free], rows.tau - rows.w @ self.theta0
+
+
+def fit_setup(
+    spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], prior: mujoco.MjModel | None
+) -> FitSetup | None:
+    """The fit's setup for `parameters` on `spec`, its ridge centred on `prior` (default `spec`'s values); None
+    when the problem frees nothing it fits."""
     model = spec.copy().compile()
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
     bodies = fitted_bodies(model, parameters)
@@ -427,36 +473,127 @@ def fit_torque_space(
     }
     free = [arm.bodies.index(b) * 10 + i for b in bodies for i in range(len(INERTIAL_NAMES))]
     free += [arm.names.index(f"{j}.{t}") for j, t in sorted(terms)]
-    if not free or len(rows.index) < 50:
+    if not free:
         return None
-    w, tau = rows.w, rows.tau
     theta0 = arm.true_parameters()
     free = np.array(sorted(free))
     if prior is not None:  # the ridge's centre: what the data hardly see stays as the model file has it
         theta0[free] = ArmRegressor(prior, JOINT_TERMS).true_parameters()[free]
     signed = np.array([not arm.names[c].endswith(".offset") and c >= 10 * len(arm.bodies) for c in free])
-    r = tau - w @ theta0
-    weights = _joint_weights(w[:, :, free], r)
+    armature = np.array([k for k, c in enumerate(free) if arm.names[c].endswith(".armature")], dtype=int)
+    return FitSetup(spec, model, arm, bodies, terms, free, theta0, signed, armature)
+
+
+@dataclass(frozen=True)
+class JointNormals:
+    """Each joint's normal equations of the free columns on the residual torque (nv, F, F), (nv, F), its sum of
+    squares (nv,), over `rows` rows: every fit on these rows is a small solve on them (the folds of a
+    cross-validation subtract their left-out rows')."""
+
+    gram: np.ndarray
+    rhs: np.ndarray
+    squares: np.ndarray
+    rows: int
+
+    @classmethod
+    def of(cls, w: np.ndarray, r: np.ndarray) -> JointNormals:
+        """Of the free columns `w` (rows, nv, F) and residual `r` (rows, nv)."""
+        by_joint = w.transpose(1, 0, 2)
+        gram = by_joint.transpose(0, 2, 1) @ by_joint
+        rhs = (by_joint.transpose(0, 2, 1) @ r.T[:, :, None])[:, :, 0]
+        return cls(gram, rhs, np.sum(r**2, axis=0), len(r))
+
+    def minus(self, other: JointNormals) -> JointNormals:
+        return JointNormals(
+            self.gram - other.gram, self.rhs - other.rhs, self.squares - other.squares, self.rows - other.rows
+        )
+
+    def weighted(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(G, h) with joint j's equations weighted by weights[j]."""
+        w2 = np.asarray(weights, dtype=float) ** 2
+        return np.tensordot(w2, self.gram, axes=1), w2 @ self.rhs
+
+    def rms(self, step: np.ndarray) -> np.ndarray:
+        """Each joint's residual RMS after `step` (free values from theta0)."""
+        sq = self.squares - 2.0 * self.rhs @ step + np.einsum("a,jab,b->j", step, self.gram, step)
+        return np.sqrt(np.maximum(sq, 0.0) / max(self.rows, 1))
+
+
+def fit_torque_space(
+    spec: mujoco.MjSpec,
+    parameters: Sequence[ParameterSpec],
+    rows: TorqueRows,
+    prior: mujoco.MjModel | None = None,
+    intervals: bool = True,
+    physical: bool = True,
+    armature_floor: dict[str, float] | None = None,
+) -> TorqueSpaceFit | None:
+    """The torque-space fit on `rows`, written into a copy of `spec`, whose values the parameters it does not fit
+    keep; the ridge pulls toward `prior` (the same model's file values; default `spec`'s); refitted physically
+    consistent when the least squares leaves a body non-physical or an armature below zero (with `physical`; else
+    projected, armature held at 0), an armature kept below zero as `NEGATIVE_ARMATURE` allows (`armature_floor`
+    given: those floors, unchecked); with `intervals`, block-bootstrap half-widths. None when the problem frees
+    nothing it fits."""
+    setup = fit_setup(spec, parameters, prior)
+    if setup is None or len(rows.index) < 50:
+        return None
+    w, r = setup.residual(rows)
+    theta, weights, held, floor = _solve(setup, JointNormals.of(w, r), rows.q, physical, armature_floor)
+    fit = _fitted(setup, theta, held, floor, len(rows.index), rows.filter_window_s)
+    if not intervals:
+        return fit
+    spread = _bootstrap(w, r, weights, held, setup.theta0[setup.free], _time_blocks(rows.index * rows.dt_s))
+    return replace(fit, intervals=_intervals(setup.arm, setup.model, setup.bodies, setup.terms, setup.free, spread))
+
+
+def _fitted(
+    setup: FitSetup, theta: np.ndarray, held: np.ndarray, floor: np.ndarray, rows: int, filter_window_s: float
+) -> TorqueSpaceFit:
+    """The solved values written into a copy of the setup's spec."""
+    s = setup
+    zeroed = tuple(s.arm.names[c] for c in s.free[held])
+    fit = _written(s.spec, s.model, s.arm, s.bodies, s.terms, theta, rows, zeroed, negative_armature=True)
+    floors = {j: float(f) for j, f in zip(s.armature_joints, floor)}
+    return replace(fit, filter_window_s=filter_window_s, armature_floor=floors)
+
+
+def _solve(
+    setup: FitSetup,
+    normals: JointNormals,
+    q: np.ndarray,
+    physical: bool,
+    armature_floor: dict[str, float] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The fit on `normals` (poses `q` for the negative-armature check): (every column's value, the joint weights,
+    the free values held at 0, each armature's floor)."""
+    s = setup
+    free, theta0 = s.free, s.theta0
+    may_go_negative = np.zeros(len(free), dtype=bool)
+    if physical and NEGATIVE_ARMATURE > 0:
+        may_go_negative[s.armature] = True
+    weights = _joint_weights(normals)
+    gram, rhs = normals.weighted(weights)
     held = np.zeros(len(free), dtype=bool)  # joint terms held at 0 (they came out negative)
-    while True:  # an active set: a negative damping, friction loss or armature is held at 0 and the rest refitted
-        delta = _held_step(w[:, :, free], r, weights, held, theta0[free])
-        negative = signed & ~held & (theta0[free] + delta < 0)
+    while True:  # an active set: a negative damping, friction loss (or armature) is held at 0 and the rest refitted
+        delta = _held_step(gram, rhs, held, theta0[free])
+        negative = s.signed & ~may_go_negative & ~held & (theta0[free] + delta < 0)
         if not negative.any():
             break
         held[np.flatnonzero(negative)[np.argmin((theta0[free] + delta)[negative])]] = True
     theta = theta0.copy()
     theta[free] += delta
-    bodies_at = [10 * arm.bodies.index(b) for b in bodies]
-    if physical and any(physical_body(theta[k : k + 10])[3] for k in bodies_at):
-        theta[free] = _physical(w, tau, theta0, free, weights, theta[free], signed, len(bodies))
-        held = signed & (theta[free] <= 0.0)
-    zeroed = tuple(arm.names[c] for c in free[held])
-    fit = _written(spec, model, arm, bodies, terms, theta, len(rows.index), zeroed)
-    fit = replace(fit, filter_window_s=rows.filter_window_s)
-    if not intervals:
-        return fit
-    spread = _bootstrap(w[:, :, free], r, weights, held, theta0[free], _time_blocks(rows.index * rows.dt_s))
-    return replace(fit, intervals=_intervals(arm, model, bodies, terms, free, spread))
+    floor = np.zeros(len(s.armature))
+    bodies_at = [10 * s.arm.bodies.index(b) for b in s.bodies]
+    negative_armature = np.any(theta[free[s.armature]] < 0)
+    if physical and (any(physical_body(theta[k : k + 10])[3] for k in bodies_at) or negative_armature):
+        solve = _physical_solver(gram, rhs + gram @ theta0[free], setup, theta[free])
+        if negative_armature:
+            floor, theta[free] = _negative_armature(solve, setup, theta, q, armature_floor)
+        else:
+            theta[free] = solve(floor)
+        held = s.signed & (theta[free] <= 0.0)
+        held[s.armature[floor < 0]] = False
+    return theta, weights, held, floor
 
 
 @dataclass(frozen=True)
@@ -476,19 +613,11 @@ BLOCK_S = (0.25, 1.0)
 """Bootstrap blocks: 1 s (several filter windows) when the record has 20 of them, else 1/20 of it, at least 0.25 s."""
 
 
-def _joint_weights(w: np.ndarray, r: np.ndarray) -> np.ndarray:
+def _joint_weights(normals: JointNormals) -> np.ndarray:
     """Each joint's weight: 1 / its residual RMS after an unweighted ridge fit (the shoulder's N m would otherwise
     set the wrist's mN m)."""
-    step = _ridge_solve(*_normal(w, r, np.ones(w.shape[1])))
-    rms = np.sqrt(np.mean((r - w @ step) ** 2, axis=0))
+    rms = normals.rms(_ridge_solve(*normals.weighted(np.ones(len(normals.squares)))))
     return 1.0 / np.maximum(rms, 1e-9 * max(rms.max(), 1e-12))
-
-
-def _normal(w: np.ndarray, r: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The weighted normal equations (G, h) of w x = r."""
-    a, y = weigh_joints(weights, w, r)
-    a = a.reshape(-1, w.shape[2])
-    return a.T @ a, a.T @ y.ravel()
 
 
 def _ridge_solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -502,37 +631,67 @@ def _column_scale(gram: np.ndarray) -> np.ndarray:
     return np.maximum(scale, 1e-3 * np.median(scale[scale > 0])) if np.any(scale > 0) else np.ones(len(scale))
 
 
-def _held_step(w: np.ndarray, r: np.ndarray, weights: np.ndarray, held: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """The step from `start` with the `held` columns' values set to 0 and the rest fitted."""
+def _held_step(gram: np.ndarray, rhs: np.ndarray, held: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The step from `start` with the `held` columns' values set to 0 and the rest fitted (normal equations of the
+    step)."""
     delta = np.where(held, -start, 0.0)
-    gram, rhs = _normal(w[:, :, ~held], r - w[:, :, held] @ delta[held], weights)
-    delta[~held] = _ridge_solve(gram, rhs)
+    kept = ~held
+    delta[kept] = _ridge_solve(gram[np.ix_(kept, kept)], rhs[kept] - gram[np.ix_(kept, held)] @ delta[held])
     return delta
 
 
-def _physical(
-    w: np.ndarray,
-    tau: np.ndarray,
-    theta0: np.ndarray,
-    free: np.ndarray,
-    weights: np.ndarray,
-    start: np.ndarray,
-    signed: np.ndarray,
-    n_bodies: int,
-) -> np.ndarray:
+def _physical_solver(
+    gram: np.ndarray, rhs: np.ndarray, setup: FitSetup, start: np.ndarray
+) -> Callable[[np.ndarray], np.ndarray]:
     """The free values refitted physically consistent (`linear.physically_consistent`: every body one a density
-    can make, damping, friction loss and armature >= 0) on the same weighted rows and ridge toward `theta0`,
-    from the least-squares values `start` (projecting a least-squares solution afterwards cost up to 1.3x
-    the torque error on the real Panda's held-out joints)."""
-    fixed = np.setdiff1d(np.arange(w.shape[2]), free)
-    gram, rhs = _normal(w[:, :, free], tau - w[:, :, fixed] @ theta0[fixed], weights)
-    lo = np.where(np.r_[np.zeros(10 * n_bodies, dtype=bool), signed[10 * n_bodies :]], 0.0, -np.inf)
+    can make, damping and friction loss >= 0, each armature >= the floor given per armature) on the weighted normal
+    equations of the free values (`gram`, `rhs`) with the ridge toward `theta0`, from the least-squares values
+    `start` (projecting a least-squares solution afterwards cost up to 1.3x the torque error on the real Panda's
+    held-out joints): a function of the floors."""
+    free, theta0, n_bodies = setup.free, setup.theta0, len(setup.bodies)
+    lo = np.where(np.r_[np.zeros(10 * n_bodies, dtype=bool), setup.signed[10 * n_bodies :]], 0.0, -np.inf)
     hi = np.full(len(free), np.inf)
     for k in range(n_bodies):  # log-Cholesky coordinates: a mass 1e-3-1e3x the file's, lengths e^-15-e^5 m
         mass = max(float(theta0[free[10 * k]]), 1e-6)
         lo[10 * k], hi[10 * k] = 0.5 * np.log(1e-3 * mass), 0.5 * np.log(1e3 * mass)
         lo[10 * k + 1 : 10 * k + 4], hi[10 * k + 1 : 10 * k + 4] = -15.0, 5.0
-    return physically_consistent(gram, rhs, start, theta0[free], n_bodies, lo, hi, RIDGE)
+
+    def solve(floor: np.ndarray) -> np.ndarray:
+        bounded = lo.copy()
+        bounded[setup.armature] = floor
+        return physically_consistent(gram, rhs, start, theta0[free], n_bodies, bounded, hi, RIDGE)
+
+    return solve
+
+
+def _negative_armature(
+    solve: Callable[[np.ndarray], np.ndarray],
+    setup: FitSetup,
+    theta: np.ndarray,
+    q: np.ndarray,
+    given: dict[str, float] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(each armature's floor, the free values) of the physical refit with armature below zero where the least
+    squares (`theta`) put it there, as `linear.armature_floors` and `with_negative_armature` allow it on up to 200
+    of the poses `q`; with floors `given` (the cross-validation folds), those, unchecked."""
+    s, joints = setup, setup.armature_joints
+    if given is not None:
+        floor = np.array([min(given.get(j, 0.0), 0.0) for j in joints])
+        return floor, solve(floor)
+    probe = q[:: max(1, len(q) // 200)]
+    dofs = np.array([s.model.jnt_dofadr[s.model.joint(j).id] for j in joints], dtype=int)
+
+    def inertias(values: np.ndarray, with_armature: bool) -> np.ndarray:
+        full = theta.copy()
+        full[s.free] = values
+        if not with_armature:
+            full[s.free[s.armature]] = 0.0
+        written = _written(s.spec, s.model, s.arm, s.bodies, s.terms, full, 0, (), negative_armature=with_armature)
+        return inertia_matrices(written.spec.compile(), probe)
+
+    floor, held = armature_floors(theta[s.free], s.armature, dofs, joints, inertias, NEGATIVE_ARMATURE)
+    values, floor, _ = with_negative_armature(solve, inertias, floor, s.armature, dofs, joints, held, NEGATIVE_ARMATURE)
+    return (floor, values) if values is not None else (floor, solve(floor))
 
 
 def _time_blocks(t_s: np.ndarray) -> np.ndarray:
@@ -608,8 +767,10 @@ def _written(
     theta: np.ndarray,
     rows: int,
     zeroed: tuple[str, ...],
+    negative_armature: bool = False,
 ) -> TorqueSpaceFit:
-    """theta's fitted bodies (projected) and joint terms in a copy of `spec`."""
+    """theta's fitted bodies (projected) and joint terms in a copy of `spec` (damping and friction loss >= 0,
+    armature too unless `negative_armature`)."""
     out = spec.copy()
     fitted: dict[str, tuple[float, np.ndarray, np.ndarray]] = {}
     projected: list[str] = []
@@ -629,7 +790,8 @@ def _written(
     mujoco_name = MUJOCO_TERM
     for joint, term in sorted(terms):
         value = float(theta[arm.names.index(f"{joint}.{term}")])
-        value = value if term == "offset" else max(value, 0.0)  # held at 0 already when the fit made it negative
+        if term in ("viscous", "coulomb") or (term == "armature" and not negative_armature):
+            value = max(value, 0.0)  # held at 0 already when the fit made it negative
         target = out.joint(joint)
         if term == "viscous":
             target.damping[0] = value
