@@ -386,6 +386,7 @@ def problem(model: Path, data: Path, span_s: float, max_iters: int) -> dict:
         "observe": ["position"],
         "noise": {"position_rad": 1.0e-4},
         "warm_start": True,
+        "window_fit": "auto",
         "parameters": params,
         "optimizer": {"backend": "mujoco", "max_iters": max_iters, "quiet": True},
     }
@@ -515,15 +516,16 @@ def main() -> int:
             paths = write_results(result, out, force=True)
             on_bound = sum("rests on its" in w for w in result.warnings)
             space = result.torque_space
+            against = "start_values" if "window_fit" in result.metrics else "window_fit"  # the window fit not run
             print(
                 f"{kind}: identified in {time.perf_counter() - t0:.0f} s, verdict {result.verdict}, "
                 f"{len(result.warnings)} warnings ({on_bound} values on bounds); the MJCF carries the "
                 f"{result.metrics.get('identified_model')}"
                 + (
-                    f" (torque-space fit: chosen at {space['training_torque_ratio_to_window_fit']:.2f}x the "
-                    f"window fit's torque over {space.get('cross_validation_folds')} time-blocked folds of the "
-                    "training rows, "
-                    f"{space['held_out_torque_ratio_to_window_fit']:.2f}x on the held-out rows, "
+                    f" (torque-space fit: chosen at {space[f'training_torque_ratio_to_{against}']:.2f}x the "
+                    f"{against.replace('_', ' ')}' torque over {space.get('cross_validation_folds')} time-blocked "
+                    "folds of the training rows, "
+                    f"{space[f'held_out_torque_ratio_to_{against}']:.2f}x on the held-out rows, "
                     f"filter window {space['filter_window_s']} s, "
                     f"{len(space['projected_onto_physical'])} bodies projected)"
                     if space

@@ -32,6 +32,7 @@ from sysid_ros.core.identify import (
     Payload,
     RunLog,
     fitted_bodies,
+    identify,
     iiwa_mjcf,
     load_run,
     load_source,
@@ -69,7 +70,8 @@ def user_model(truth: Path, path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """One `sysid-ros identify` on the logged bags (4 s training, 3 s validation), as a user runs it."""
+    """One `sysid-ros identify` on the logged bags (4 s training, 3 s validation), as a user runs it on an arm with
+    measured torque (`window_fit: auto`)."""
     d = tmp_path_factory.mktemp("torque_space")
     truth = iiwa_mjcf(d / "iiwa_true.xml", payload=Payload(0.5), full_inertia=True)
     model = user_model(truth, d / "iiwa_user.xml")
@@ -81,25 +83,40 @@ def run(tmp_path_factory):
         {"name": f"j{k + 1}_armature", "kind": "joint_armature", "joint": j, "min": 0.0, "max": 1.0}
         for k, j in enumerate(IIWA_JOINTS)
     ]
-    doc["name"], doc["optimizer"] = "iiwa_identified", {"max_iters": 8}
-    problem = d / "problem.yaml"
-    problem.write_text(yaml.safe_dump(doc))
-    proc = subprocess.run(
-        [sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(d / "out"), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    doc["name"], doc["optimizer"], doc["window_fit"] = "iiwa_identified", {"max_iters": 8}, "auto"
     return {
-        "proc": proc,
         "dir": d,
         "truth": truth,
         "model": model,
         "robot": robot,
         "train": train,
         "val": val,
-        "doc": yaml.safe_load((d / "out" / "identified.yaml").read_text()) if proc.returncode == 0 else None,
-        "mjcf": d / "out" / "iiwa_identified.xml",
+        "problem": doc,
+        **identify_cli(doc, d, "out"),
+    }
+
+
+@pytest.fixture(scope="module")
+def run_always(run):
+    """The same problem with `window_fit: always`: the window fit runs, and the torque-space fit is weighed
+    against it."""
+    return identify_cli({**run["problem"], "window_fit": "always"}, run["dir"], "out_always")
+
+
+def identify_cli(doc: dict, d: Path, out: str) -> dict:
+    """`sysid-ros identify` of `doc` into `d / out`: the process, the results document and the MJCF."""
+    problem = d / f"problem_{out}.yaml"
+    problem.write_text(yaml.safe_dump(doc))
+    proc = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.cli", "identify", str(problem), "--out", str(d / out), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return {
+        "proc": proc,
+        "doc": yaml.safe_load((d / out / "identified.yaml").read_text()) if proc.returncode == 0 else None,
+        "mjcf": d / out / "iiwa_identified.xml",
     }
 
 
@@ -125,19 +142,25 @@ def held_out_rows(run) -> tuple:
     return deriv.q[ok], deriv.qd[ok], deriv.qdd[ok], tau[ok]
 
 
-def test_identify_carries_the_torque_space_fit_in_its_mjcf(run):
-    proc = run["proc"]
+@pytest.mark.parametrize("window_fit", ["auto", "always"])
+def test_identify_carries_the_torque_space_fit_in_its_mjcf(run, run_always, window_fit):
+    """With `window_fit: auto` the torque-space fit stands alone: it predicts the training folds' torque far better
+    than the start values, so the window fit is not run; with `always` (the default) it runs, and the torque-space
+    fit is carried all the same, weighed against it."""
+    got = run if window_fit == "auto" else run_always
+    proc, reference = got["proc"], "start_values" if window_fit == "auto" else "window_fit"
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stdout + proc.stderr
-    doc = run["doc"]
+    doc = got["doc"]
     check = doc["metrics"]["held_out_torque_rms_nm"]
     assert doc["metrics"]["identified_model"] == "torque_space" and doc["torque_space"]["taken"]
     assert check["identified"] == check["torque_space"]
-    assert doc["torque_space"]["training_torque_ratio_to_window_fit"] < 0.9  # the choice: training rows only
+    assert doc["torque_space"][f"training_torque_ratio_to_{reference}"] < 0.9  # the choice: training rows only
     assert doc["torque_space"]["cross_validation_folds"] == 5  # by time-blocked folds of them
-    assert doc["torque_space"]["held_out_torque_ratio_to_window_fit"] < 1.0  # and the held-out rows agree
+    assert doc["torque_space"][f"held_out_torque_ratio_to_{reference}"] < 1.0  # and the held-out rows agree
     assert any(n.startswith("the identified model is the torque-space fit") for n in doc["notes"])
-    assert "torque_space" in proc.stdout and "window_fit" in proc.stdout  # the CLI's held-out table
+    assert "torque_space" in proc.stdout and reference in proc.stdout  # the CLI's held-out table
+    assert ("window_fit" in doc["metrics"]) == (window_fit == "auto")  # "not run: ..."
     # link 7 and the payload are welded together: one of them (the jointed link) carries the group's inertials
     assert set(doc["torque_space"]["bodies"]) == set(LINKS)
 
@@ -159,12 +182,16 @@ def test_the_mjcf_reloads_with_what_the_fit_wrote_and_chains_into_the_next_probl
     assert loaded.model.nv == 7 and len(loaded.train) > 0
 
 
-def test_parameters_describe_the_mjcf_and_the_window_fit_stays_apart(run):
+def test_parameters_describe_the_mjcf_and_the_window_fit_stays_apart(run, run_always):
     """`parameters` hold what the written MJCF holds (the torque-space fit), with its block-bootstrap intervals,
-    inf and not identifiable for what the joint torques see only in sums (every link's mass here: a note); the
-    window fit's values and intervals are under `window_fit_parameters`, its warnings start "window fit: "."""
-    doc = run["doc"]
-    model = mujoco.MjModel.from_xml_path(str(run["mjcf"]))
+    inf and not identifiable for what the joint torques see only in sums (every link's mass here: a note); when
+    the window fit ran (`window_fit: always`) its values and intervals are under `window_fit_parameters`, its
+    warnings start "window fit: "; when it did not (`window_fit: auto` here) there are none of either."""
+    assert "window_fit_parameters" not in run["doc"]
+    assert not any(w.startswith("window fit") for w in run["doc"]["warnings"])
+    assert not any(p.startswith("window fit") for p in run["doc"]["notes"])
+    doc = run_always["doc"]
+    model = mujoco.MjModel.from_xml_path(str(run_always["mjcf"]))
     params, window = doc["parameters"], doc["window_fit_parameters"]
     assert set(params) == set(window)
     for k, link in enumerate(LINKS):
@@ -288,3 +315,20 @@ def test_physical_projection_and_welded_groups():
     spec = lambda *bodies: [type("P", (), {"kind": "body_mass", "target": b, "frozen": False})() for b in bodies]  # noqa: E731
     assert fitted_bodies(model, spec("a", "b")) == [model.body("a").id]
     assert fitted_bodies(model, spec("b")) == [model.body("b").id]
+
+
+def test_auto_runs_the_window_fit_when_the_torque_space_fit_alone_is_not_clearly_better(run):
+    """`window_fit: auto` on a problem the start values already hold (the truth's own model file, only the payload
+    free, started at its true 0.8 kg): the torque-space fit (the payload's group with all 10 inertials) predicts
+    the training folds no better than 0.9x the start values, so the window fit runs after all, as with `always`,
+    and a note says why."""
+    doc = iiwa_friction_problem(run["truth"], run["train"], run["val"], offsets=False)
+    doc["parameters"] = [
+        {"name": "payload_mass", "kind": "body_mass", "body": "payload", "min": 0.05, "max": 3.0, "start": 0.8}
+    ]
+    doc["window_fit"], doc["optimizer"], doc["warm_start"] = "auto", {"max_iters": 2}, False
+    result = identify(problem_from_dict(doc, run["dir"]))
+    ran = [n for n in result.notes if n.startswith("the window fit runs: the torque-space fit alone predicts")]
+    assert ran, result.notes
+    assert "window_fit" not in result.metrics and result.metrics["residual_evaluations"] > 0
+    assert "training_torque_ratio_to_window_fit" in result.torque_space  # then weighed against the window fit

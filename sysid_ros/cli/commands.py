@@ -132,7 +132,9 @@ def _identified(args: argparse.Namespace, problem) -> int:
     torque = result.metrics.get("held_out_torque_rms_nm")
     if torque:  # an arm: held-out joint torque per joint and model
         labels = [
-            k for k in ("nominal", "window_fit", "torque_space", "identified", "regression_friction") if k in torque
+            k
+            for k in ("nominal", "start_values", "window_fit", "torque_space", "identified", "regression_friction")
+            if k in torque
         ]
         print(f"held-out joint torque RMS, N m ({torque['held_out']}):")
         print(f"{'joint':<24}" + "".join(f"{k:>20}" for k in labels))

@@ -116,12 +116,17 @@ def torque_tables(page: Page, document: dict) -> None:
     check = (document.get("metrics") or {}).get("held_out_torque_rms_nm")
     if not check:
         return
-    labels = [k for k in ("nominal", "window_fit", "torque_space", "identified", "regression_friction") if k in check]
+    labels = [
+        k
+        for k in ("nominal", "start_values", "window_fit", "torque_space", "identified", "regression_friction")
+        if k in check
+    ]
     page.heading("Held-out joint torque")
     page.text(
         f"RMS of measured minus predicted joint torque (N m) on {check.get('held_out')} "
-        f"({check.get('samples')} samples): the model file, the window fit, the torque-space fit, the "
-        "identified model (the better of the two fits), the regression with friction."
+        f"({check.get('samples')} samples): the model file, the window fit (or the start values, when the "
+        "torque-space fit stood alone and the window fit did not run), the torque-space fit, the identified model "
+        "(the one the MJCF carries), the regression with friction."
     )
     joints = list(check[labels[0]])
     page.table(

@@ -144,6 +144,7 @@ class Problem:
     velocity_noise_rad_s: float = 1e-2
     optimizer: OptimizerSpec = OptimizerSpec()
     warm_start: bool = True
+    window_fit: str = "always"  # always | auto (not run when an arm's torque-space fit alone is clearly better)
     unidentifiable_relative: float = 0.5
     name: str = "identified"
     regularization_weight: float = 0.0  # > 0: a prior toward the start values (`plausibility.Prior`)
@@ -243,6 +244,12 @@ PROBLEM_SCHEMA = Table(
             )
         ),
         "warm_start": Key(Flag(), True),
+        "window_fit": Key(
+            Choice(("always", "auto")),
+            "always",
+            "auto: not run when the torque-space fit alone predicts the training torque clearly better than the "
+            "start values (an arm with measured torque whose problem frees only what that fit writes)",
+        ),
         "unidentifiable_relative": Key(Number(above=0.0), 0.5),
         "regularization": Key(
             Table(
@@ -339,6 +346,7 @@ def problem_from_dict(doc: dict[str, Any], base_dir: str | Path = ".") -> Proble
         velocity_noise_rad_s=noise["velocity_rad_s"],
         optimizer=OptimizerSpec(opt["backend"], opt["max_iters"], opt["quiet"], opt["xtol"]),
         warm_start=doc["warm_start"],
+        window_fit=doc["window_fit"],
         unidentifiable_relative=doc["unidentifiable_relative"],
         name=doc["name"],
         regularization_weight=doc["regularization"]["weight"],

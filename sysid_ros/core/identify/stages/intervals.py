@@ -66,6 +66,30 @@ def free_slices(parameters: Sequence[ParameterSpec], opt_params: Mapping[str, An
     return out
 
 
+def spread_at_start(fit: Fit) -> Spread:
+    """The training residuals and predictions at the values of an unoptimized `fit` (the window fit not run), with
+    no intervals (inf: nothing was fitted) and no misfit or time-offset checks (they judge a window fit)."""
+    x = np.asarray(fit.opt_result.x, dtype=float)
+    res_star, preds, records = fit.residual_fn(x, fit.opt_params, return_pred_all=True)
+    n = len(x)
+    ones = np.ones(n)
+    return Spread(
+        x,
+        res_star,
+        preds,
+        records,
+        None,
+        np.full((n, n), np.nan),
+        np.full(n, np.inf),
+        np.ones(n, dtype=bool),
+        ones,
+        ones.copy(),
+        None,
+        [],
+        None,
+    )
+
+
 def estimate_spread(run: Loaded, start: Start, fit: Fit, log: RunLog) -> Spread:
     """The intervals (after the start states' noise and any misfit widening) and the offset scan."""
     return _misfit(run, fit, _intervals(run, start, fit, log), log)

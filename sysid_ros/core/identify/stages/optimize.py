@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,18 @@ class Fit:
 
 def fit_parameters(run: Loaded, start: Start, log: RunLog) -> Fit:
     """The residual of every training segment (scaled by the declared noise) minimised by the optimiser."""
+    fit = unoptimized(run, start)
+    fit_fn = counted(with_prior(fit.residual_fn, start.prior), run.problem.optimizer.max_iters, log.progress, fit.evals)
+    t0 = time.perf_counter()
+    with quiet_output(run.problem.optimizer.quiet):
+        opt_params, opt_result = optimize(run.problem, start.params, fit_fn, log.notes)
+    log.timings["optimize_s"] = time.perf_counter() - t0
+    return replace(fit, opt_params=opt_params, opt_result=opt_result)
+
+
+def unoptimized(run: Loaded, start: Start) -> Fit:
+    """The residual of every training segment (scaled by the declared noise) at the start values, not minimised
+    (the window fit not run: `identify`'s torque-first path)."""
     problem = run.problem
     ms = sd.model_sequences(problem.name, run.spec, [s for s in run.train])
     build = CachedBuild()
@@ -52,13 +64,9 @@ def fit_parameters(run: Loaded, start: Start, log: RunLog) -> Fit:
     residual_fn = batched_residual_fn(
         [ms], build_model=build, modify_residual=modify, custom_rollout=rollout, resample_true=False
     )
-    evals = [0, 0]
-    fit_fn = counted(with_prior(residual_fn, start.prior), problem.optimizer.max_iters, log.progress, evals)
-    t0 = time.perf_counter()
-    with quiet_output(problem.optimizer.quiet):
-        opt_params, opt_result = optimize(problem, start.params, fit_fn, log.notes)
-    log.timings["optimize_s"] = time.perf_counter() - t0
-    return Fit(ms, build, modify, rollout, residual_fn, opt_params, opt_result, evals)
+    params = start.params.copy()
+    result = OptimizeResult(x=params.as_vector(), jac=None, extras={"objective": []})
+    return Fit(ms, build, modify, rollout, residual_fn, params, result, [0, 0])
 
 
 MU_FACTOR = 10.0**0.5

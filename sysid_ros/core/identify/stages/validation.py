@@ -29,6 +29,7 @@ from .intervals import Spread, free_slices
 from .load import Loaded
 from .optimize import Fit
 from .torque_fit import (
+    FITTED_KINDS,
     TAKE_BELOW,
     TorqueSpaceChoice,
     TorqueSpaceFit,
@@ -37,6 +38,19 @@ from .torque_fit import (
     outside_bounds,
     torque_ratio,
 )
+
+
+def torque_first(run: Loaded) -> bool:
+    """Whether the torque-space fit may stand alone (`window_fit: auto`): every free parameter is of a kind it
+    writes (bodies' inertials, joint damping, friction loss, armature, effort offset) and no joint equality couples
+    the joints; whether the data hold the torque it needs, and whether it is good enough, `_torque_first` finds."""
+    free = [p for p in run.problem.parameters if not p.frozen]
+    return (
+        run.problem.window_fit == "auto"
+        and bool(free)
+        and all(p.kind in FITTED_KINDS for p in free)
+        and not coupled_joints(run.model)
+    )
 
 
 @dataclass(frozen=True)
@@ -52,8 +66,9 @@ class Validated:
     torque_warnings: tuple[str, ...] = ()  # about the torque-space choice (kept whichever model is carried)
 
 
-def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
-    """The fit's metrics and traces, then the identified model on the held-out data."""
+def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog, window_fit: bool = True) -> Validated:
+    """The fit's metrics and traces, then the identified model on the held-out data; `window_fit` False: `fit` is
+    the start values, not optimized (the torque-space fit is weighed against them, without the tie rule)."""
     metrics, traces = _metrics(run, fit, spread, log)
     identified = run.spec.copy()
     sysid.apply_param_modifiers_spec(fit.opt_params, identified)
@@ -61,7 +76,8 @@ def validate(run: Loaded, fit: Fit, spread: Spread, log: RunLog) -> Validated:
     t0 = time.perf_counter()
     log.report("validation", 0.94, "held-out joint torque")
     torque_warnings: list[str] = []
-    torque = held_out_torque(run, identified, metrics, log.notes, torque_warnings, window_half_widths(run, fit, spread))
+    widths = window_half_widths(run, fit, spread) if window_fit else None
+    torque = held_out_torque(run, identified, metrics, log.notes, torque_warnings, widths)
     log.timings["torque_check_s"] = time.perf_counter() - t0
     return Validated(torque.spec, metrics, traces, torque.friction, torque.torque_space, tuple(torque_warnings))
 
@@ -194,12 +210,13 @@ def held_out_torque(
     metrics: dict[str, Any],
     notes: list[str],
     warnings: list[str],
-    window_widths: dict[str, tuple[float, ...]],
+    window_widths: dict[str, tuple[float, ...]] | None,
 ) -> HeldOutTorque:
     """Held-out joint torque RMS per joint (`torque_check`) of the model file, the window fit, the torque-space
     fit (`torque_space`) and the regression with smooth friction, into the metrics; `identified` is the
     torque-space fit when it is chosen on the training rows (`torque_space.choose_on_training`), else the window
-    fit: the held-out rows judge the choice, they do not make it. A model whose joints an equality couples (a
+    fit: the held-out rows judge the choice, they do not make it. `window_widths` None: `identified` holds the
+    start values (the window fit not run), labelled `start_values`. A model whose joints an equality couples (a
     URDF `<mimic>`) gets none of this: the regressor would treat the coupled joints as independent."""
     problem, model, maps, train_data, val_data = run.problem, run.model, run.maps, run.train_data, run.val_data
     coupled = coupled_joints(model)
@@ -211,46 +228,36 @@ def held_out_torque(
             "coupling)"
         )
         return HeldOutTorque({}, identified, {})
+    reference = "window_fit" if window_widths is not None else "start_values"
+    choice = None
+    if len(maps) >= 2 and len(maps) == model.nv:  # a whole arm (else `torque_validation` has nothing to check)
+        try:
+            choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data, window_widths)
+        except SysidRosError as exc:
+            notes.append(f"the torque-space fit failed ({exc}); the identified model is the window fit")
+    models = {"nominal": model, reference: identified.copy().compile()}
+    if choice is not None:
+        models["torque_space"] = choice.fit.spec.copy().compile()
     try:
-        check = torque_validation(
-            model,
-            maps,
-            train_data,
-            val_data,
-            {"nominal": model, "window_fit": identified.copy().compile()},
-            periodic=run.periodic,
-        )
+        check = torque_validation(model, maps, train_data, val_data, models, periodic=run.periodic)
     except SysidRosError as exc:
         notes.append(f"torque-space validation failed: {exc}")
         return HeldOutTorque({}, identified, {})
     if check is None:
         return HeldOutTorque({}, identified, {})
-    try:
-        choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data, window_widths)
-        extra = (
-            None
-            if choice is None
-            else torque_validation(
-                model, maps, train_data, val_data, {"torque_space": choice.fit.spec.copy().compile()}, friction=False
-            )
-        )
-    except SysidRosError as exc:
-        notes.append(f"the torque-space fit failed ({exc}); the identified model is the window fit")
-        choice = extra = None
     rms, chosen, document = check.rms_nm, identified, {}
     taken = False
-    if choice is not None and extra is not None:
+    if choice is not None:
         space, taken = choice.fit, choice.taken
-        rms["torque_space"] = extra.rms_nm["torque_space"]
-        held_out_ratio = torque_ratio(rms["torque_space"], rms["window_fit"], check.joints)
+        held_out_ratio = torque_ratio(rms["torque_space"], rms[reference], check.joints)
         chosen = space.spec if taken else identified
         outside = outside_bounds(space, problem.parameters)
         document = {
             "taken": taken,
-            "training_torque_ratio_to_window_fit": round(choice.ratio, 4),
+            f"training_torque_ratio_to_{reference}": round(choice.ratio, 4),
             "cross_validation_folds": choice.folds,
             "cross_validation_rms_nm": choice.cv_rms_nm,
-            "held_out_torque_ratio_to_window_fit": round(held_out_ratio, 4),
+            f"held_out_torque_ratio_to_{reference}": round(held_out_ratio, 4),
             **space.document(),
             "outside_problem_bounds": outside,
         }
@@ -261,7 +268,7 @@ def held_out_torque(
                 f"the identified model ({'torque-space' if taken else 'window'} fit) predicts its own training "
                 "rows' joint torque worse than the model file on "
                 + ", ".join(
-                    f"{j} ({choice.cv_rms_nm['torque_space' if taken else 'window_fit'][j]:.3g} vs "
+                    f"{j} ({choice.cv_rms_nm['torque_space' if taken else reference][j]:.3g} vs "
                     f"{choice.cv_rms_nm['nominal'][j]:.3g} N m)"
                     for j in worse
                 )
@@ -272,7 +279,7 @@ def held_out_torque(
                 "the torque-space fit puts values outside the problem's bounds (it is not bounded; the "
                 f"window fit is): {', '.join(outside)}"
             )
-    rms["identified"] = rms["torque_space" if taken else "window_fit"]
+    rms["identified"] = rms["torque_space" if taken else reference]
     metrics["held_out_torque_rms_nm"] = check.metrics()
     if check.friction is not None:
         metrics["regression_base_parameters"] = check.base_document()
@@ -289,7 +296,7 @@ def held_out_torque(
             "whole-arm regression through the 0.05 s Savitzky-Golay filter: only some training records repeat "
             f"whole periods ({', '.join(run.periodic)}); the periods are averaged when every one does"
         )
-    metrics["identified_model"] = "torque_space" if taken else "window_fit"
+    metrics["identified_model"] = "torque_space" if taken else reference
     worse = [j for j in check.joints if rms["identified"][j] > rms["nominal"][j]]
     if worse:
         notes.append(
@@ -337,11 +344,23 @@ def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) 
         f"{len(space.bodies)} bodies' inertials and {sum(len(t) for t in space.joints.values())} joint terms "
         "by weighted least squares on the measured torque"
     )
+    negative = [f"{j} {f:.3g}" for j, f in space.armature_floor.items() if f < 0 and space.joints[j]["armature"] < 0]
     parts = (
         (space.projected, "bodies projected onto physical values"),
         (space.held_at_zero, "joint terms held at 0 (negative when free)"),
+        (negative, "armatures below zero (floor kg m^2: the joint-space inertia stays positive definite)"),
     )
     extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
+    if choice.reference == "start_values":
+        how = (
+            f"over {choice.folds} time-blocked folds of the training rows (each scored by a fit on the others) its "
+            f"joint torque is {choice.ratio:.2f}x the start values' (geometric mean over the joints)"
+        )
+        return (
+            f"the identified model is the torque-space fit ({what}{extra}): {how}, below {TAKE_BELOW:g}x, so the "
+            "window fit was not run (`window_fit: always` runs it); `parameters` hold its values and "
+            "block-bootstrap intervals; the training and held-out position replays are the start values'"
+        )
     how = (
         f"over {choice.folds} time-blocked folds of the training rows (each scored by a fit on the others; the "
         f"window fit saw them all) its joint torque is {choice.ratio:.2f}x the window fit's (geometric mean over "
