@@ -548,7 +548,7 @@ def main() -> int:
         print(
             f"\nthe result's own held-out torque table ({kind}; {table.get('held_out')}, {table.get('samples')} rows)"
         )
-        for label in ("nominal", "window_fit", "torque_space", "identified", "regression_friction"):
+        for label in ("nominal", "start_values", "window_fit", "torque_space", "identified", "regression_friction"):
             if label in table:
                 print(f"  {label:20s} " + " ".join(f"{table[label][j]:.3f}" for j in JOINTS))
     return 0
