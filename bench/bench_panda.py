@@ -303,7 +303,78 @@ def figaroh_peer(rows, train: np.ndarray, scorer: Scorer) -> dict[str, tuple[np.
             scorer.rms((held @ theta).reshape(7, -1).T),
             wall,
         )
+    t0 = time.perf_counter()
+    peer = issue_peer(model, w, y, scale)
+    if isinstance(peer, str):
+        print(peer)
+    else:
+        (bounded, ridge), wall = peer, time.perf_counter() - t0
+        low = figaroh_inertia_eigenvalue(model, bounded, rows.q[index[:: max(1, n // 200)]])
+        print(
+            f"issue 32's peer: solved with the ridge {ridge:g}; its joint-space inertia's smallest eigenvalue on "
+            f"the training poses {low:.3g} kg m^2"
+        )
+        out["issue 32's peer: FIGAROH's regressor, LMI, friction and armature >= 0, masses 0.5-2x (same rows)"] = (
+            scorer.rms((held @ bounded).reshape(7, -1).T),
+            wall,
+        )
     return out
+
+
+def issue_peer(model, w: np.ndarray, y: np.ndarray, row_weight: np.ndarray) -> tuple[np.ndarray, float] | str:
+    """The physically consistent peer as issue 32 describes it ("its LMI physical-consistency fit with
+    friction/armature >= 0 and link masses 0.5-2x the URDF's"; FIGAROH's own `physical_fit` stage bounds neither
+    friction nor armature): FIGAROH's standard regressor and weighted rows, each link's pseudo-inertia positive
+    semidefinite, link masses 0.5-2x the URDF's, viscous and Coulomb friction and armature >= 0, offsets free;
+    the weighted least squares on unit-norm columns reduced to their R factor, with a ridge toward the URDF's
+    values (zero for the joint terms) for what the rows do not see, solved by picos/cvxopt: with the ridge 1e-5,
+    else 1e-4, else 1e-3 (cvxopt fails on this problem with a small ridge: a division by zero in its scaling).
+    (the standard parameters, the ridge that solved), or why there are none."""
+    try:
+        import picos as pc
+        from figaroh.identification.parameter import get_standard_parameters
+    except ImportError as exc:
+        return f"issue 32's peer: skipped ({exc})"
+    nv = model.nv
+    prior = np.r_[np.array(list(get_standard_parameters(model).values())), np.zeros(4 * nv)]
+    a, b = w * row_weight[:, None], y * row_weight
+    norms = np.linalg.norm(a, axis=0)
+    norms[norms == 0] = 1.0
+    _, r = np.linalg.qr(a / norms)
+    z = np.linalg.lstsq(r.T, (a / norms).T @ b, rcond=None)[0]  # Q' b without forming Q
+    size = max(float(np.linalg.norm(z)), 1e-12)  # the objective of order one (cvxopt's scaling)
+    failures = []
+    for ridge in (1e-5, 1e-4, 1e-3):
+        problem = pc.Problem()
+        u = pc.RealVariable("u", len(prior))  # theta x the column norms
+        t = pc.RealVariable("t", 1)
+        misfit = pc.Constant(r / size) * u - pc.Constant(z / size)
+        problem.add_constraint(abs(misfit // (np.sqrt(ridge) / size * (u - pc.Constant(prior * norms)))) <= t)
+        theta = [u[k] * (1.0 / norms[k]) for k in range(len(prior))]
+        for j in range(nv):
+            m, mx, my, mz, ixx, ixy, iyy, ixz, iyz, izz = theta[10 * j : 10 * j + 10]
+            half = 0.5 * (ixx + iyy + izz)
+            pseudo = pc.block(
+                [
+                    [half - ixx, -ixy, -ixz, mx],
+                    [-ixy, half - iyy, -iyz, my],
+                    [-ixz, -iyz, half - izz, mz],
+                    [mx, my, mz, m],
+                ]
+            )
+            problem.add_constraint((1.0 / max(prior[10 * j], 1e-6)) * pseudo >> 0)  # in units of the URDF mass
+            problem.add_constraint(m >= 0.5 * prior[10 * j])
+            problem.add_constraint(m <= 2.0 * prior[10 * j])
+        for k in range(10 * nv, 13 * nv):  # fv, fs, Ia
+            problem.add_constraint(u[k] >= 0)
+        problem.set_objective("min", t)
+        try:
+            problem.solve(solver="cvxopt")
+        except Exception as exc:  # the solver failing numerically
+            failures.append(f"ridge {ridge:g}: {type(exc).__name__}")
+            continue
+        return np.array(u.value).ravel() / norms, ridge
+    return "issue 32's peer: cvxopt failed (" + "; ".join(failures) + ")"
 
 
 def figaroh_inertia_eigenvalue(model, theta: np.ndarray, q: np.ndarray) -> float:
