@@ -231,8 +231,9 @@ class SimRobotNode(Node):
             wait = due - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
-            else:
+            else:  # behind: no sleep, but let the executor's threads (service callbacks) have the GIL and the lock
                 due = time.monotonic()
+                time.sleep(0)
             with self._lock:
                 samples = self._tick()
             try:

@@ -1,6 +1,7 @@
 """The torque-space fit of an arm: the problem's bodies (each with its 10 inertial parameters) and joint terms
 (damping, friction loss, armature, effort offset) by weighted linear least squares on the measured joint
-torque, refitted physically consistent when a body comes out non-physical, with block-bootstrap intervals, and
+torque, refitted physically consistent when a body comes out non-physical (or an armature below zero), with
+block-bootstrap intervals, and
 written into the model as MuJoCo holds them; whether the result carries it is decided by time-blocked
 cross-validation on the training rows (`choose_on_training`).
 
@@ -14,9 +15,11 @@ free keeps the window fit's value, and a small ridge on unit-norm columns pulls 
 the model file (the user's prior; the window fit's values can rest on bounds where they absorbed what the rigid
 body got wrong: on the real Panda log, centred on them, joint 1 came out 0.99x the published model on the 1 ms
 clock, centred on the model file 0.82x). Each joint's equations are weighted by 1 / its
-residual RMS of a first, unweighted pass (the shoulder's N m would otherwise set the wrist's mN m). A damping,
-friction loss or armature that comes out negative is held at 0 and the rest fitted again (an active set).
-See docs/identification.md, "The torque-space fit and the MJCF a user takes away".
+residual RMS of a first, unweighted pass (the shoulder's N m would otherwise set the wrist's mN m). A damping
+or friction loss that comes out negative is held at 0 and the rest fitted again (an active set); an armature
+may stay below zero as far as `NEGATIVE_ARMATURE` allows (the physical refit). Every fit is a small solve on
+per-joint normal equations (`JointNormals`): a cross-validation fold's are the whole record's less its
+left-out rows'. See docs/identification.md, "The torque-space fit and the MJCF a user takes away".
 """
 
 from __future__ import annotations
