@@ -18,10 +18,13 @@ a 4th-order Butterworth low-pass at 10 Hz forwards and backwards on both; veloci
 differences; predicted torque = `mj_inverse` of the model plus its motors' bias (the published model: its
 rigid body by `mj_inverse` plus its friction function; the regression: its own prediction).
 
-`identify`'s MJCF is the torque-space fit (`core/identify/stages/torque_fit.py`: every freed link's 10 inertial
-parameters and per joint damping, friction loss, armature and an effort offset, by weighted least squares on
-the measured torque) when its held-out torque beats the window fit's, else the window fit: the bench prints
-which, and the result's own held-out table has both (docs/identification_arm.md, "A real Franka Panda").
+`identify` runs the problem with `window_fit: auto`: its MJCF is the torque-space fit
+(`core/identify/stages/torque_fit.py`: every freed link's 10 inertial parameters and per joint damping, friction
+loss, armature and an effort offset, by weighted least squares on the measured torque, physically consistent,
+armature below zero where the joint-space inertia stays positive definite) when it predicts time-blocked folds of
+the training rows below 0.9x the start values' torque, and the window fit is then not run; else the window fit
+runs and the two are weighed: the bench prints which, and the result's own held-out table has them
+(docs/identification_arm.md, "A real Franka Panda").
 
 The base-parameter fit (`core/linear/base_fit.py`, issue 32) is fitted on each time base's first 70 %
 (the record splined onto a 1 ms grid, the scorer's 10 Hz filter and central differences) and scored as the MJCF
@@ -30,7 +33,10 @@ regressor on pinocchio, its QR base parameters, ordinary then per-joint weighted
 physically consistent fit: `solve_direct_effort_fit`, a pseudo-inertia LMI per link by picos/cvxopt, as its
 `physical_fit` stage runs it; scored through its regressor, the smallest eigenvalue of its joint-space inertia on
 the training poses printed): it needs `pip install -r bench/requirements.txt`, else one line says it is skipped.
-The issue's own figures for FIGAROH's physically consistent fit stay as a reference row, not computed here.
+The issue's own figures for FIGAROH's physically consistent fit stay as a reference row, not computed here. FIGAROH's
+physical fit bounds neither friction nor armature (its joint-space inertia comes out indefinite); the peer as the
+issue describes it (friction and armature >= 0, masses 0.5-2x the URDF's) is one more row (`issue_peer`: the same
+regressor, rows and weights, the LMI per link by picos/cvxopt).
 The published model is also scored from its closed forms when the paper repository's C++ sources are at hand
 (`--published-src`).
 
