@@ -299,6 +299,11 @@ def rms_per_joint(err: np.ndarray, joints: Sequence[str]) -> dict[str, float]:
     return {j: float(np.sqrt(np.nanmean(err[:, k] ** 2))) for k, j in enumerate(joints)}
 
 
+def whole_arm(model: mujoco.MjModel, maps: Sequence[sd.JointMap]) -> bool:
+    """Whether the problem maps every DOF of the model, two or more (what the whole-arm regressor needs)."""
+    return len(maps) >= 2 and len(maps) == model.nv
+
+
 def torque_validation(
     model: mujoco.MjModel,
     maps: Sequence[sd.JointMap],
@@ -312,7 +317,7 @@ def torque_validation(
     with `friction`, of the whole-arm regression with smooth friction fitted on the training part (on the averaged
     periods when `periodic` holds every training record's, see the module).
     None when the problem is not a whole arm (every DOF a mapped hinge or slide joint) or the data are short."""
-    if len(maps) < 2 or len(maps) != model.nv:
+    if not whole_arm(model, maps):
         return None
     fit_parts, check_parts, label = held_out_split(train, held_out)
     check = torque_records(model, maps, check_parts)

@@ -18,7 +18,7 @@ from mujoco import sysid
 
 from ...errors import SysidRosError
 from ...report import Trace
-from ..checks.torque_validation import held_out_split, torque_validation
+from ..checks.torque_validation import held_out_split, torque_validation, whole_arm
 from ..problem.file import Problem
 from ..problem.parameters import CachedBuild, build_parameters
 from ..results import RunLog
@@ -230,7 +230,7 @@ def held_out_torque(
         return HeldOutTorque({}, identified, {})
     reference = "window_fit" if window_widths is not None else "start_values"
     choice = None
-    if len(maps) >= 2 and len(maps) == model.nv:  # a whole arm (else `torque_validation` has nothing to check)
+    if whole_arm(model, maps):  # else `torque_validation` has nothing to check either
         try:
             choice = _torque_space_choice(problem, model, identified, maps, train_data, val_data, window_widths)
         except SysidRosError as exc:
