@@ -11,7 +11,17 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from sysid_ros.core.linear import FRICTION_SOLIMP, FRICTION_SOLREF, BaseFitSettings, Rows, fit_base_parameters
+from sysid_ros.core.identify import ParameterSpec
+from sysid_ros.core.identify.stages import torque_fit
+from sysid_ros.core.linear import (
+    FRICTION_SOLIMP,
+    FRICTION_SOLREF,
+    JOINT_TERMS,
+    ArmRegressor,
+    BaseFitSettings,
+    Rows,
+    fit_base_parameters,
+)
 from sysid_ros.core.linear.base_fit import from_log_cholesky, log_cholesky_jacobian, min_inertia_eigenvalue
 
 MODEL = Path(__file__).parent / "data/real/panda_menagerie/panda_torque.xml"
@@ -122,6 +132,33 @@ def test_a_sensor_missing_inertia_reads_as_negative_armature_kept_where_the_iner
     clean = record(true_model, 24.0, seed=3, noise_nm=0.0)
     rms = np.sqrt(np.mean((clean.tau[held] - missing * rows.qdd[held] - predict(fitted, rows, held)) ** 2, axis=0))
     assert np.all(rms[:6] < 3 * NOISE_NM), rms
+
+
+def test_the_torque_space_fit_takes_negative_armature_by_the_same_rule():
+    """`identify`'s torque-space fit shares the rule (`armature_floors`, `with_negative_armature`): on the same
+    sensor missing inertia, with every link's inertials and every joint term free, joint 4's armature comes out
+    near -0.08 (its floor below it) and joint 7's is held at zero, the written model's joint-space inertia
+    positive definite."""
+    true_model = truth().compile()
+    missing = np.array([0.0, 0.0, 0.0, 0.13, 0.0, 0.0, 0.1])
+    noisy = record(true_model, 24.0, seed=3)
+    tau = noisy.tau - missing * noisy.qdd
+    spec = mujoco.MjSpec.from_file(str(MODEL))
+    arm = ArmRegressor(spec.copy().compile(), JOINT_TERMS, coulomb_band_rad_s=torque_fit.FRICTIONLOSS_BAND_RAD_S)
+    index = np.arange(len(tau))
+    rows = torque_fit.TorqueRows(arm.compute(noisy.q, noisy.qd, noisy.qdd), tau, index, noisy.period_s, 0.0, noisy.q)
+    parameters = [ParameterSpec(f"link{k}_mass", "body_mass", f"link{k}", None, None) for k in range(1, 8)]
+    parameters += [
+        ParameterSpec(f"joint{k}_{kind}", f"joint_{kind}", f"joint{k}", None, None)
+        for k in range(1, 8)
+        for kind in ("damping", "frictionloss", "armature", "effort_offset")
+    ]
+    fit = torque_fit.fit_torque_space(spec, parameters, rows, intervals=False)
+    armature = {j: v["armature"] for j, v in fit.joints.items()}
+    assert abs(armature["joint4"] + 0.08) < 0.02, armature
+    assert 0.0 <= armature["joint7"] < 1e-6 and fit.armature_floor["joint7"] == 0.0, (armature, fit.armature_floor)
+    assert fit.armature_floor["joint4"] < armature["joint4"] < 0, fit.armature_floor
+    assert min_inertia_eigenvalue(fit.spec.compile(), noisy.q[::10]) > 0
 
 
 def test_log_cholesky_jacobian_matches_finite_differences():

@@ -140,7 +140,10 @@ def test_bad_model_and_mapping(data):
         problem_from_dict(_doc(data, optimizer={"backend": "adam"}))
     with pytest.raises(ConfigError, match="start_noise: must be one of weight, propagate"):
         problem_from_dict(_doc(data, start_noise="ignore"))
+    with pytest.raises(ConfigError, match="window_fit: must be one of always, auto"):
+        problem_from_dict(_doc(data, window_fit="sometimes"))
     assert problem_from_dict(_doc(data)).start_noise == "weight"
+    assert problem_from_dict(_doc(data)).window_fit == "always"
 
 
 @pytest.mark.parametrize("name", ["identify_pendulum.yaml", "identify_arm3.yaml"])
