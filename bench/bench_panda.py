@@ -41,7 +41,7 @@ The published model is also scored from its closed forms when the paper reposito
 (`--published-src`).
 
     .venv/bin/python bench/bench_panda.py [LOG_DIR] [--model PANDA_XML] [--bases logged,clock] [--max-iters N]
-        [--quick] [--no-identify] [--keep DIR] [--published-src DIR] [--cutoff-hz 10]
+        [--quick] [--no-identify] [--keep DIR] [--published-src DIR] [--cutoff-hz 10] [--filtered-sign]
 """
 
 from __future__ import annotations
@@ -501,7 +501,18 @@ def main() -> int:
         "the paper's repository; default: found from LOG_DIR in that repository, or LOG_DIR/src)",
     )
     parser.add_argument("--cutoff-hz", type=float, default=10.0, help="the base-parameter fit's filter")
+    parser.add_argument(
+        "--filtered-sign",
+        action="store_true",
+        help="diagnosis: identify's torque-space fit reads friction loss as the sign of the filtered velocity "
+        "(patched in, as bench_torque_coverage's flag; not identify's)",
+    )
     args = parser.parse_args()
+    if args.filtered_sign:
+        from sysid_ros.core.identify.stages import torque_fit
+
+        torque_fit.FRICTIONLOSS_BAND_RAD_S = 0.001
+        torque_fit.coulomb_columns = lambda deriv, velocity, band: np.tanh(deriv.qd / band)
     folder = Path(args.log_dir) if args.log_dir else None
     if folder is None or not (folder / "exciting_traj_torques.txt").is_file():
         print(

@@ -1,7 +1,7 @@
 """Do the torque-space fit's 95 % intervals cover? The simulated iiwa with truth an MJCF can hold, new draws per seed.
 
 Run:  .venv/bin/python bench/bench_torque_coverage.py [--seeds 20] [--seconds 4] [--lowpass-hz 0]
-          [--against-noise-free] [--friction-lead-s 0] [--soft-friction] [--carried-only]
+          [--against-noise-free] [--friction-lead-s 0] [--filtered-sign] [--soft-friction] [--carried-only]
           (needs pybullet; ~7 s per seed here, one process)
 
 Per seed the iiwa (test/support/synthetic.py's tracking of `iiwa_setpoints(seed)`) carries hidden physics the
@@ -35,6 +35,9 @@ the truth (damping 90, friction loss 94, armature 86, offset 94, payload mass 60
 kind; the payload's mass biased low, |bias| / sd 2.1, the rest 0.1-0.7). With `--lowpass-hz 100`: 80 % (damping
 59 %). A torque delay chosen by the fit's folds (0-10 ms; branch s12-coverage, not merged) took that to 88 % but
 cost 2 points without a low-pass and made the real Panda's held-out joint 2 torque 16 % worse.
+Measured 2026-12-06: the same with the torque-space fit's armature let below zero (identify's rule since): 90 %,
+unchanged. With `--filtered-sign`: 55 % (friction loss 21 %, biased low by two spreads; damping 25 %, high); on
+the real Panda that form scored identify's MJCF 0.001-0.007 N m lower (`bench_panda.py --filtered-sign`): not taken.
 Measured 2026-12-05 with the soft truth (now `--soft-friction --carried-only`; 20 carried seeds of 24, see
 docs/identification.md): 74 % against the truth (damping 74, friction loss 69, armature 56, offset 96, payload
 mass 90 %; the misses biased, |bias| / sd 1.2-2.5, the widths as wide as the spread, hw / 1.96 sd 0.94-1.01),
@@ -198,6 +201,12 @@ def main() -> None:
         help="diagnosis: the fit reads friction loss as the soft sign of v + lead x a (patched in; not identify's)",
     )
     parser.add_argument(
+        "--filtered-sign",
+        action="store_true",
+        help="diagnosis: the fit reads friction loss as the sign of the filtered velocity (tanh(qd / 1 mrad/s), the "
+        "form mj_inverse gives on filtered states and FIGAROH's regressor uses; patched in; not identify's)",
+    )
+    parser.add_argument(
         "--carried-only",
         action="store_true",
         help="count only seeds whose result carries the torque-space fit (default: its `torque_space` on every seed)",
@@ -213,6 +222,9 @@ def main() -> None:
         torque_fit.coulomb_columns = lambda deriv, velocity, band: original(
             deriv, velocity + args.friction_lead_s * np.nan_to_num(deriv.qdd), band
         )
+    if args.filtered_sign:
+        torque_fit.FRICTIONLOSS_BAND_RAD_S = 0.001
+        torque_fit.coulomb_columns = lambda deriv, velocity, band: np.tanh(deriv.qd / band)
     errors: dict[str, list[float]] = {}  # by parameter: the carried value less the truth, where resolved
     halves: dict[str, list[float]] = {}
     taken = tried = carried_on = 0
