@@ -171,3 +171,39 @@ def test_log_cholesky_jacobian_matches_finite_differences():
             axis=1,
         )
         assert np.allclose(log_cholesky_jacobian(x), numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_the_torque_space_fit_keeps_each_mass_within_the_problems_bounds():
+    """A mass bound the least squares would leave (link 4 held to 1.5-2x its file mass, the truth 0.9x) sends
+    the fit to its physical refit, which keeps it there; nothing ends outside the problem's bounds."""
+    true_model = truth().compile()
+    noisy = record(true_model, 24.0, seed=3)
+    spec = mujoco.MjSpec.from_file(str(MODEL))
+    file_mass = spec.copy().compile().body("link4").mass[0]
+    arm = ArmRegressor(spec.copy().compile(), JOINT_TERMS, coulomb_band_rad_s=torque_fit.FRICTIONLOSS_BAND_RAD_S)
+    index = np.arange(len(noisy.tau))
+    rows = torque_fit.TorqueRows(
+        arm.compute(noisy.q, noisy.qd, noisy.qdd), noisy.tau, index, noisy.period_s, 0.0, noisy.q
+    )
+    parameters = [
+        ParameterSpec(
+            f"link{k}_mass",
+            "body_mass",
+            f"link{k}",
+            *(((1.5 * file_mass,), (2.0 * file_mass,)) if k == 4 else (None, None)),
+        )
+        for k in range(1, 8)
+    ]
+    parameters += [
+        ParameterSpec(f"joint{k}_{kind}", f"joint_{kind}", f"joint{k}", None, None)
+        for k in range(1, 8)
+        for kind in ("damping", "frictionloss", "armature", "effort_offset")
+    ]
+    unbounded = [
+        ParameterSpec("link4_mass", "body_mass", "link4", None, None) if p.target == "link4" else p for p in parameters
+    ]
+    free = torque_fit.fit_torque_space(spec, unbounded, rows, intervals=False)
+    assert free.bodies["link4"][0] < 1.2 * file_mass, free.bodies["link4"][0]  # the data want it near the truth
+    fit = torque_fit.fit_torque_space(spec, parameters, rows, intervals=False)
+    assert 1.5 * file_mass * (1 - 1e-9) <= fit.bodies["link4"][0] <= 2.0 * file_mass * (1 + 1e-9), fit.bodies["link4"]
+    assert torque_fit.outside_bounds(fit, parameters) == []

@@ -41,6 +41,7 @@ from sysid_ros.core.identify import (
     torque_rows,
     write_mjcf,
 )
+from sysid_ros.core.identify.problem.inertia import tensor_entries
 from sysid_ros.core.identify.rollout import sequences as sd
 from sysid_ros.core.sim import effort_offsets
 
@@ -292,9 +293,11 @@ def test_joint_terms_against_the_hidden_truth(run):
 
 
 def test_physical_projection_and_welded_groups():
-    """A body's 10 parameters with a negative principal moment come back physical (moments >= 1 % of the
-    largest, triangle inequality), an already physical one unchanged; a welded child is fitted only when its
-    jointed parent is not freed."""
+    """A body's 10 parameters with a negative principal moment come back physical (principal second moments
+    >= 0: the triangle inequality, which MuJoCo checks when it compiles), an already physical one unchanged, a
+    thin rod too (the projection once raised every principal moment to 1 % of the largest); thin bodies that break
+    the triangle inequality by little come back as bodies MuJoCo compiles; a welded group is fitted once, on its
+    jointed body when that is freed."""
     m, c = 2.0, np.array([0.1, -0.05, 0.02])
     i_c = np.diag([0.02, 0.03, 0.04])
     i_o = i_c + m * (c @ c * np.eye(3) - np.outer(c, c))
@@ -306,7 +309,22 @@ def test_physical_projection_and_welded_groups():
     bad[4] -= 0.05  # Ixx below zero about the centre
     mass, _, tensor, moved = physical_body(bad)
     values = np.linalg.eigvalsh(tensor)
-    assert moved and values.min() >= 0.01 * values.max() - 1e-12 and values[2] <= values[0] + values[1]
+    assert moved and values.min() > 0 and values[2] <= values[0] + values[1]
+    rod = np.array([1.0, 0.0, 0.0, 0.0, 1e-4, 0.0, 0.05, 0.0, 0.0, 0.05])  # a thin rod: physical as it is
+    assert not physical_body(rod)[3]
+    rng = np.random.default_rng(1)
+    for _ in range(500):  # thin bodies breaking the triangle inequality by little: projected, and MuJoCo takes them
+        thin, wide = rng.uniform(1e-6, 1e-3), rng.uniform(0.01, 0.1)
+        principal = np.array([thin, wide, (thin + wide) * rng.uniform(1.0, 1.02)])
+        rot = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        i_o = rot @ np.diag(principal) @ rot.T
+        entries = [i_o[0, 0], i_o[0, 1], i_o[1, 1], i_o[0, 2], i_o[1, 2], i_o[2, 2]]
+        mass, com, tensor, _ = physical_body(np.array([1.0, 0.0, 0.0, 0.0, *entries]))
+        one = mujoco.MjSpec()
+        body = one.worldbody.add_body(name="b", mass=mass, ipos=com, fullinertia=tensor_entries(tensor))
+        body.explicitinertial = True
+        body.add_joint(type=mujoco.mjtJoint.mjJNT_HINGE)
+        one.compile()  # raises if MuJoCo finds the triangle broken
     xml = (
         '<mujoco><worldbody><body name="a"><joint name="ja" axis="0 0 1"/><geom size="0.1" mass="1"/>'
         '<body name="b" pos="0 0 0.2"><geom size="0.05" mass="0.5"/></body></body></worldbody></mujoco>'

@@ -9,9 +9,10 @@ The regressor is `linear.arm_regressor`'s, with friction loss as the held-out to
 `torque_check.FRICTIONLOSS_BAND_RAD_S`): the fit uses the form the MJCF holds, not the regression's smoother
 tanh (on the real Panda log the form MuJoCo holds predicts held-out torque 0.88x the published model's on joint
 3 where the regression's tanh scales gave 1.03x). A body the problem frees is fitted with all 10 of its inertial
-parameters; bodies welded together (`body_weldid`) move as one, so each welded group is fitted once, on its
-jointed body when the problem frees it, else on the group's first freed body. Everything the problem does not
-free keeps the window fit's value, and a small ridge on unit-norm columns pulls what the data hardly see toward
+parameters, its mass within the problem's bounds; bodies welded together (`body_weldid`) move as one, so each
+welded group is fitted once, on its jointed body when the problem frees it, else on the group's first freed body.
+Everything the problem does not free keeps the window fit's value, and a small ridge on unit-norm columns pulls
+what the data hardly see toward
 the model file (the user's prior; the window fit's values can rest on bounds where they absorbed what the rigid
 body got wrong: on the real Panda log, centred on them, joint 1 came out 0.99x the published model on the 1 ms
 clock, centred on the model file 0.82x). Each joint's equations are weighted by 1 / its
@@ -75,8 +76,10 @@ RIDGE = 1e-4
 """The prior toward the model file, on unit-norm columns: only what the data cannot tell apart stays there."""
 MAX_ROWS = 5000
 """Rows the fit uses at most (evenly spaced): derivatives filtered over tens of ms change little between them."""
-MIN_PRINCIPAL = 0.01
-"""A projected body's principal moments are at least this fraction of its largest."""
+MIN_SECOND_MOMENT = 1e-6
+"""A projected body's principal second moments are at least this fraction of its largest (a body a density makes
+has them >= 0; the margin keeps MuJoCo's compiled triangle inequality whatever its own eigen-decomposition's
+rounding)."""
 TERM_OF_KIND = {
     "joint_damping": "viscous",
     "joint_frictionloss": "coulomb",
@@ -201,19 +204,21 @@ def fitted_bodies(model: mujoco.MjModel, parameters: Sequence[ParameterSpec]) ->
 
 def physical_body(params: np.ndarray, floor: float = 1e-6) -> tuple[float, np.ndarray, np.ndarray, bool]:
     """(mass, centre of mass, tensor about it, whether it was moved) of 10 standard parameters, projected onto
-    a physical body: mass >= floor, principal moments >= 1 % of the largest, the largest below the sum of the
-    others (the triangle inequality)."""
+    a physical body: mass >= floor, each principal second moment of the mass about its centre (half the sum of
+    the other two principal moments less this one: >= 0 is the triangle inequality, a body a density can make)
+    at least `MIN_SECOND_MOMENT` of the largest."""
     m = max(float(params[0]), floor)
     c = np.asarray(params[1:4], dtype=float) / m
     ixx, ixy, iyy, ixz, iyz, izz = params[4:]
     i_o = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     i_c = i_o - m * (c @ c * np.eye(3) - np.outer(c, c))
     i_c = 0.5 * (i_c + i_c.T)
-    val, vec = np.linalg.eigh(i_c)
-    fixed = np.maximum(val, max(floor, MIN_PRINCIPAL * val.max()))
-    fixed[2] = min(fixed[2], 0.99 * (fixed[0] + fixed[1]))  # ascending: only the largest can break the triangle
-    moved = params[0] < floor or bool(np.any(np.abs(fixed - val) > 1e-9 * max(abs(val).max(), floor)))
-    return m, c, vec @ np.diag(fixed) @ vec.T, moved
+    second = 0.5 * np.trace(i_c) * np.eye(3) - i_c  # the second moments' matrix: integral of x x' dm
+    val, vec = np.linalg.eigh(second)
+    fixed = np.maximum(val, max(MIN_SECOND_MOMENT * val.max(), 1e-10))  # 1e-10 kg m^2: 0.1 g at 1 mm
+    moved = params[0] < floor or bool(np.any(fixed != val))
+    second = vec @ np.diag(fixed) @ vec.T
+    return m, c, np.trace(second) * np.eye(3) - second, moved
 
 
 @dataclass(frozen=True, eq=False)
@@ -451,6 +456,12 @@ class FitSetup:
     theta0: np.ndarray
     signed: np.ndarray
     armature: np.ndarray
+    mass_bounds: np.ndarray  # (fitted bodies, 2): each fitted body's mass bounds, kg (the problem's)
+
+    def outside_mass_bounds(self, theta: np.ndarray) -> bool:
+        """Whether a fitted body's mass in `theta` (every column) lies outside its bounds."""
+        masses = np.array([theta[10 * self.arm.bodies.index(b)] for b in self.bodies])
+        return bool(np.any(masses < self.mass_bounds[:, 0]) or np.any(masses > self.mass_bounds[:, 1]))
 
     @property
     def armature_joints(self) -> list[str]:
@@ -484,7 +495,25 @@ def fit_setup(
         theta0[free] = ArmRegressor(prior, JOINT_TERMS).true_parameters()[free]
     signed = np.array([not arm.names[c].endswith(".offset") and c >= 10 * len(arm.bodies) for c in free])
     armature = np.array([k for k, c in enumerate(free) if arm.names[c].endswith(".armature")], dtype=int)
-    return FitSetup(spec, model, arm, bodies, terms, free, theta0, signed, armature)
+    bounds = mass_bounds(model, bodies, parameters)
+    return FitSetup(spec, model, arm, bodies, terms, free, theta0, signed, armature, bounds)
+
+
+def mass_bounds(model: mujoco.MjModel, bodies: Sequence[int], parameters: Sequence[ParameterSpec]) -> np.ndarray:
+    """(bodies, 2) each fitted body's mass bounds, kg: its parameter's (`min`/`max`, or the bounds from physics),
+    within 1e-3-1e3x its file mass (the whole range when the problem gives none)."""
+    given = {
+        int(model.body(p.target).id): (p.min_value[0], p.max_value[0])
+        for p in parameters
+        if p.kind in BODY_KINDS and not p.frozen and p.min_value is not None
+    }
+    out = np.zeros((len(bodies), 2))
+    for k, b in enumerate(bodies):
+        own = max(float(model.body_mass[b]), 1e-6)
+        lo, hi = given.get(b, (1e-3 * own, 1e3 * own))
+        lo = min(max(lo, 1e-3 * own), 0.5e3 * own)
+        out[k] = lo, min(max(hi, (1.0 + 1e-6) * lo), 1e3 * own)
+    return out
 
 
 @dataclass(frozen=True)
@@ -588,7 +617,8 @@ def _solve(
     floor = np.zeros(len(s.armature))
     bodies_at = [10 * s.arm.bodies.index(b) for b in s.bodies]
     negative_armature = np.any(theta[free[s.armature]] < 0)
-    if physical and (any(physical_body(theta[k : k + 10])[3] for k in bodies_at) or negative_armature):
+    unphysical = any(physical_body(theta[k : k + 10])[3] for k in bodies_at) or s.outside_mass_bounds(theta)
+    if physical and (unphysical or negative_armature):
         solve = _physical_solver(gram, rhs + gram @ theta0[free], setup, theta[free])
         if negative_armature:
             floor, theta[free] = _negative_armature(solve, setup, theta, q, armature_floor)
@@ -654,9 +684,8 @@ def _physical_solver(
     free, theta0, n_bodies = setup.free, setup.theta0, len(setup.bodies)
     lo = np.where(np.r_[np.zeros(10 * n_bodies, dtype=bool), setup.signed[10 * n_bodies :]], 0.0, -np.inf)
     hi = np.full(len(free), np.inf)
-    for k in range(n_bodies):  # log-Cholesky coordinates: a mass 1e-3-1e3x the file's, lengths e^-15-e^5 m
-        mass = max(float(theta0[free[10 * k]]), 1e-6)
-        lo[10 * k], hi[10 * k] = 0.5 * np.log(1e-3 * mass), 0.5 * np.log(1e3 * mass)
+    for k in range(n_bodies):  # log-Cholesky coordinates: the mass within its bounds, lengths e^-15-e^5 m
+        lo[10 * k], hi[10 * k] = 0.5 * np.log(setup.mass_bounds[k])
         lo[10 * k + 1 : 10 * k + 4], hi[10 * k + 1 : 10 * k + 4] = -15.0, 5.0
 
     def solve(floor: np.ndarray) -> np.ndarray:
@@ -813,7 +842,7 @@ def _written(
 
 def outside_bounds(fit: TorqueSpaceFit, parameters: Sequence[ParameterSpec]) -> list[str]:
     """The problem's parameters whose value in the fitted model lies outside their bounds (the window fit keeps
-    to them; the torque-space fit does not)."""
+    to them; the torque-space fit keeps only to the mass bounds)."""
     out = []
     for p in parameters:
         if p.frozen or p.min_value is None or p.kind not in FITTED_KINDS:
