@@ -76,10 +76,8 @@ RIDGE = 1e-4
 """The prior toward the model file, on unit-norm columns: only what the data cannot tell apart stays there."""
 MAX_ROWS = 5000
 """Rows the fit uses at most (evenly spaced): derivatives filtered over tens of ms change little between them."""
-MIN_SECOND_MOMENT = 1e-6
-"""A projected body's principal second moments are at least this fraction of its largest (a body a density makes
-has them >= 0; the margin keeps MuJoCo's compiled triangle inequality whatever its own eigen-decomposition's
-rounding)."""
+MIN_PRINCIPAL = 0.01
+"""A projected body's principal moments are at least this fraction of its largest."""
 TERM_OF_KIND = {
     "joint_damping": "viscous",
     "joint_frictionloss": "coulomb",
@@ -204,21 +202,19 @@ def fitted_bodies(model: mujoco.MjModel, parameters: Sequence[ParameterSpec]) ->
 
 def physical_body(params: np.ndarray, floor: float = 1e-6) -> tuple[float, np.ndarray, np.ndarray, bool]:
     """(mass, centre of mass, tensor about it, whether it was moved) of 10 standard parameters, projected onto
-    a physical body: mass >= floor, each principal second moment of the mass about its centre (half the sum of
-    the other two principal moments less this one: >= 0 is the triangle inequality, a body a density can make)
-    at least `MIN_SECOND_MOMENT` of the largest."""
+    a physical body: mass >= floor, principal moments >= 1 % of the largest, the largest below the sum of the
+    others (the triangle inequality)."""
     m = max(float(params[0]), floor)
     c = np.asarray(params[1:4], dtype=float) / m
     ixx, ixy, iyy, ixz, iyz, izz = params[4:]
     i_o = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     i_c = i_o - m * (c @ c * np.eye(3) - np.outer(c, c))
     i_c = 0.5 * (i_c + i_c.T)
-    second = 0.5 * np.trace(i_c) * np.eye(3) - i_c  # the second moments' matrix: integral of x x' dm
-    val, vec = np.linalg.eigh(second)
-    fixed = np.maximum(val, max(MIN_SECOND_MOMENT * val.max(), 1e-10))  # 1e-10 kg m^2: 0.1 g at 1 mm
-    moved = params[0] < floor or bool(np.any(fixed != val))
-    second = vec @ np.diag(fixed) @ vec.T
-    return m, c, np.trace(second) * np.eye(3) - second, moved
+    val, vec = np.linalg.eigh(i_c)
+    fixed = np.maximum(val, max(floor, MIN_PRINCIPAL * val.max()))
+    fixed[2] = min(fixed[2], 0.99 * (fixed[0] + fixed[1]))  # ascending: only the largest can break the triangle
+    moved = params[0] < floor or bool(np.any(np.abs(fixed - val) > 1e-9 * max(abs(val).max(), floor)))
+    return m, c, vec @ np.diag(fixed) @ vec.T, moved
 
 
 @dataclass(frozen=True, eq=False)
