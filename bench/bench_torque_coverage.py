@@ -36,7 +36,8 @@ kind; the payload's mass biased low, |bias| / sd 2.1, the rest 0.1-0.7). With `-
 59 %). A torque delay chosen by the fit's folds (0-10 ms; branch s12-coverage, not merged) took that to 88 % but
 cost 2 points without a low-pass and made the real Panda's held-out joint 2 torque 16 % worse.
 Measured 2026-12-06: the same with the torque-space fit's armature let below zero (identify's rule since): 90 %,
-unchanged. With `--filtered-sign`: 55 % (friction loss 21 %, biased low by two spreads; damping 25 %, high); on
+unchanged. With each freed body's mass kept within the problem's bounds (since): 521 of 580, 90 %.
+With `--filtered-sign`: 55 % (friction loss 21 %, biased low by two spreads; damping 25 %, high); on
 the real Panda that form scored identify's MJCF 0.001-0.007 N m lower (`bench_panda.py --filtered-sign`): not taken.
 Measured 2026-12-05 with the soft truth (now `--soft-friction --carried-only`; 20 carried seeds of 24, see
 docs/identification.md): 74 % against the truth (damping 74, friction loss 69, armature 56, offset 96, payload
