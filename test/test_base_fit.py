@@ -175,7 +175,8 @@ def test_log_cholesky_jacobian_matches_finite_differences():
 
 def test_the_torque_space_fit_keeps_each_mass_within_the_problems_bounds():
     """A mass bound the least squares would leave (link 4 held to 1.5-2x its file mass, the truth 0.9x) sends
-    the fit to its physical refit, which keeps it there; nothing ends outside the problem's bounds."""
+    the fit to its physical refit, which keeps it there; nothing ends outside the problem's bounds. The bounds hold
+    as the problem gives them, also far from the file's mass (a placeholder's)."""
     true_model = truth().compile()
     noisy = record(true_model, 24.0, seed=3)
     spec = mujoco.MjSpec.from_file(str(MODEL))
@@ -207,3 +208,12 @@ def test_the_torque_space_fit_keeps_each_mass_within_the_problems_bounds():
     fit = torque_fit.fit_torque_space(spec, parameters, rows, intervals=False)
     assert 1.5 * file_mass * (1 - 1e-9) <= fit.bodies["link4"][0] <= 2.0 * file_mass * (1 + 1e-9), fit.bodies["link4"]
     assert torque_fit.outside_bounds(fit, parameters) == []
+    # the problem's bounds hold as given, also beyond 1e3x a placeholder's file mass (a 1 g tool weighed at 2-5 kg)
+    light = mujoco.MjSpec.from_file(str(MODEL))
+    light.body("hand").mass = 1e-3
+    model = light.compile()
+    hand = [model.body("hand").id]
+    tool = [ParameterSpec("hand_mass", "body_mass", "hand", (2.0,), (5.0,))]
+    np.testing.assert_allclose(torque_fit.mass_bounds(model, hand, tool), [[2.0, 5.0]])
+    unbounded = [ParameterSpec("hand_mass", "body_mass", "hand", None, None)]
+    np.testing.assert_allclose(torque_fit.mass_bounds(model, hand, unbounded), [[1e-6, 1.0]])

@@ -496,8 +496,8 @@ def fit_setup(
 
 
 def mass_bounds(model: mujoco.MjModel, bodies: Sequence[int], parameters: Sequence[ParameterSpec]) -> np.ndarray:
-    """(bodies, 2) each fitted body's mass bounds, kg: its parameter's (`min`/`max`, or the bounds from physics),
-    within 1e-3-1e3x its file mass (the whole range when the problem gives none)."""
+    """(bodies, 2) each fitted body's mass bounds, kg: its parameter's (`min`/`max`, or the bounds from physics);
+    1e-3-1e3x its file mass when the problem gives none."""
     given = {
         int(model.body(p.target).id): (p.min_value[0], p.max_value[0])
         for p in parameters
@@ -507,8 +507,8 @@ def mass_bounds(model: mujoco.MjModel, bodies: Sequence[int], parameters: Sequen
     for k, b in enumerate(bodies):
         own = max(float(model.body_mass[b]), 1e-6)
         lo, hi = given.get(b, (1e-3 * own, 1e3 * own))
-        lo = min(max(lo, 1e-3 * own), 0.5e3 * own)
-        out[k] = lo, min(max(hi, (1.0 + 1e-6) * lo), 1e3 * own)
+        lo = max(float(lo), 1e-9)  # a mass the log-Cholesky coordinates can hold
+        out[k] = lo, max(float(hi), (1.0 + 1e-6) * lo)
     return out
 
 
