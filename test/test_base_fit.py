@@ -134,6 +134,27 @@ def test_a_sensor_missing_inertia_reads_as_negative_armature_kept_where_the_iner
     assert np.all(rms[:6] < 3 * NOISE_NM), rms
 
 
+def torque_space_rows(noisy: Rows, tau: np.ndarray) -> torque_fit.TorqueRows:
+    """The torque-space fit's rows of a record (every row, the model file's regressor) with torque `tau`."""
+    model = mujoco.MjModel.from_xml_path(str(MODEL))
+    arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=torque_fit.FRICTIONLOSS_BAND_RAD_S)
+    w = arm.compute(noisy.q, noisy.qd, noisy.qdd)
+    return torque_fit.TorqueRows(w, tau, np.arange(len(tau)), noisy.period_s, 0.0, noisy.q)
+
+
+def arm_parameters(link_bounds: dict[int, tuple] | None = None) -> list[ParameterSpec]:
+    """Every link's mass (bounds from `link_bounds` by link number, else none) and every joint term free."""
+    bounds = link_bounds or {}
+    parameters = [
+        ParameterSpec(f"link{k}_mass", "body_mass", f"link{k}", *bounds.get(k, (None, None))) for k in range(1, 8)
+    ]
+    return parameters + [
+        ParameterSpec(f"joint{k}_{kind}", f"joint_{kind}", f"joint{k}", None, None)
+        for k in range(1, 8)
+        for kind in ("damping", "frictionloss", "armature", "effort_offset")
+    ]
+
+
 def test_the_torque_space_fit_takes_negative_armature_by_the_same_rule():
     """`identify`'s torque-space fit shares the rule (`armature_floors`, `with_negative_armature`): on the same
     sensor missing inertia, with every link's inertials and every joint term free, joint 4's armature comes out
@@ -142,18 +163,8 @@ def test_the_torque_space_fit_takes_negative_armature_by_the_same_rule():
     true_model = truth().compile()
     missing = np.array([0.0, 0.0, 0.0, 0.13, 0.0, 0.0, 0.1])
     noisy = record(true_model, 24.0, seed=3)
-    tau = noisy.tau - missing * noisy.qdd
-    spec = mujoco.MjSpec.from_file(str(MODEL))
-    arm = ArmRegressor(spec.copy().compile(), JOINT_TERMS, coulomb_band_rad_s=torque_fit.FRICTIONLOSS_BAND_RAD_S)
-    index = np.arange(len(tau))
-    rows = torque_fit.TorqueRows(arm.compute(noisy.q, noisy.qd, noisy.qdd), tau, index, noisy.period_s, 0.0, noisy.q)
-    parameters = [ParameterSpec(f"link{k}_mass", "body_mass", f"link{k}", None, None) for k in range(1, 8)]
-    parameters += [
-        ParameterSpec(f"joint{k}_{kind}", f"joint_{kind}", f"joint{k}", None, None)
-        for k in range(1, 8)
-        for kind in ("damping", "frictionloss", "armature", "effort_offset")
-    ]
-    fit = torque_fit.fit_torque_space(spec, parameters, rows, intervals=False)
+    rows = torque_space_rows(noisy, noisy.tau - missing * noisy.qdd)
+    fit = torque_fit.fit_torque_space(mujoco.MjSpec.from_file(str(MODEL)), arm_parameters(), rows, intervals=False)
     armature = {j: v["armature"] for j, v in fit.joints.items()}
     assert abs(armature["joint4"] + 0.08) < 0.02, armature
     assert 0.0 <= armature["joint7"] < 1e-6 and fit.armature_floor["joint7"] == 0.0, (armature, fit.armature_floor)
@@ -181,28 +192,9 @@ def test_the_torque_space_fit_keeps_each_mass_within_the_problems_bounds():
     noisy = record(true_model, 24.0, seed=3)
     spec = mujoco.MjSpec.from_file(str(MODEL))
     file_mass = spec.copy().compile().body("link4").mass[0]
-    arm = ArmRegressor(spec.copy().compile(), JOINT_TERMS, coulomb_band_rad_s=torque_fit.FRICTIONLOSS_BAND_RAD_S)
-    index = np.arange(len(noisy.tau))
-    rows = torque_fit.TorqueRows(
-        arm.compute(noisy.q, noisy.qd, noisy.qdd), noisy.tau, index, noisy.period_s, 0.0, noisy.q
-    )
-    parameters = [
-        ParameterSpec(
-            f"link{k}_mass",
-            "body_mass",
-            f"link{k}",
-            *(((1.5 * file_mass,), (2.0 * file_mass,)) if k == 4 else (None, None)),
-        )
-        for k in range(1, 8)
-    ]
-    parameters += [
-        ParameterSpec(f"joint{k}_{kind}", f"joint_{kind}", f"joint{k}", None, None)
-        for k in range(1, 8)
-        for kind in ("damping", "frictionloss", "armature", "effort_offset")
-    ]
-    unbounded = [
-        ParameterSpec("link4_mass", "body_mass", "link4", None, None) if p.target == "link4" else p for p in parameters
-    ]
+    rows = torque_space_rows(noisy, noisy.tau)
+    parameters = arm_parameters({4: ((1.5 * file_mass,), (2.0 * file_mass,))})
+    unbounded = arm_parameters()
     free = torque_fit.fit_torque_space(spec, unbounded, rows, intervals=False)
     assert free.bodies["link4"][0] < 1.2 * file_mass, free.bodies["link4"][0]  # the data want it near the truth
     fit = torque_fit.fit_torque_space(spec, parameters, rows, intervals=False)
