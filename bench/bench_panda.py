@@ -614,7 +614,8 @@ def main() -> int:
                     f"{against.replace('_', ' ')}' torque over {space.get('cross_validation_folds')} time-blocked "
                     "folds of the training rows, "
                     f"{space[f'held_out_torque_ratio_to_{against}']:.2f}x on the held-out rows, "
-                    f"filter window {space['filter_window_s']} s, "
+                    f"filter window {space['filter_window_s']} s, {space['form']} form (the full form's folds at "
+                    f"{space['full_form_ratio'] or float('nan'):.2f}x the problem form's), "
                     f"{len(space['projected_onto_physical'])} bodies projected)"
                     if space
                     else ""

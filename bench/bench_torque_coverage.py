@@ -37,6 +37,9 @@ kind; the payload's mass biased low, |bias| / sd 2.1, the rest 0.1-0.7). With `-
 cost 2 points without a low-pass and made the real Panda's held-out joint 2 torque 16 % worse.
 Measured 2026-12-06: the same with the torque-space fit's armature let below zero (identify's rule since): 90 %,
 unchanged. With each freed body's mass kept within the problem's bounds (since): 521 of 580, 90 %.
+Measured 2026-12-06 with the torque-space fit's form chosen by its folds (torque_fit.PROBLEM_FORM_ABOVE): 520 of
+580, 90 % (payload mass 55 %); the problem form on every seed instead (the payload's mass scaling its body, one
+column): 498 of 580, 86 % (payload mass 20 %, its half-width 0.48x the errors' spread; armature 74 %).
 With `--filtered-sign`: 55 % (friction loss 21 %, biased low by two spreads; damping 25 %, high); on
 the real Panda that form scored identify's MJCF 0.001-0.007 N m lower (`bench_panda.py --filtered-sign`): not taken.
 Measured 2026-12-05 with the soft truth (now `--soft-friction --carried-only`; 20 carried seeds of 24, see
