@@ -98,6 +98,46 @@ on the real Panda holding joint 4's at zero cost 13 % of its held-out torque): t
 diagonal inertia, kept where the joint-space inertia stays positive definite on the training poses."""
 
 
+TIMING_HALF_WIDTHS = 3.0
+"""A value that moves by more than this many of its noise half-widths (the bootstrap's) when the torque is read
+half a sample later has its precision set by the torque's timing, not the noise (its interval, the two added in
+quadrature, over 3x the noise's): with `window_fit: auto` the window fit then runs, which replays the torque as
+applied, and the two are weighed as with `always` (`TorqueSpaceFit.timing_sensitive`). Measured: the real Panda
+log (1 kHz) moves 0.22 at most (joint 2's damping); the logged iiwa of test_identify_torque_space (500 Hz)
+2.4 (joint 3's damping), it stands alone with the widened intervals; arm3 (a PID drive holding its effort 2 ms,
+500 Hz) 10 (the shoulder's damping, 23 %), the window fit runs and has every value within 0.2 %."""
+
+
+def late_torque(
+    model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], rows: TorqueRows
+) -> np.ndarray | None:
+    """`rows`' torque with every record's measured effort read half a sample later (each sample the mean of itself
+    and the one before), as `torque_fit_rows` filters it; None when a part's torque is an effort command (held
+    from its stamp by construction) or the rows do not match."""
+    if any(commands is not None or samples.effort is None for samples, commands in parts):
+        return None
+    late = []
+    for samples, commands in parts:
+        effort = np.array(samples.effort, dtype=float)
+        effort[1:] = 0.5 * (effort[1:] + effort[:-1])
+        late.append((replace(samples, effort=effort), commands))
+    record = torque_records(model, maps, late, filter_window_s=rows.filter_window_s)
+    if record is None or len(record[1]) <= rows.index.max():
+        return None
+    tau = record[1][rows.index]
+    return tau if np.isfinite(tau).all() else None
+
+
+def timing_words(moved: dict[str, float]) -> str:
+    """What a `TorqueSpaceFit.timing_sensitive` says, in words (the three largest moves)."""
+    worst = sorted(moved.items(), key=lambda kv: -kv[1])[:3]
+    return (
+        "the torque-space fit's values depend on the torque's timing: read half a sample later, "
+        + ", ".join(f"{k} moves {v:.1f} half-widths" for k, v in worst)
+        + " (a drive's held effort, a logger's lag); the window fit replays the torque as applied"
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class TorqueSpaceFit:
     """The fitted bodies (mass, centre of mass, tensor about it), joint terms, the bodies projected onto physical
@@ -115,6 +155,9 @@ class TorqueSpaceFit:
     cross-validation folds refit with the same floors."""
     form: str = "full"  # `FORMS`
     form_ratio: float = float("nan")  # the full form's fold torque over the problem form's (nan: no choice)
+    timing: dict[str, float] = field(default_factory=dict)
+    """How far each value moves (keyed as `intervals`; a body's: its mass) when the torque is read half a sample
+    later (`late_torque`); empty when not measured."""
     intervals: dict[str, tuple[float, ...]] = field(default_factory=dict)
     """95 % half-widths by body (mass, com x y z, tensor as `tensor_entries`) and by "joint.mujoco_term"; inf
     where the data do not determine the value alone (`Spread.resolution` below `RESOLVED`)."""
@@ -158,7 +201,21 @@ class TorqueSpaceFit:
             "projected_onto_physical": list(self.projected),
             "held_at_zero": list(self.held_at_zero),
             "half_width_95": {k: [float(x) for x in v] for k, v in self.intervals.items()},
+            "half_sample_later_change": dict(self.timing),
+            "timing_sensitive": {k: round(v, 2) for k, v in self.timing_sensitive().items()},
         }
+
+    def timing_sensitive(self) -> dict[str, float]:
+        """The values that move by more than `TIMING_HALF_WIDTHS` x their 95 % half-width from the noise (the
+        bootstrap's, before the timing is added to it) when the torque is read half a sample later, with that move
+        in those half-widths: the values then depend on when the torque was stamped against the states."""
+        out = {}
+        for key, moved in self.timing.items():
+            widened = self.intervals.get(key, (float("inf"),))[0]
+            noise = float(np.sqrt(max(widened**2 - moved**2, 0.0)))
+            if np.isfinite(widened) and moved > TIMING_HALF_WIDTHS * noise:
+                out[key] = moved / max(noise, 1e-300)
+        return out
 
 
 def half_widths_of(intervals: dict[str, Sequence[float]], kind: str, target: str, n: int) -> tuple[float, ...]:
@@ -365,7 +422,7 @@ def choose_on_training(
     if rows is None or check is None:
         return None
     form, form_ratio = choose_form(spec, parameters, model, rows, check)
-    fit = fit_torque_space(spec, parameters, rows, model, form=form)
+    fit = fit_torque_space(spec, parameters, rows, model, form=form, late_tau=late_torque(model, maps, parts, rows))
     if fit is None:
         return None
     fit = replace(fit, form=form, form_ratio=form_ratio)
@@ -386,6 +443,8 @@ def choose_on_training(
         and fit.narrower(parameters, window_widths)
     )
     taken = ratio < TAKE_BELOW or tie
+    if window_widths is None and fit.timing_sensitive():
+        taken = False  # its values depend on the torque's timing: the window fit runs, and the two are weighed
     return TorqueSpaceChoice(fit, taken, ratio, folds, named, reference)
 
 
@@ -652,13 +711,15 @@ def fit_torque_space(
     physical: bool = True,
     armature_floor: dict[str, float] | None = None,
     form: str = "full",
+    late_tau: np.ndarray | None = None,
 ) -> TorqueSpaceFit | None:
     """The torque-space fit on `rows`, written into a copy of `spec`, whose values the parameters it does not fit
     keep; the ridge pulls toward `prior` (the same model's file values; default `spec`'s); refitted physically
     consistent when the least squares leaves a body non-physical or an armature below zero (with `physical`; else
     projected, armature held at 0), an armature kept below zero as `NEGATIVE_ARMATURE` allows (`armature_floor`
-    given: those floors, unchecked); with `intervals`, block-bootstrap half-widths; in `form` (`FORMS`). None when
-    the problem frees nothing it fits."""
+    given: those floors, unchecked); with `intervals`, block-bootstrap half-widths, and with `late_tau` (the rows'
+    torque read half a sample later, `late_torque`) how far each value moves with it; in `form` (`FORMS`). None
+    when the problem frees nothing it fits."""
     setup = fit_setup(spec, parameters, prior, form)
     if setup is None or len(rows.index) < 50:
         return None
@@ -668,7 +729,16 @@ def fit_torque_space(
     if not intervals:
         return fit
     spread = _bootstrap(w, r, weights, held, setup.theta0[setup.free], _time_blocks(rows.index * rows.dt_s))
-    return replace(fit, intervals=_intervals(setup, spread))
+    fit = replace(fit, intervals=_intervals(setup, spread))
+    if late_tau is None:
+        return fit
+    gram, rhs = JointNormals.of(w, late_tau - rows.tau).weighted(weights)
+    moves = _value_changes(setup, _held_step(gram, rhs, held, np.zeros(len(held))))
+    widened = {  # the torque's timing within half a sample: its move added in quadrature to the value's own
+        key: (float(np.hypot(half[0], moves[key])), *half[1:]) if key in moves else half
+        for key, half in fit.intervals.items()
+    }
+    return replace(fit, intervals=widened, timing=moves)
 
 
 def _fitted(
@@ -883,6 +953,20 @@ def _intervals(setup: FitSetup, spread: Spread) -> dict[str, tuple[float, ...]]:
         k = position[arm.names.index(f"{joint}.{term}")]
         half = 1.96 * float(np.std(spread.replicates[:, k]))
         out[f"{joint}.{MUJOCO_TERM[term]}"] = (half if spread.resolution[k] >= RESOLVED else float("inf"),)
+    return out
+
+
+def _value_changes(setup: FitSetup, step: np.ndarray) -> dict[str, float]:
+    """|change| of each value the fit writes (a body's mass, a joint term) for a `step` of the free columns, keyed
+    as the intervals."""
+    position = {int(c): k for k, c in enumerate(setup.free)}
+    out = {
+        setup.model.body(b).name: abs(float(step[position[setup.arm.n_params + k]])) for k, b in enumerate(setup.scaled)
+    }
+    for b in setup.bodies:
+        out[setup.model.body(b).name] = abs(float(step[position[10 * setup.arm.bodies.index(b)]]))
+    for joint, term in sorted(setup.terms):
+        out[f"{joint}.{MUJOCO_TERM[term]}"] = abs(float(step[position[setup.arm.names.index(f"{joint}.{term}")]]))
     return out
 
 

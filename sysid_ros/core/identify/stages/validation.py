@@ -31,6 +31,7 @@ from .optimize import Fit
 from .torque_fit import (
     FITTED_KINDS,
     TAKE_BELOW,
+    TIMING_HALF_WIDTHS,
     TorqueSpaceChoice,
     TorqueSpaceFit,
     choose_on_training,
@@ -351,6 +352,13 @@ def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) 
         (negative, "armatures below zero (floor kg m^2: the joint-space inertia stays positive definite)"),
     )
     extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
+    moved = space.timing_sensitive()
+    if moved:
+        worst = ", ".join(f"{k} {v:.1f}" for k, v in sorted(moved.items(), key=lambda kv: -kv[1])[:3])
+        extra += (
+            f"; {len(moved)} values move by over {TIMING_HALF_WIDTHS:g}x their noise half-width when the torque is "
+            f"read half a sample later ({worst} half-widths): their intervals include that move"
+        )
     if choice.reference == "start_values":
         how = (
             f"over {choice.folds} time-blocked folds of the training rows (each scored by a fit on the others) its "
