@@ -40,6 +40,9 @@ unchanged. With each freed body's mass kept within the problem's bounds (since):
 Measured 2026-12-06 with the torque-space fit's form chosen by its folds (torque_fit.PROBLEM_FORM_ABOVE): 520 of
 580, 90 % (payload mass 55 %); the problem form on every seed instead (the payload's mass scaling its body, one
 column): 498 of 580, 86 % (payload mass 20 %, its half-width 0.48x the errors' spread; armature 74 %).
+Measured 2026-12-06 with the torque's timing in the intervals (each value's move when the torque is read half a
+sample later, added in quadrature; identify's since): 546 of 580, 94 % (damping 98, friction loss 96, armature
+92, offset 96, payload mass 60 %; hw / 1.96 sd 1.00-1.53 by kind, damping the widest).
 With `--filtered-sign`: 55 % (friction loss 21 %, biased low by two spreads; damping 25 %, high); on
 the real Panda that form scored identify's MJCF 0.001-0.007 N m lower (`bench_panda.py --filtered-sign`): not taken.
 Measured 2026-12-05 with the soft truth (now `--soft-friction --carried-only`; 20 carried seeds of 24, see
