@@ -111,16 +111,23 @@ log (1 kHz) moves 0.22 at most (joint 2's damping); the logged iiwa of test_iden
 def late_torque(
     model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], rows: TorqueRows
 ) -> np.ndarray | None:
-    """`rows`' torque with every record's measured effort read half a sample later (each sample the mean of itself
-    and the one before), as `torque_fit_rows` filters it; None when a part's torque is an effort command (held
-    from its stamp by construction) or the rows do not match."""
-    if any(commands is not None or samples.effort is None for samples, commands in parts):
-        return None
+    """`rows`' torque read half a sample later, as `torque_fit_rows` filters it: each measured effort the mean of
+    itself and the one before (an effort command: of itself and the command before, half its hold later); None
+    when a part has no torque or the rows do not match."""
+
+    def later(values: np.ndarray) -> np.ndarray:
+        out = np.array(values, dtype=float)
+        out[1:] = 0.5 * (out[1:] + out[:-1])
+        return out
+
     late = []
     for samples, commands in parts:
-        effort = np.array(samples.effort, dtype=float)
-        effort[1:] = 0.5 * (effort[1:] + effort[:-1])
-        late.append((replace(samples, effort=effort), commands))
+        if commands is not None:
+            late.append((samples, replace(commands, values=later(commands.values))))
+        elif samples.effort is not None:
+            late.append((replace(samples, effort=later(samples.effort)), None))
+        else:
+            return None
     record = torque_records(model, maps, late, filter_window_s=rows.filter_window_s)
     if record is None or len(record[1]) <= rows.index.max():
         return None
