@@ -334,16 +334,11 @@ def physically_consistent(
     chol = scipy.linalg.cholesky(gram + ridge * np.diag(d), lower=False)
     z = scipy.linalg.solve_triangular(chol, rhs + ridge * d * prior, trans="T")
 
-    def theta(x: np.ndarray) -> np.ndarray:
-        return np.concatenate(
-            [np.concatenate([from_log_cholesky(x[10 * k : 10 * k + 10]) for k in range(nb)]), x[10 * nb :]]
-        )
+    def theta(x: np.ndarray) -> np.ndarray:  # (no body: the plain coordinates alone)
+        return np.concatenate([*(from_log_cholesky(x[10 * k : 10 * k + 10]) for k in range(nb)), x[10 * nb :]])
 
     x0 = np.concatenate(
-        [
-            np.concatenate([to_log_cholesky(start[10 * k : 10 * k + 10], floor=1e-3) for k in range(nb)]),
-            start[10 * nb :],
-        ]
+        [*(to_log_cholesky(start[10 * k : 10 * k + 10], floor=1e-3) for k in range(nb)), start[10 * nb :]]
     )
     inset = 1e-6 * (np.abs(np.nan_to_num(lo, posinf=0.0, neginf=0.0)) + 1.0)
     x0 = np.minimum(np.maximum(x0, lo + inset), hi - inset)
