@@ -30,7 +30,7 @@ from .stages.intervals import Spread, estimate_spread, spread_at_start
 from .stages.load import Loaded, load_run
 from .stages.optimize import Fit, fit_parameters, unoptimized
 from .stages.summarize import carried_parameters, parameter_results
-from .stages.torque_fit import timing_words
+from .stages.torque_fit import ALONE_BELOW, timing_words
 from .stages.validation import TAKE_BELOW, Validated, torque_first, validate
 from .stages.warm_start import Start, start_values
 
@@ -91,6 +91,12 @@ def _torque_first(run: Loaded, start: Start, log: RunLog, t_start: float) -> Ide
         timing = space.get("timing_sensitive") or {}
         if timing:
             why = timing_words(timing)
+        elif ratio is not None and ratio < TAKE_BELOW:
+            why = (
+                f"the torque-space fit predicts the training torque {ratio:.2f}x as well as the start values but "
+                "leaves some of the problem's parameters unresolved (infinite half-widths; it stands alone so only "
+                f"below {ALONE_BELOW:g}x); the window fit may resolve them"
+            )
         elif ratio is not None:
             why = (
                 f"the torque-space fit alone predicts the training torque {ratio:.2f}x as well as the start values "
