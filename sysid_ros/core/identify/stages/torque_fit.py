@@ -173,8 +173,9 @@ class TorqueSpaceFit:
     """How far each value moves (keyed as `intervals`; a body's: its mass) when the torque is read half a sample
     later (`late_torque`); empty when not measured."""
     intervals: dict[str, tuple[float, ...]] = field(default_factory=dict)
-    """95 % half-widths by body (mass, com x y z, tensor as `tensor_entries`) and by "joint.mujoco_term"; inf
-    where the data do not determine the value alone (`Spread.resolution` below `RESOLVED`)."""
+    """95 % half-widths by body (mass, com x y z, tensor as `tensor_entries`; a scaled body's: its mass) and by
+    "joint.mujoco_term", the block bootstrap's with each mass's and joint term's `timing` move added in quadrature;
+    inf where the data do not determine the value alone (`Spread.resolution` below `RESOLVED`)."""
 
     def resolves(self, parameters: Sequence[ParameterSpec]) -> bool:
         """Whether the data alone set every free parameter of `parameters` of a kind the fit writes (finite
@@ -620,7 +621,7 @@ def fit_setup(
     model = spec.copy().compile()
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
     scaled = scaled_bodies(model, parameters) if form == "problem" else []
-    bodies = [b for b in fitted_bodies(model, parameters, skip=scaled)]
+    bodies = fitted_bodies(model, parameters, skip=scaled)
     terms = {
         (p.target, TERM_OF_KIND[p.kind])
         for p in parameters
