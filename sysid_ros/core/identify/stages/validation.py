@@ -342,7 +342,9 @@ def window_half_widths(run: Loaded, fit: Fit, spread: Spread) -> dict[str, tuple
 
 def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) -> str:
     what = (
-        f"{len(space.bodies)} bodies' inertials and {sum(len(t) for t in space.joints.values())} joint terms "
+        f"{len(space.bodies)} bodies' inertials"
+        + (" (the problem form: a `body_mass` scales its body)" if space.form == "problem" else "")
+        + f" and {sum(len(t) for t in space.joints.values())} joint terms "
         "by weighted least squares on the measured torque"
     )
     negative = [f"{j} {f:.3g}" for j, f in space.armature_floor.items() if f < 0 and space.joints[j]["armature"] < 0]
