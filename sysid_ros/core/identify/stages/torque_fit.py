@@ -63,14 +63,14 @@ fits a record is measured on it, by the time-blocked folds of `choose_window`.""
 TAKE_BELOW = 0.9
 """The result carries the torque-space fit when its joint torque over time-blocked folds of the training rows
 (`choose_on_training`) is below this fraction of the window fit's (geometric mean over the joints). Within 10 %
-either way the two tie, and the tie goes to the torque-space fit when it resolves every parameter the problem
-asks (`resolves`) and its intervals are the narrower (`narrower`: equal predictions, so the more precise
-values, the torque's timing counted), else to the window fit (on arm3 it ties at 0.93x: the window fit has every
-value within 0.2 %, the torque-space fit in the problem form the masses within 2.2 % but the damping 5-13 % low,
-its intervals widened by the torque's timing, so the window fit stays). A payload weighed on an identified arm (`body_mass_com` on the tool) ties at
-0.999: the torque-space fit, the online estimator's regression, weighs 4.202 +- 0.026 kg of a 4.2 kg truth
-where the window fit weighed 4.176 +- 0.032; the simulated iiwa of test_identify_iiwa, whose window fit holds
-its damping to 0.04 % with 10-25x narrower intervals, ties at 0.999 too and keeps it (the torque-space fit's
+either way the two tie, and the tie goes to the torque-space fit when it resolves every parameter the problem asks
+(`resolves`) and its intervals are the narrower (`narrower`: equal predictions, so the more precise values, the
+torque's timing counted), else to the window fit (on arm3 it ties at 0.93x: the window fit has every value within
+0.2 %, the torque-space fit in the problem form the masses within 2.2 % but the damping 5-13 % low, its intervals
+widened by the torque's timing, so the window fit stays). A payload weighed on an identified arm (`body_mass_com` on
+the tool) ties at 0.999: the torque-space fit, the online estimator's regression, weighs 4.202 +- 0.026 kg of a 4.2
+kg truth where the window fit weighed 4.176 +- 0.032; the simulated iiwa of test_identify_iiwa, whose window fit
+holds its damping to 0.04 % with 10-25x narrower intervals, ties at 0.999 too and keeps it (the torque-space fit's
 joint 2 damping is 1.9 % off). The window fit is scored in sample, so a tie already favours it.
 The held-out rows play no part in the choice."""
 ALONE_BELOW = 0.5
