@@ -122,10 +122,10 @@ def test_all_six_joints_are_calibrated_within_their_intervals(runs, capsys, tmp_
 
 def test_the_calibrated_gains_weigh_the_payload_within_3_percent(runs, capsys, tmp_path):
     """docs/real_arms.md's steps 0, 1 and 2 on the logs. The tolerance, 3 %, is the issue's, and about what the
-    noise allows at worst: the payload's own 95 % half-width is 0.5 % (0.021 kg); a gain error moves the mass by
+    noise allows at worst: the payload's own 95 % half-width is 0.6 % (0.026 kg); a gain error moves the mass by
     at most as much as it is on the joints that carry the payload (95 % half-widths 0.2-1.3 %); and steps 1 and 2
-    have their own error (-0.45 % with the true gains, measured when the window fit was carried): 0.5 + 1.3 +
-    0.45 = 2.3 %. Measured 4.202 kg (+0.05 %; the torque-space fit carried). As logged, 5 % off on every joint
+    have their own error (-0.45 % with the true gains, measured when the window fit was carried): 0.6 + 1.3 +
+    0.45 = 2.4 %. Measured 4.202 kg (+0.05 %; the torque-space fit carried). As logged, 5 % off on every joint
     (alternately + and -, so they partly cancel), it is 4.089 kg (-2.6 %; 3.997 kg with the window fit carried):
     the calibrated mass must be at least twice as close, so the test tells calibrated gains from uncalibrated
     ones."""
@@ -143,7 +143,7 @@ def test_the_calibrated_gains_weigh_the_payload_within_3_percent(runs, capsys, t
     assert np.all(np.abs(centre - truth) < 0.005), (centre, truth)  # measured within 3.3 mm (0.4 mm: window fit)
     # the online estimator on the same loaded log, with the same gains, on step 1's arm: no change event on this
     # constant payload, within the issue's 3 %, and batch and online within each other's intervals (the difference
-    # inside the root sum of their 95 % half-widths). Measured: online 4.219 +- 0.010 kg, batch 4.202 +- 0.021
+    # inside the root sum of their 95 % half-widths). Measured: online 4.219 +- 0.010 kg, batch 4.202 +- 0.026
     # (the torque-space fit, the online's regression on the whole record; the window fit, carried before the tie
     # rule of torque_fit.TAKE_BELOW, weighed 4.176 +- 0.032 and missed this by 0.009 kg)
     online = replay_bag(logs["loaded"], arm, effort_scale=scale)
