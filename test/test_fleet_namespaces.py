@@ -106,8 +106,12 @@ def test_two_namespaced_robots_do_not_cross_talk(nodes, client, tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     [bag] = list((tmp_path / "r2_bags").iterdir())
-    assert set(read_recording(bag, joints=["hinge"]).feedback.topics) == {"/r2/joint_states"}
-    assert commanded["r2"] and len(commanded["r1"]) == before
+    recording = read_recording(bag, joints=["hinge"])
+    assert set(recording.feedback.topics) == {"/r2/joint_states"}
+    # r2 was commanded on its own topic (its bag holds what its recorder sent: this test's client, discovering that
+    # short-lived process late on loaded cores, may hear none of it) and r1 heard nothing of it
+    assert set(recording.commands) == {f"/r2/{COMMANDS}"} and len(recording.commands[f"/r2/{COMMANDS}"].time_ns)
+    assert len(commanded["r1"]) == before
 
 
 def status_value_bag(status) -> str:

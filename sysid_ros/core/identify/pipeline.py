@@ -30,8 +30,7 @@ from .stages.intervals import Spread, estimate_spread, spread_at_start
 from .stages.load import Loaded, load_run
 from .stages.optimize import Fit, fit_parameters, unoptimized
 from .stages.summarize import carried_parameters, parameter_results
-from .stages.torque_fit import ALONE_BELOW, timing_words
-from .stages.validation import TAKE_BELOW, Validated, torque_first, validate
+from .stages.validation import Validated, torque_first, validate, window_fit_reason
 from .stages.warm_start import Start, start_values
 
 
@@ -87,24 +86,7 @@ def _torque_first(run: Loaded, start: Start, log: RunLog, t_start: float) -> Ide
     if not space.get("taken"):
         del log.notes[kept[0] :], log.warnings[kept[1] :]
         log.metrics, log.timings = kept[2], kept[3]
-        ratio = space.get("training_torque_ratio_to_start_values")
-        timing = space.get("timing_sensitive") or {}
-        if timing:
-            why = timing_words(timing)
-        elif ratio is not None and ratio < TAKE_BELOW:
-            why = (
-                f"the torque-space fit predicts the training torque {ratio:.2f}x as well as the start values but "
-                "leaves some of the problem's parameters unresolved (infinite half-widths; it stands alone so only "
-                f"below {ALONE_BELOW:g}x); the window fit may resolve them"
-            )
-        elif ratio is not None:
-            why = (
-                f"the torque-space fit alone predicts the training torque {ratio:.2f}x as well as the start values "
-                f"(it stands alone below {TAKE_BELOW:g}x)"
-            )
-        else:
-            why = "no torque-space fit of these records (no measured torque on every joint, or too few rows)"
-        log.notes.append(f"the window fit runs: {why}")
+        log.notes.append(f"the window fit runs: {window_fit_reason(space)}")
         return None
     checked.metrics["window_fit"] = "not run: the torque-space fit stands alone (window_fit: always runs it)"
     values = parameter_results(run, start, fit, spread, {}, RunLog())  # the start values as results

@@ -29,6 +29,7 @@ from .intervals import Spread, free_slices
 from .load import Loaded
 from .optimize import Fit
 from .torque_fit import (
+    ALONE_BELOW,
     FITTED_KINDS,
     TAKE_BELOW,
     TIMING_HALF_WIDTHS,
@@ -37,6 +38,7 @@ from .torque_fit import (
     choose_on_training,
     coupled_joints,
     outside_bounds,
+    timing_words,
     torque_ratio,
 )
 
@@ -386,3 +388,23 @@ def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) 
         f"the identified model is the window fit: the torque-space fit ({what}), {how}; taken below {TAKE_BELOW:g}x, "
         f"or below {1 / TAKE_BELOW:.3g}x when it resolves every parameter the problem asks with narrower intervals"
     )
+
+
+def window_fit_reason(space: dict) -> str:
+    """Why `window_fit: auto` runs the window fit after all, from the torque-space fit's document (`space`)."""
+    ratio = space.get("training_torque_ratio_to_start_values")
+    timing = space.get("timing_sensitive") or {}
+    if timing:
+        return timing_words(timing)
+    if ratio is not None and ratio < TAKE_BELOW:
+        return (
+            f"the torque-space fit predicts the training torque {ratio:.2f}x as well as the start values but leaves "
+            "some of the problem's parameters unresolved (infinite half-widths; it stands alone so only below "
+            f"{ALONE_BELOW:g}x); the window fit may resolve them"
+        )
+    if ratio is not None:
+        return (
+            f"the torque-space fit alone predicts the training torque {ratio:.2f}x as well as the start values "
+            f"(it stands alone below {TAKE_BELOW:g}x)"
+        )
+    return "no torque-space fit of these records (no measured torque on every joint, or too few rows)"
