@@ -37,16 +37,21 @@ def _body_modifier(spec: mujoco.MjSpec, p: ParameterSpec) -> Callable[[mujoco.Mj
 
     def modify(s: mujoco.MjSpec, param: sysid.Parameter) -> None:
         b = s.body(target)
-        mass = float(param.value[0])
-        b.mass = mass
-        if full:  # the whole tensor about the centre of mass scales; moving the centre of mass keeps it
-            b.fullinertia = i0 * (mass / m0)
-        else:
-            b.inertia = i0 * (mass / m0)
-        if with_com:
+        scale_mass(b, float(param.value[0]), m0, i0, full)
+        if with_com:  # moving the centre of mass keeps the tensor about it
             b.ipos = np.asarray(param.value[1:4], dtype=float)
 
     return modify
+
+
+def scale_mass(body: mujoco.MjsBody, mass: float, m0: float, i0: np.ndarray, full: bool) -> None:
+    """A `body_mass`: `body`'s mass set to `mass` and its tensor about the centre of mass to `i0` x mass / `m0`,
+    the shape kept (`i0` its `fullinertia` when `full`, else its diagonal `inertia`)."""
+    body.mass = mass
+    if full:
+        body.fullinertia = i0 * (mass / m0)
+    else:
+        body.inertia = i0 * (mass / m0)
 
 
 def _inertia_modifier(p: ParameterSpec) -> Callable[[mujoco.MjSpec, sysid.Parameter], None]:

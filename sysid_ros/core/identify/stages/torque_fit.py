@@ -53,6 +53,7 @@ from ...sim import joint_motor, set_effort_offset
 from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, joint_order, torque_records
 from ..problem.file import VALUE_WIDTH, ParameterSpec
 from ..problem.inertia import tensor_entries
+from ..problem.parameters import scale_mass
 from ..problem.spec_values import has_full_inertia, model_value
 from ..rollout import sequences as sd
 
@@ -143,7 +144,7 @@ def late_torque(
 
 def timing_words(moved: dict[str, float]) -> str:
     """What a `TorqueSpaceFit.timing_sensitive` says, in words (the three largest moves)."""
-    worst = sorted(moved.items(), key=lambda kv: -kv[1])[:3]
+    worst = list(moved.items())[:3]  # `timing_sensitive`'s order: the largest first
     return (
         "the torque-space fit's values depend on the torque's timing: read half a sample later, "
         + ", ".join(f"{k} moves {v:.1f} half-widths" for k, v in worst)
@@ -222,14 +223,14 @@ class TorqueSpaceFit:
     def timing_sensitive(self) -> dict[str, float]:
         """The values that move by more than `TIMING_HALF_WIDTHS` x their 95 % half-width from the noise (the
         bootstrap's, before the timing is added to it) when the torque is read half a sample later, with that move
-        in those half-widths: the values then depend on when the torque was stamped against the states."""
+        in those half-widths, the largest first: the values then depend on when the torque was stamped."""
         out = {}
         for key, moved in self.timing.items():
             widened = self.intervals.get(key, (float("inf"),))[0]
             noise = float(np.sqrt(max(widened**2 - moved**2, 0.0)))
             if np.isfinite(widened) and moved > TIMING_HALF_WIDTHS * noise:
                 out[key] = moved / max(noise, 1e-300)
-        return out
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))  # the largest first
 
 
 def half_widths_of(intervals: dict[str, Sequence[float]], kind: str, target: str, n: int) -> tuple[float, ...]:
@@ -597,6 +598,17 @@ class FitSetup:
             out[at : at + 10] = self.shapes[k] * (self.model.body_mass[b] + theta[self.arm.n_params + k])
         return out
 
+    def value_columns(self) -> dict[str, int]:
+        """Each written mass's and joint term's free column (its position among `free`), keyed as the intervals:
+        a scaled body's mass change, a fitted body's mass, a joint term."""
+        position = {int(c): k for k, c in enumerate(self.free)}
+        n = self.arm.n_params
+        out = {self.model.body(b).name: position[n + k] for k, b in enumerate(self.scaled)}
+        out |= {self.model.body(b).name: position[10 * self.arm.bodies.index(b)] for b in self.bodies}
+        for joint, term in sorted(self.terms):
+            out[f"{joint}.{MUJOCO_TERM[term]}"] = position[self.arm.names.index(f"{joint}.{term}")]
+        return out
+
     @property
     def armature_joints(self) -> list[str]:
         return [self.arm.names[self.free[k]].rsplit(".", 1)[0] for k in self.armature]
@@ -631,7 +643,8 @@ def fit_setup(
     free += [arm.n_params + k for k in range(len(scaled))]
     if not free:
         return None
-    theta0 = np.concatenate([arm.true_parameters(), np.zeros(len(scaled))])
+    own_values = arm.true_parameters()
+    theta0 = np.concatenate([own_values, np.zeros(len(scaled))])
     free = np.array(sorted(free))
     own = free[free < arm.n_params]
     if prior is not None:  # the ridge's centre: what the data hardly see stays as the model file has it
@@ -643,7 +656,7 @@ def fit_setup(
     )
     armature = np.array([k for k, n in enumerate(names) if n.endswith(".armature")], dtype=int)
     bounds = mass_bounds(model, bodies + scaled, parameters)
-    shapes = np.array([arm.true_parameters()[10 * arm.bodies.index(b) :][:10] / model.body_mass[b] for b in scaled])
+    shapes = np.array([own_values[10 * arm.bodies.index(b) :][:10] / model.body_mass[b] for b in scaled])
     return FitSetup(
         spec, model, arm, bodies, terms, free, theta0, signed, armature, bounds, tuple(scaled), shapes.reshape(-1, 10)
     )
@@ -944,13 +957,14 @@ def _bootstrap(
 def _intervals(setup: FitSetup, spread: Spread) -> dict[str, tuple[float, ...]]:
     """95 % half-widths (1.96 sd over the replicates) of the values the fit writes, as the MJCF holds them (a
     scaled body's: its mass); inf where a value's columns are not resolved by the data alone."""
-    arm, model, terms = setup.arm, setup.model, setup.terms
+    arm, model = setup.arm, setup.model
     position = {int(c): k for k, c in enumerate(setup.free)}
+    single = {setup.model.body(b).name for b in setup.bodies}  # the rest: one value, one column each
     out: dict[str, tuple[float, ...]] = {}
-    for k, b in enumerate(setup.scaled):
-        at = position[arm.n_params + k]
-        half = 1.96 * float(np.std(spread.replicates[:, at]))
-        out[model.body(b).name] = (half if spread.resolution[at] >= RESOLVED else float("inf"),)
+    for key, at in setup.value_columns().items():
+        if key not in single:
+            half = 1.96 * float(np.std(spread.replicates[:, at]))
+            out[key] = (half if spread.resolution[at] >= RESOLVED else float("inf"),)
     for b in setup.bodies:
         k = arm.bodies.index(b)
         cols = [position[c] for c in range(10 * k, 10 * k + 10)]
@@ -963,25 +977,13 @@ def _intervals(setup: FitSetup, spread: Spread) -> dict[str, tuple[float, ...]]:
         needs = [res[:1]] + [res[:4]] * 3 + [res] * 6  # mass; com (m and m c); tensor (all ten)
         name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
         out[name] = tuple(float(h) if n.min() >= RESOLVED else float("inf") for h, n in zip(half, needs))
-    for joint, term in sorted(terms):
-        k = position[arm.names.index(f"{joint}.{term}")]
-        half = 1.96 * float(np.std(spread.replicates[:, k]))
-        out[f"{joint}.{MUJOCO_TERM[term]}"] = (half if spread.resolution[k] >= RESOLVED else float("inf"),)
     return out
 
 
 def _value_changes(setup: FitSetup, step: np.ndarray) -> dict[str, float]:
-    """|change| of each value the fit writes (a body's mass, a joint term) for a `step` of the free columns, keyed
-    as the intervals."""
-    position = {int(c): k for k, c in enumerate(setup.free)}
-    out = {
-        setup.model.body(b).name: abs(float(step[position[setup.arm.n_params + k]])) for k, b in enumerate(setup.scaled)
-    }
-    for b in setup.bodies:
-        out[setup.model.body(b).name] = abs(float(step[position[10 * setup.arm.bodies.index(b)]]))
-    for joint, term in sorted(setup.terms):
-        out[f"{joint}.{MUJOCO_TERM[term]}"] = abs(float(step[position[setup.arm.names.index(f"{joint}.{term}")]]))
-    return out
+    """|change| of each mass and joint term the fit writes for a `step` of the free columns, keyed as the
+    intervals."""
+    return {key: abs(float(step[at])) for key, at in setup.value_columns().items()}
 
 
 def _written(
@@ -1000,14 +1002,10 @@ def _written(
         m = float(np.clip(fitted_mass, *bounds))  # the least squares alone (no physical refit) can leave them
         if m != fitted_mass:
             projected.append(name)
-        ratio = m / float(model.body_mass[b])
-        body.mass = float(m)
-        if has_full_inertia(body):  # the shape kept: the tensor about the centre of mass scales with the mass
-            body.fullinertia = np.array(body.fullinertia, dtype=float) * ratio
-        else:
-            body.inertia = np.array(body.inertia, dtype=float) * ratio
-        full = setup.shapes[setup.scaled.index(b)] * m
-        fitted[name] = (m, full[1:4] / m, physical_body(full)[2])
+        full = has_full_inertia(body)
+        scale_mass(body, m, float(model.body_mass[b]), np.array(body.fullinertia if full else body.inertia), full)
+        inertials = setup.shapes[setup.scaled.index(b)] * m
+        fitted[name] = (m, inertials[1:4] / m, physical_body(inertials)[2])
     for b in setup.bodies:
         k = arm.bodies.index(b)
         m, c, tensor, moved = physical_body(theta[10 * k : 10 * k + 10])

@@ -358,7 +358,7 @@ def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) 
     extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
     moved = space.timing_sensitive()
     if moved:
-        worst = ", ".join(f"{k} {v:.1f}" for k, v in sorted(moved.items(), key=lambda kv: -kv[1])[:3])
+        worst = ", ".join(f"{k} {v:.1f}" for k, v in list(moved.items())[:3])
         extra += (
             f"; {len(moved)} values move by over {TIMING_HALF_WIDTHS:g}x their noise half-width when the torque is "
             f"read half a sample later ({worst} half-widths): their intervals include that move"
