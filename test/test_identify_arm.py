@@ -67,6 +67,8 @@ def test_auto_runs_the_window_fit_when_the_torque_depends_on_its_timing(arm_auto
     assert space["form"] == "problem" and space["full_form_ratio"] > 1.05
     assert all(np.isfinite(space["half_width_95"][f"link{k}"][0]) for k in (1, 2, 3))
     assert space["timing_sensitive"].get("shoulder.damping", 0.0) > 3.0, space["timing_sensitive"]
+    for key, moved in space["half_sample_later_change"].items():  # each interval holds its timing move
+        assert space["half_width_95"][key][0] >= moved, (key, moved, space["half_width_95"][key])
     assert arm_auto.metrics["identified_model"] == "window_fit" and not space["taken"]
     assert any(
         n.startswith("the window fit runs: the torque-space fit's values depend on the torque's timing")
