@@ -37,6 +37,8 @@ The issue's own figures for FIGAROH's physically consistent fit stay as a refere
 physical fit bounds neither friction nor armature (its joint-space inertia comes out indefinite); the peer as the
 issue describes it (friction and armature >= 0, masses 0.5-2x the URDF's) is one more row (`issue_peer`: the same
 regressor, rows and weights, the LMI per link by picos/cvxopt).
+One diagnostic row scores the identified MJCF with its friction loss over the torque-space fit's 0.01 rad/s band
+instead of the sharp sign its stiff constraint gives `mj_inverse` (what writing the fit's own band would give).
 The published model is also scored from its closed forms when the paper repository's C++ sources are at hand
 (`--published-src`).
 
@@ -68,6 +70,7 @@ from sysid_ros.core.identify import (
     torque_validation,
     write_results,
 )
+from sysid_ros.core.identify.checks.torque_validation import FRICTIONLOSS_BAND_RAD_S
 from sysid_ros.core.identify.rollout import sequences as sd
 from sysid_ros.core.signals import JointSamples
 
@@ -477,6 +480,18 @@ def time_base(kind: str, time_ns: np.ndarray, q: np.ndarray, v: np.ndarray, tau:
     return JointSamples(JOINTS, int(time_ns[0]) + ticks * 1_000_000, q[keep], v[keep], tau[keep])
 
 
+def banded_friction(mjcf: Path, scorer: Scorer) -> np.ndarray:
+    """The MJCF's torque with its friction loss over the torque-space fit's 0.01 rad/s band (floss x clip(qd /
+    0.01)) instead of the sign its stiff constraint gives `mj_inverse`: what writing the fit's band into the MJCF
+    would score (a diagnosis; MuJoCo can hold it with solimp's impedance at its floor)."""
+    spec = mujoco.MjSpec.from_file(str(mjcf))
+    floss = np.array([spec.joint(j).frictionloss for j in JOINTS])
+    for j in JOINTS:
+        spec.joint(j).frictionloss = 0.0
+    band = FRICTIONLOSS_BAND_RAD_S
+    return scorer.inverse(spec.compile()) + floss * np.clip(scorer.qd / band, -1.0, 1.0)
+
+
 def regression_torque(fit, scorer: Scorer) -> np.ndarray:
     """The regression with friction on the scorer's rows (its Coulomb term on the filtered velocity)."""
     return fit.fit.predicted_torque(fit.arm, scorer.q, scorer.qd, scorer.qdd)
@@ -623,6 +638,9 @@ def main() -> int:
             )
             identified = mujoco.MjModel.from_xml_path(str(paths["mjcf"]))
             rows[f"identified MJCF ({kind})"] = scorer.rms(scorer.inverse(identified))
+            rows[f"identified MJCF, its friction loss as the fit reads it: clip(qd / 0.01) ({kind})"] = scorer.rms(
+                banded_friction(paths["mjcf"], scorer)
+            )
             fit = result_friction_fit(doc, Path(tmp))
             if fit is not None:
                 rows[f"regression ({kind})"] = scorer.rms(regression_torque(fit, scorer))
