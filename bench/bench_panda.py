@@ -37,13 +37,11 @@ The issue's own figures for FIGAROH's physically consistent fit stay as a refere
 physical fit bounds neither friction nor armature (its joint-space inertia comes out indefinite); the peer as the
 issue describes it (friction and armature >= 0, masses 0.5-2x the URDF's) is one more row (`issue_peer`: the same
 regressor, rows and weights, the LMI per link by picos/cvxopt).
-One diagnostic row scores the identified MJCF with its friction loss over the torque-space fit's 0.01 rad/s band
-instead of the sharp sign its stiff constraint gives `mj_inverse` (what writing the fit's own band would give).
 The published model is also scored from its closed forms when the paper repository's C++ sources are at hand
 (`--published-src`).
 
     .venv/bin/python bench/bench_panda.py [LOG_DIR] [--model PANDA_XML] [--bases logged,clock] [--max-iters N]
-        [--quick] [--no-identify] [--keep DIR] [--published-src DIR] [--cutoff-hz 10] [--filtered-sign]
+        [--quick] [--no-identify] [--keep DIR] [--published-src DIR] [--cutoff-hz 10]
 """
 
 from __future__ import annotations
@@ -70,7 +68,6 @@ from sysid_ros.core.identify import (
     torque_validation,
     write_results,
 )
-from sysid_ros.core.identify.checks.torque_validation import FRICTIONLOSS_BAND_RAD_S
 from sysid_ros.core.identify.rollout import sequences as sd
 from sysid_ros.core.signals import JointSamples
 
@@ -480,18 +477,6 @@ def time_base(kind: str, time_ns: np.ndarray, q: np.ndarray, v: np.ndarray, tau:
     return JointSamples(JOINTS, int(time_ns[0]) + ticks * 1_000_000, q[keep], v[keep], tau[keep])
 
 
-def banded_friction(mjcf: Path, scorer: Scorer) -> np.ndarray:
-    """The MJCF's torque with its friction loss over the torque-space fit's 0.01 rad/s band (floss x clip(qd /
-    0.01)) instead of the sign its stiff constraint gives `mj_inverse`: what writing the fit's band into the MJCF
-    would score (a diagnosis; MuJoCo can hold it with solimp's impedance at its floor)."""
-    spec = mujoco.MjSpec.from_file(str(mjcf))
-    floss = np.array([spec.joint(j).frictionloss for j in JOINTS])
-    for j in JOINTS:
-        spec.joint(j).frictionloss = 0.0
-    band = FRICTIONLOSS_BAND_RAD_S
-    return scorer.inverse(spec.compile()) + floss * np.clip(scorer.qd / band, -1.0, 1.0)
-
-
 def regression_torque(fit, scorer: Scorer) -> np.ndarray:
     """The regression with friction on the scorer's rows (its Coulomb term on the filtered velocity)."""
     return fit.fit.predicted_torque(fit.arm, scorer.q, scorer.qd, scorer.qdd)
@@ -516,18 +501,7 @@ def main() -> int:
         "the paper's repository; default: found from LOG_DIR in that repository, or LOG_DIR/src)",
     )
     parser.add_argument("--cutoff-hz", type=float, default=10.0, help="the base-parameter fit's filter")
-    parser.add_argument(
-        "--filtered-sign",
-        action="store_true",
-        help="diagnosis: identify's torque-space fit reads friction loss as the sign of the filtered velocity "
-        "(patched in, as bench_torque_coverage's flag; not identify's)",
-    )
     args = parser.parse_args()
-    if args.filtered_sign:
-        from sysid_ros.core.identify.stages import torque_fit
-
-        torque_fit.FRICTIONLOSS_BAND_RAD_S = 0.001
-        torque_fit.coulomb_columns = lambda deriv, velocity, band: np.tanh(deriv.qd / band)
     folder = Path(args.log_dir) if args.log_dir else None
     if folder is None or not (folder / "exciting_traj_torques.txt").is_file():
         print(
@@ -631,16 +605,15 @@ def main() -> int:
                     f"{space[f'held_out_torque_ratio_to_{against}']:.2f}x on the held-out rows, "
                     f"filter window {space['filter_window_s']} s, {space['form']} form (the full form's folds at "
                     f"{space['full_form_ratio'] or float('nan'):.2f}x the problem form's), "
-                    f"{len(space['projected_onto_physical'])} bodies projected)"
+                    f"{len(space['projected_onto_physical'])} bodies projected; friction bands "
+                    + " ".join(f"{b:g}" for b in space["friction_band_rad_s"].values())
+                    + f" rad/s; velocity read {1e3 * space['velocity_lag_s']:.1f} ms earlier)"
                     if space
                     else ""
                 )
             )
             identified = mujoco.MjModel.from_xml_path(str(paths["mjcf"]))
             rows[f"identified MJCF ({kind})"] = scorer.rms(scorer.inverse(identified))
-            rows[f"identified MJCF, its friction loss as the fit reads it: clip(qd / 0.01) ({kind})"] = scorer.rms(
-                banded_friction(paths["mjcf"], scorer)
-            )
             fit = result_friction_fit(doc, Path(tmp))
             if fit is not None:
                 rows[f"regression ({kind})"] = scorer.rms(regression_torque(fit, scorer))

@@ -6,7 +6,7 @@ Run:  .venv/bin/python bench/bench_torque_coverage.py [--seeds 20] [--seconds 4]
 
 Per seed the iiwa (test/support/synthetic.py's tracking of `iiwa_setpoints(seed)`) carries hidden physics the
 MJCF can represent, so that what is measured is the intervals and not a model-form bias: joint damping,
-MuJoCo friction loss (its constraint stiff, `FRICTION_SOLREF`/`FRICTION_SOLIMP`, as identify writes it; with
+MuJoCo friction loss (its constraint stiff, `FRICTION_SOLREF`/`FRICTION_SOLIMP`: a sign; with
 `--soft-friction` MuJoCo's default, a soft sign about 9.5 ms ahead of the velocity, in the model file too),
 armature, the payload's mass, and a torque sensor offset per joint. It is logged like a
 real logger: 0.2 mrad / 2 mrad/s / 0.05 N m sensor noise, a 4 ms sensor lag, stamped by a polling logger
@@ -43,7 +43,11 @@ column): 498 of 580, 86 % (payload mass 20 %, its half-width 0.48x the errors' s
 Measured 2026-12-06 with the torque's timing in the intervals (each value's move when the torque is read half a
 sample later, added in quadrature; identify's since): 546 of 580, 94 % (damping 98, friction loss 96, armature
 92, offset 96, payload mass 60 %; hw / 1.96 sd 1.00-1.53 by kind, damping the widest).
-With `--filtered-sign`: 55 % (friction loss 21 %, biased low by two spreads; damping 25 %, high); on
+Measured 2026-12-06 with each joint's friction loss over a band the folds choose (0.01, 0.03 or 0.1 rad/s,
+clip(v / band) as the MJCF then holds it; torque_fit.choose_bands: 0.1 on 2-6 of the 7 joints per seed, though
+the truth's is a sign) and every armature >= 0 (identify's since): 535 of 580, 92 % (damping 96, friction loss
+90, armature 92, offset 96, payload mass 60 %; hw / 1.96 sd 1.00-1.40 by kind).
+With `--filtered-sign` (before the bands): 55 % (friction loss 21 %, biased low by two spreads; damping 25 %, high); on
 the real Panda that form scored identify's MJCF 0.001-0.007 N m lower (`bench_panda.py --filtered-sign`): not taken.
 Measured 2026-12-05 with the soft truth (now `--soft-friction --carried-only`; 20 carried seeds of 24, see
 docs/identification.md): 74 % against the truth (damping 74, friction loss 69, armature 56, offset 96, payload
@@ -210,7 +214,7 @@ def main() -> None:
     parser.add_argument(
         "--filtered-sign",
         action="store_true",
-        help="diagnosis: the fit reads friction loss as the sign of the filtered velocity (tanh(qd / 1 mrad/s), the "
+        help="diagnosis: the fit reads friction loss as the sign of the filtered velocity (clip(qd / 1 mrad/s), the "
         "form mj_inverse gives on filtered states and FIGAROH's regressor uses; patched in; not identify's)",
     )
     parser.add_argument(
@@ -225,13 +229,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.friction_lead_s:
-        original = torque_fit.coulomb_columns
-        torque_fit.coulomb_columns = lambda deriv, velocity, band: original(
-            deriv, velocity + args.friction_lead_s * np.nan_to_num(deriv.qdd), band
+        original = torque_fit.friction_loss_columns
+        torque_fit.friction_loss_columns = lambda deriv, velocity, bands: original(
+            deriv, velocity + args.friction_lead_s * np.nan_to_num(deriv.qdd), bands
         )
     if args.filtered_sign:
-        torque_fit.FRICTIONLOSS_BAND_RAD_S = 0.001
-        torque_fit.coulomb_columns = lambda deriv, velocity, band: np.tanh(deriv.qd / band)
+        torque_fit.FRICTIONLOSS_BAND_RAD_S, torque_fit.FRICTION_BANDS_RAD_S = 0.001, (0.001,)
+        torque_fit.friction_loss_columns = lambda deriv, velocity, bands: np.clip(deriv.qd / bands, -1.0, 1.0)
     errors: dict[str, list[float]] = {}  # by parameter: the carried value less the truth, where resolved
     halves: dict[str, list[float]] = {}
     taken = tried = carried_on = 0

@@ -155,20 +155,18 @@ def arm_parameters(link_bounds: dict[int, tuple] | None = None) -> list[Paramete
     ]
 
 
-def test_the_torque_space_fit_takes_negative_armature_by_the_same_rule():
-    """`identify`'s torque-space fit shares the rule (`armature_floors`, `with_negative_armature`): on the same
-    sensor missing inertia, with every link's inertials and every joint term free, joint 4's armature comes out
-    near -0.08 (its floor below it) and joint 7's is held at zero, the written model's joint-space inertia
-    positive definite."""
+def test_the_torque_space_fit_holds_every_armature_at_or_above_zero():
+    """`identify`'s torque-space fit keeps armature a rotor's inertia (>= 0, as the physically consistent peer of
+    issue 32 does) where the base-parameter fit may take it below zero: on the same sensor missing inertia, with
+    every link's inertials and every joint term free, joint 4's armature (the least squares': near -0.08) is held
+    at 0, and the written model's joint-space inertia is positive definite."""
     true_model = truth().compile()
     missing = np.array([0.0, 0.0, 0.0, 0.13, 0.0, 0.0, 0.1])
     noisy = record(true_model, 24.0, seed=3)
     rows = torque_space_rows(noisy, noisy.tau - missing * noisy.qdd)
     fit = torque_fit.fit_torque_space(mujoco.MjSpec.from_file(str(MODEL)), arm_parameters(), rows, intervals=False)
     armature = {j: v["armature"] for j, v in fit.joints.items()}
-    assert abs(armature["joint4"] + 0.08) < 0.02, armature
-    assert 0.0 <= armature["joint7"] < 1e-6 and fit.armature_floor["joint7"] == 0.0, (armature, fit.armature_floor)
-    assert fit.armature_floor["joint4"] < armature["joint4"] < 0, fit.armature_floor
+    assert min(armature.values()) >= 0.0 and armature["joint4"] < 1e-9, armature
     assert min_inertia_eigenvalue(fit.spec.compile(), noisy.q[::10]) > 0
 
 

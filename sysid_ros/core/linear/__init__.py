@@ -51,6 +51,7 @@ EXPORTS = {
     "concatenate": ".arm_friction",
     "condition_number": ".regression",
     "coulomb_columns": ".arm_friction",
+    "friction_loss_columns": ".arm_friction",
     "default_settle_s": ".periodic",
     "filtered_rows": ".base_fit",
     "fit_arm": ".arm_regressor",

@@ -124,6 +124,12 @@ def coulomb_columns(deriv: Derivatives, velocity: np.ndarray, scales: np.ndarray
     return smooth_like_acceleration(deriv, np.tanh(np.asarray(velocity, dtype=float) / np.asarray(scales)))
 
 
+def friction_loss_columns(deriv: Derivatives, velocity: np.ndarray, bands: np.ndarray) -> np.ndarray:
+    """K[clip(v / band)] per joint: MuJoCo's friction loss over a band (`sim.friction`) filtered like the torque
+    (NaN at the record's edges)."""
+    return smooth_like_acceleration(deriv, np.clip(np.asarray(velocity, dtype=float) / np.asarray(bands), -1.0, 1.0))
+
+
 def concatenate(parts: Sequence[tuple[Derivatives, np.ndarray]]) -> tuple[Derivatives, np.ndarray]:
     """Derivatives and torques of several records as one (same sample period and filter)."""
     if not parts:

@@ -12,6 +12,7 @@ from .. import front_door
 
 EXPORTS = {
     "Derivatives": ".derivatives",
+    "advanced": ".derivatives",
     "JointCommands": ".arrays",
     "JointSamples": ".arrays",
     "MAX_ABS_POSITION": ".plausible",
@@ -30,6 +31,7 @@ EXPORTS = {
     "savgol_derivatives": ".derivatives",
     "smooth_like_acceleration": ".derivatives",
     "uniform_dt_s": ".derivatives",
+    "velocity_lag": ".derivatives",
     "window_samples": ".derivatives",
 }
 """Name -> the module that defines it, imported on first use (callers pay only for what they use)."""

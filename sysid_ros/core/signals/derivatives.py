@@ -282,3 +282,44 @@ def samples_derivatives(
     if chosen.position is None:
         raise DataError("these samples carry no positions", source=samples.source or None)
     return savgol_derivatives(chosen.position, uniform_dt_s(chosen.time_ns), filter_window_s, polyorder)
+
+
+MAX_VELOCITY_LAG_S = 0.02
+"""The longest lag `velocity_lag` looks for (a drive's velocity filter; a logger's lag between two fields of one
+message is not longer)."""
+
+
+def velocity_lag(q: np.ndarray, velocity: np.ndarray, dt_s: float, filter_window_s: float = 0.05) -> float:
+    """How many samples (fractional) a record's own velocity lags the derivative of its positions, over all joints
+    (both through the same `filter_window_s` Savitzky-Golay smoother, the least squares over shifts up to
+    `MAX_VELOCITY_LAG_S`, refined by a parabola through the best three): a drive's filtered velocity estimate lags
+    (the real Panda's by 5 ms); 0 when the record is too short to tell."""
+    positions = _checked_positions(q)
+    v = np.asarray(velocity, dtype=np.float64).reshape(positions.shape)
+    n = window_samples(filter_window_s, dt_s, 3)
+    reach = int(np.ceil(MAX_VELOCITY_LAG_S / dt_s))
+    if positions.shape[0] < n + 4 * reach + 10 or not np.isfinite(v).all() or not np.isfinite(positions).all():
+        return 0.0
+    qd = savgol_filter(positions, n, 3, deriv=1, delta=dt_s, axis=0)
+    vs = savgol_filter(v, n, 3, axis=0)
+    scale = np.maximum(np.std(qd, axis=0), 1e-12)
+    inner = slice(n + reach, positions.shape[0] - n - reach)
+    shifts = np.arange(-reach, reach + 1)
+    cost = np.array([np.sum(((vs[inner.start + s : inner.stop + s] - qd[inner]) / scale) ** 2) for s in shifts])
+    k = int(np.argmin(cost))
+    if k in (0, len(shifts) - 1):
+        return float(shifts[k])
+    a, b, c = cost[k - 1], cost[k], cost[k + 1]
+    curvature = a - 2.0 * b + c
+    return float(shifts[k] + (0.5 * (a - c) / curvature if curvature > 0 else 0.0))
+
+
+def advanced(values: np.ndarray, samples: float) -> np.ndarray:
+    """`values` (N, ...) read `samples` (fractional) later: out[k] = values[k + samples], linear between samples,
+    the last value held past the end (the first before the start, for a negative shift)."""
+    x = np.asarray(values, dtype=np.float64)
+    at = np.clip(np.arange(x.shape[0]) + samples, 0, x.shape[0] - 1)
+    lo = np.floor(at).astype(int)
+    hi = np.minimum(lo + 1, x.shape[0] - 1)
+    w = (at - lo).reshape((-1,) + (1,) * (x.ndim - 1))
+    return (1.0 - w) * x[lo] + w * x[hi]

@@ -2,6 +2,7 @@
 
 - `robot`: `SimRobot` (sample-and-hold PID drives, noisy feedback, friction, delay).
 - `motors`: a joint's motor in a MuJoCo model and the torque-sensor offset it holds (read and written).
+- `friction`: a joint's friction loss over a velocity band as MuJoCo holds it (written and read).
 """
 
 from .. import front_door
@@ -15,6 +16,8 @@ EXPORTS = {
     "constant_bias": ".motors",
     "effort_offset": ".motors",
     "effort_offsets": ".motors",
+    "friction_bands": ".friction",
+    "hold_band": ".friction",
     "joint_motor": ".motors",
     "load_spec": ".robot",
     "set_effort_offset": ".motors",

@@ -2,12 +2,13 @@
 held-out data, for the model file (nominal), the identified model and the regression with smooth friction.
 
 A model's torque is the whole-arm regressor W(q, qd, qdd) (`arm_regressor`) times its parameters: inertials,
-damping, armature, friction loss as c tanh(v / 0.01 rad/s) (MuJoCo's friction loss is a soft sign), and
-the effort offset its motors' constant bias stands for (`joint_effort_offset`). Velocities and accelerations
+damping, armature, friction loss as c clip(v / band) over the band the model's friction constraint holds
+(`sim.friction`: a stiff one's is a sign; the torque-space fit writes its own), and the effort offset its
+motors' constant bias stands for (`joint_effort_offset`). Velocities and accelerations
 come from a Savitzky-Golay filter (50 ms, cubic) and the measured torque is smoothed by the same kernel as
 the acceleration, so every model is compared on the same filtered record; friction terms are evaluated on
-the record's measured velocity and filtered the same way (`arm_friction.coulomb_columns`), else on the
-filtered velocity. The held-out data: the problem's
+the record's measured velocity and filtered the same way (`arm_friction.friction_loss_columns`), else on the
+filtered velocity (as c tanh(v / 0.01 rad/s)). The held-out data: the problem's
 validation data, else the last quarter of the longest training record (then left out of the regression).
 
 When every training record repeats whole periods (`Loaded.periodic`: an `optimal` tape its recorder stored, or
@@ -36,15 +37,32 @@ from ...linear import (
     BootstrapSettings,
     Periods,
     concatenate,
-    coulomb_columns,
     fit_arm_friction,
+    friction_loss_columns,
     periodic_record,
 )
-from ...signals import Derivatives, JointCommands, JointSamples, savgol_derivatives, smooth_like_acceleration
+from ...signals import (
+    Derivatives,
+    JointCommands,
+    JointSamples,
+    advanced,
+    savgol_derivatives,
+    smooth_like_acceleration,
+    velocity_lag,
+)
+from ...sim import friction_bands
 from ..rollout import sequences as sd
 
 FRICTIONLOSS_BAND_RAD_S = 0.01
-"""v_s standing in for MuJoCo's friction loss, a soft sign (the same band as the warm start's regressor)."""
+"""The band a fitted friction loss acts over unless the folds choose a wider one (the torque-space fit's
+`FRICTION_BANDS_RAD_S`; the same band as the warm start's regressor)."""
+VELOCITY_LAG_SAMPLES = 2.0
+"""A record's velocity is re-timed against its positions from this lag on: the real Panda's velocity lags its
+positions' derivative by 4.8 samples (5 ms, the drive's filter; re-timed, the identified MJCF's held-out torque
+on joint 1 fell 0.187 -> 0.186 N m and joint 6's 0.044 -> 0.042); a simulated arm logged by a polling logger
+shows 0.7-0.9 samples, within the stamps' own half-sample uncertainty (`late_torque`), and is read as logged."""
+MIN_BAND_RAD_S = 1e-6
+"""A model's friction band is read no narrower (a stiff constraint's is about 1e-6 rad/s already: a sign)."""
 Part = tuple[JointSamples, JointCommands | None]
 MAX_TORQUE_ROWS = 20_000
 """Rows the torque checks and fits use at most per set of records (evenly spaced; the derivatives are taken on
@@ -113,11 +131,27 @@ def joint_order(model: mujoco.MjModel, maps: Sequence[sd.JointMap]) -> list[str]
 
 
 def measured_velocity(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples) -> np.ndarray | None:
-    """The record's own joint velocity in model DOF order, or None when it has none (or not finite)."""
+    """The record's own joint velocity in model DOF order, read as much earlier as it lags its positions'
+    derivative when that is `VELOCITY_LAG_SAMPLES` or more (`velocity_lag_samples`: a drive's filtered estimate),
+    or None when it has none (or not finite)."""
     if samples.velocity is None:
         return None
     v = np.column_stack([samples.column("velocity", j) for j in joint_order(model, maps)])
-    return v if np.isfinite(v).all() else None
+    if not np.isfinite(v).all():
+        return None
+    lag = velocity_lag_samples(model, maps, samples)
+    return advanced(v, lag) if abs(lag) >= VELOCITY_LAG_SAMPLES else v
+
+
+def velocity_lag_samples(model: mujoco.MjModel, maps: Sequence[sd.JointMap], samples: JointSamples) -> float:
+    """How many samples the record's own velocity lags the derivative of its positions (`signals.velocity_lag`;
+    0 without a velocity)."""
+    if samples.velocity is None or len(samples) < 2:
+        return 0.0
+    joints = joint_order(model, maps)
+    q = np.column_stack([samples.column("position", j) for j in joints])
+    v = np.column_stack([samples.column("velocity", j) for j in joints])
+    return velocity_lag(q, v, float(np.median(np.diff(samples.time_ns))) * 1e-9)
 
 
 def torque_records(
@@ -333,14 +367,15 @@ def torque_validation(
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
     w_valid = arm.compute(deriv.q[valid], deriv.qd[valid], deriv.qdd[valid])  # the friction fit's prediction reuses it
     w = w_valid[rows[valid]]
-    if velocity is not None:  # friction from the record's own velocity, filtered like the torque
-        filtered = coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)[rows]
-        for j, joint in enumerate(arm.joint_names):
-            w[:, j, arm.names.index(f"{joint}.coulomb")] = filtered[:, j]
-    rms = {
-        name: rms_per_joint(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
-        for name, m in (models or {"nominal": model}).items()
-    }
+    coulomb_at = np.array([arm.names.index(f"{joint}.coulomb") for joint in arm.joint_names])
+    rms = {}
+    for name, m in (models or {"nominal": model}).items():
+        if (
+            velocity is not None
+        ):  # its friction loss over its own band, of the record's velocity filtered like the torque
+            bands = np.maximum(friction_bands(m), MIN_BAND_RAD_S)
+            w[:, np.arange(len(coulomb_at)), coulomb_at] = friction_loss_columns(deriv, velocity, bands)[rows]
+        rms[name] = rms_per_joint(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
     fitted, averaged = None, {}
     if friction:
         periods = periodic_records(model, maps, train, periodic) if periodic else None

@@ -18,16 +18,16 @@ what the data hardly see toward
 the model file (the user's prior; the window fit's values can rest on bounds where they absorbed what the rigid
 body got wrong: on the real Panda log, centred on them, joint 1 came out 0.99x the published model on the 1 ms
 clock, centred on the model file 0.82x). Each joint's equations are weighted by 1 / its
-residual RMS of a first, unweighted pass (the shoulder's N m would otherwise set the wrist's mN m). A damping
-or friction loss that comes out negative is held at 0 and the rest fitted again (an active set); an armature
-may stay below zero as far as `NEGATIVE_ARMATURE` allows (the physical refit). Every fit is a small solve on
+residual RMS of a first, unweighted pass (the shoulder's N m would otherwise set the wrist's mN m). A damping,
+friction loss or armature (a rotor's inertia) that comes out negative is held at 0 and the rest fitted again (an
+active set). Every fit is a small solve on
 per-joint normal equations (`JointNormals`): a cross-validation fold's are the whole record's less its
 left-out rows'. See docs/identification.md, "The torque-space fit and the MJCF a user takes away".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,22 +35,23 @@ import mujoco
 import numpy as np
 
 from ...linear import (
-    FRICTION_SOLIMP,
-    FRICTION_SOLREF,
     INERTIAL_NAMES,
     JOINT_TERMS,
     ArmRegressor,
-    BaseFitSettings,
-    armature_floors,
     block_normal_equations,
-    coulomb_columns,
-    inertia_matrices,
+    friction_loss_columns,
     physically_consistent,
     weigh_joints,
-    with_negative_armature,
 )
-from ...sim import joint_motor, set_effort_offset
-from ..checks.torque_validation import FRICTIONLOSS_BAND_RAD_S, Part, joint_order, torque_records
+from ...sim import hold_band, joint_motor, set_effort_offset
+from ..checks.torque_validation import (
+    FRICTIONLOSS_BAND_RAD_S,
+    VELOCITY_LAG_SAMPLES,
+    Part,
+    joint_order,
+    torque_records,
+    velocity_lag_samples,
+)
 from ..problem.file import VALUE_WIDTH, ParameterSpec
 from ..problem.inertia import tensor_entries
 from ..problem.parameters import scale_mass
@@ -81,6 +82,16 @@ the real Panda log at 0.34x); above it the window fit runs, which may resolve it
 `always`: on arm3's bags over DDS (torque tapes around the hanging pose) the torque-space fit predicts the folds
 at 0.88x, with the link masses unresolved and the damping 1.4-1.6 half-widths off, where the window fit has every
 value within 0.5 %."""
+FRICTION_BANDS_RAD_S = (FRICTIONLOSS_BAND_RAD_S, 0.03, 0.1)
+"""The velocity bands a joint's friction loss may act over (frictionloss x clip(v / band), written into the MJCF as
+MuJoCo holds it, `sim.friction`), chosen per joint by time-blocked folds (`choose_bands`). The first is the
+near-sign every joint starts from. A real drive's friction rounds off through zero velocity (the published Panda
+model's sigmoids span 0.1-0.4 rad/s), and a sign at the filtered velocity overshoots each filtered reversal: on the
+real Panda the folds take 0.1 rad/s on joints 2-4, 6 and 7 (held-out torque on joint 7 0.059 -> 0.047 N m)."""
+WIDER_BAND_GAIN = 0.005
+"""A wider friction band must predict its joint's folds this fraction better than the narrowest (parsimony). On
+the real Panda joint 1's folds are 0.6 % better at 0.03 rad/s (taken: held-out 0.189 -> 0.187 N m); at 1 % it
+kept 0.01."""
 RIDGE = 1e-4
 """The prior toward the model file, on unit-norm columns: only what the data cannot tell apart stays there."""
 MAX_ROWS = 5000
@@ -98,11 +109,6 @@ MUJOCO_TERM = {"viscous": "damping", "coulomb": "frictionloss", "armature": "arm
 BODY_KINDS = ("body_mass", "body_mass_com", "body_inertia")
 FITTED_KINDS = BODY_KINDS + tuple(TERM_OF_KIND)
 """The parameter kinds the torque-space fit writes into the model."""
-NEGATIVE_ARMATURE = BaseFitSettings().negative_armature
-"""How far below zero the physical refit may take a free armature the least squares put there (as the
-base-parameter fit does, `BaseFitSettings.negative_armature`: a link-side torque sensor sees no rotor inertia, and
-on the real Panda holding joint 4's at zero cost 13 % of its held-out torque): this share of the joint's smallest
-diagonal inertia, kept where the joint-space inertia stays positive definite on the training poses."""
 
 
 TIMING_HALF_WIDTHS = 3.0
@@ -164,11 +170,10 @@ class TorqueSpaceFit:
     spec: mujoco.MjSpec
     rows: int
     filter_window_s: float = float("nan")  # the Savitzky-Golay window of the fit's derivatives
-    armature_floor: dict[str, float] = field(default_factory=dict)
-    """Each free armature's lower bound in the physical refit (below 0 where it was let go negative); the
-    cross-validation folds refit with the same floors."""
     form: str = "full"  # `FORMS`
     form_ratio: float = float("nan")  # the full form's fold torque over the problem form's (nan: no choice)
+    friction_bands: dict[str, float] = field(default_factory=dict)  # each written friction loss's band, rad/s
+    velocity_lag_s: float = 0.0  # how much earlier the friction loss read the records' own velocity (0: as logged)
     timing: dict[str, float] = field(default_factory=dict)
     """How far each value moves (keyed as `intervals`; a body's: its mass) when the torque is read half a sample
     later (`late_torque`); empty when not measured."""
@@ -208,6 +213,8 @@ class TorqueSpaceFit:
             "filter_window_s": self.filter_window_s,
             "form": self.form,
             "full_form_ratio": None if np.isnan(self.form_ratio) else self.form_ratio,  # None: no body to scale
+            "friction_band_rad_s": dict(self.friction_bands),
+            "velocity_lag_s": self.velocity_lag_s,
             "bodies": {
                 name: {"mass": m, "com": [float(x) for x in c], "inertia": [float(x) for x in tensor_entries(t)]}
                 for name, (m, c, t) in self.bodies.items()
@@ -300,7 +307,9 @@ def physical_body(params: np.ndarray, floor: float = 1e-6) -> tuple[float, np.nd
 class TorqueRows:
     """A record set's rows for the torque-space fit at one derivative filter window: the whole-arm regressor
     (rows, DOFs, every `ArmRegressor` parameter) on its usable rows (evenly spaced, at most `MAX_ROWS`), their
-    torque (model DOF order) and their index in the joined record (`dt_s` apart)."""
+    torque (model DOF order) and their index in the joined record (`dt_s` apart); the friction loss's columns over
+    each DOF's band `bands` (in `w`), and over each of `FRICTION_BANDS_RAD_S` (`coulomb`, when the records have
+    their own velocity; `with_bands` swaps them in)."""
 
     w: np.ndarray
     tau: np.ndarray
@@ -308,9 +317,34 @@ class TorqueRows:
     dt_s: float
     filter_window_s: float
     q: np.ndarray  # the rows' poses (model DOF order)
+    bands: np.ndarray = field(default_factory=lambda: np.zeros(0))  # each DOF's friction band in `w`, rad/s
+    coulomb: dict[float, np.ndarray] = field(default_factory=dict)  # band -> (rows, DOFs) friction-loss columns
+    coulomb_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # each DOF's column in `w`
+    inverse: dict[float, np.ndarray] = field(default_factory=dict)
+    """band -> (rows, DOFs) the friction loss as `mj_inverse` reads an MJCF on these filtered states, clip(qd / band)
+    of the filtered velocity (`with_bands(..., inverse=True)`)."""
 
     def take(self, mask: np.ndarray) -> TorqueRows:
-        return TorqueRows(self.w[mask], self.tau[mask], self.index[mask], self.dt_s, self.filter_window_s, self.q[mask])
+        return replace(
+            self,
+            w=self.w[mask],
+            tau=self.tau[mask],
+            index=self.index[mask],
+            q=self.q[mask],
+            coulomb={band: c[mask] for band, c in self.coulomb.items()},
+            inverse={band: c[mask] for band, c in self.inverse.items()},
+        )
+
+    def with_bands(self, bands: np.ndarray, inverse: bool = False) -> TorqueRows:
+        """These rows with each DOF's friction loss over `bands[dof]` (one of `coulomb`'s bands; with `inverse`, as
+        `mj_inverse` reads it on the filtered states)."""
+        columns = self.inverse if inverse else self.coulomb
+        if not columns or (np.array_equal(bands, self.bands) and not inverse):
+            return self
+        w = self.w.copy()
+        for dof, (band, column) in enumerate(zip(bands, self.coulomb_at)):
+            w[:, dof, column] = columns[float(band)][:, dof]
+        return replace(self, w=w, bands=np.array(bands, dtype=float))
 
     def rms(self, model: mujoco.MjModel) -> np.ndarray:
         """Each DOF's torque RMS of `model` (its values through the same regressor) on these rows."""
@@ -321,26 +355,34 @@ def torque_fit_rows(
     model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part], filter_window_s: float
 ) -> TorqueRows | None:
     """The rows of `parts` (`torque_check` parts) for the fit with derivatives through the `filter_window_s`
-    Savitzky-Golay filter, the friction loss as the soft sign MuJoCo makes of it (of the measured velocity
-    filtered like the torque, when every part has one); None when fewer than 50 rows are usable."""
+    Savitzky-Golay filter, the friction loss as MuJoCo holds it over a band (`sim.friction`; of the measured
+    velocity filtered like the torque, when every part has one: then over each of `FRICTION_BANDS_RAD_S`, the
+    first in `w`); None when fewer than 50 rows are usable."""
     record = torque_records(model, maps, parts, filter_window_s=filter_window_s)
     if record is None:
         return None
     deriv, tau, velocity = record
     arm = ArmRegressor(model, JOINT_TERMS, coulomb_band_rad_s=FRICTIONLOSS_BAND_RAD_S)
-    friction = None if velocity is None else coulomb_columns(deriv, velocity, arm.coulomb_band_rad_s)
+    friction = (
+        {}
+        if velocity is None
+        else {band: friction_loss_columns(deriv, velocity, np.array(band)) for band in FRICTION_BANDS_RAD_S}
+    )
     ok = deriv.valid.all(axis=1) & np.isfinite(tau).all(axis=1)
-    if friction is not None:
-        ok &= np.isfinite(friction).all(axis=1)
+    for columns in friction.values():
+        ok &= np.isfinite(columns).all(axis=1)
     rows = np.flatnonzero(ok)
     rows = rows[:: max(1, len(rows) // MAX_ROWS)]
     if len(rows) < 50:
         return None
     w = arm.compute(deriv.q[rows], deriv.qd[rows], deriv.qdd[rows])
-    if friction is not None:
-        for j, joint in enumerate(arm.joint_names):
-            w[:, j, arm.names.index(f"{joint}.coulomb")] = friction[rows, j]
-    return TorqueRows(w, tau[rows], rows, deriv.dt_s, filter_window_s, deriv.q[rows])
+    at = np.array([arm.names.index(f"{joint}.coulomb") for joint in arm.joint_names])
+    bands = np.full(len(at), FRICTIONLOSS_BAND_RAD_S)
+    coulomb = {band: columns[rows] for band, columns in friction.items()}
+    if coulomb:
+        w[:, np.arange(len(at)), at] = coulomb[FRICTIONLOSS_BAND_RAD_S]
+    inverse = {band: np.clip(deriv.qd[rows] / band, -1.0, 1.0) for band in FRICTION_BANDS_RAD_S}
+    return TorqueRows(w, tau[rows], rows, deriv.dt_s, filter_window_s, deriv.q[rows], bands, coulomb, at, inverse)
 
 
 @dataclass(frozen=True, eq=False)
@@ -383,13 +425,11 @@ def cross_validated(
     scored_rows: TorqueRows,
     others: dict[str, mujoco.MjModel] | None = None,
     physical: bool = True,
-    armature_floor: dict[str, float] | None = None,
     form: str = "full",
 ) -> tuple[dict[str, np.ndarray], int]:
     """Each DOF's torque RMS pooled over `CV_FOLDS` time-blocked folds: fold k scores the k-th contiguous block
     of `scored_rows` (the same record through the torque check's filter, so that fits through different
-    windows compare) with a torque-space fit on the rest of `rows` (its armature floors `armature_floor`, as the
-    fit on every row found them), and `others` (fixed models) on the same
+    windows compare) with a torque-space fit on the rest of `rows`, and `others` (fixed models) on the same
     block; rows within one filter window of a block's edge are in neither part (the filter spans them); the fit
     in `form`. (RMS by label, folds scored)."""
     setup = fit_setup(spec, parameters, prior, form)
@@ -407,8 +447,8 @@ def cross_validated(
         if scored.sum() < 10 or fitted.sum() < 50:
             continue
         normals = total.minus(JointNormals.of(w[~fitted], r[~fitted]))  # the left-out block's rows taken away
-        theta, _, held, floor = _solve(setup, normals, rows.q[fitted], physical, armature_floor)
-        trial = _fitted(setup, theta, held, floor, int(fitted.sum()), rows.filter_window_s)
+        theta, _, held = _solve(setup, normals, physical)
+        trial = _fitted(setup, theta, held, rows, int(fitted.sum()))
         block = scored_rows.take(scored)
         for label, m in {"torque_space": trial.spec.copy().compile(), **(others or {})}.items():
             squares.setdefault(label, []).append(block.rms(m) ** 2 * scored.sum())
@@ -436,16 +476,16 @@ def choose_on_training(
     rows = None if check is None else choose_window(spec, parameters, model, maps, parts, check)
     if rows is None or check is None:
         return None
+    bands, _ = choose_bands(spec, parameters, model, rows)
+    rows, check = rows.with_bands(bands), check.with_bands(bands)
     form, form_ratio = choose_form(spec, parameters, model, rows, check)
     fit = fit_torque_space(spec, parameters, rows, model, form=form, late_tau=late_torque(model, maps, parts, rows))
     if fit is None:
         return None
-    fit = replace(fit, form=form, form_ratio=form_ratio)
+    fit = replace(fit, form=form, form_ratio=form_ratio, velocity_lag_s=velocity_lag_s(model, maps, parts))
     reference = "window_fit" if window_widths is not None else "start_values"
     others = {reference: spec.copy().compile(), "nominal": model}
-    cv, folds = cross_validated(
-        spec, parameters, model, rows, check, others, armature_floor=fit.armature_floor, form=form
-    )
+    cv, folds = cross_validated(spec, parameters, model, rows, check, others, form=form)
     if folds < 2:
         return None
     joints = joint_order(model, maps)
@@ -495,6 +535,46 @@ def choose_form(
 def torque_ratio(rms: dict[str, float], reference: dict[str, float], joints: Sequence[str]) -> float:
     """One model's joint torque RMS over a reference model's: the geometric mean over `joints` of the ratios."""
     return float(np.exp(np.mean([np.log(max(rms[j], 1e-12) / max(reference[j], 1e-12)) for j in joints])))
+
+
+def velocity_lag_s(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Sequence[Part]) -> float:
+    """How much earlier the friction columns read the records' own velocity (`measured_velocity`): the median over
+    the parts of each one's lag, in seconds, where it was re-timed; 0 where none was."""
+    lags = []
+    for samples, _ in parts:
+        lag = velocity_lag_samples(model, maps, samples)
+        if abs(lag) >= VELOCITY_LAG_SAMPLES:
+            lags.append(lag * float(np.median(np.diff(samples.time_ns))) * 1e-9)
+    return float(np.median(lags)) if lags else 0.0
+
+
+def choose_bands(
+    spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model: mujoco.MjModel, rows: TorqueRows
+) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
+    """Each DOF's friction band (one of `FRICTION_BANDS_RAD_S`) by time-blocked folds of `rows`: least-squares fits
+    with every DOF's friction loss over one band, each scored as `mj_inverse` reads the MJCF it writes on the
+    filtered states (`TorqueRows.inverse`); a joint whose friction loss the problem frees takes the narrowest band
+    unless a wider one predicts its folds `WIDER_BAND_GAIN` better (the rest keep the first). With each band's fold
+    RMS by joint (empty without a choice)."""
+    joints = list(ArmRegressor(model, JOINT_TERMS).joint_names)
+    freed = {p.target for p in parameters if p.kind == "joint_frictionloss" and not p.frozen}
+    bands = np.full(len(joints), FRICTION_BANDS_RAD_S[0])
+    if not rows.coulomb or not freed & set(joints):
+        return bands, {}
+    scores: dict[float, np.ndarray] = {}
+    for band in FRICTION_BANDS_RAD_S:
+        same = np.full(len(joints), band)
+        scored = rows.with_bands(same, inverse=True)
+        cv, folds = cross_validated(spec, parameters, model, rows.with_bands(same), scored, physical=False)
+        if folds < 2:
+            return bands, {}
+        scores[band] = cv["torque_space"]
+    for dof, joint in enumerate(joints):
+        if joint in freed:
+            best = min(FRICTION_BANDS_RAD_S, key=lambda band: scores[band][dof])
+            narrowest = scores[FRICTION_BANDS_RAD_S[0]][dof]
+            bands[dof] = best if scores[best][dof] < (1.0 - WIDER_BAND_GAIN) * narrowest else FRICTION_BANDS_RAD_S[0]
+    return bands, {str(band): {j: float(v) for j, v in zip(joints, rms)} for band, rms in scores.items()}
 
 
 def choose_window(
@@ -736,23 +816,21 @@ def fit_torque_space(
     prior: mujoco.MjModel | None = None,
     intervals: bool = True,
     physical: bool = True,
-    armature_floor: dict[str, float] | None = None,
     form: str = "full",
     late_tau: np.ndarray | None = None,
 ) -> TorqueSpaceFit | None:
     """The torque-space fit on `rows`, written into a copy of `spec`, whose values the parameters it does not fit
     keep; the ridge pulls toward `prior` (the same model's file values; default `spec`'s); refitted physically
-    consistent when the least squares leaves a body non-physical or an armature below zero (with `physical`; else
-    projected, armature held at 0), an armature kept below zero as `NEGATIVE_ARMATURE` allows (`armature_floor`
-    given: those floors, unchecked); with `intervals`, block-bootstrap half-widths, and with `late_tau` (the rows'
-    torque read half a sample later, `late_torque`) how far each value moves with it; in `form` (`FORMS`). None
-    when the problem frees nothing it fits."""
+    consistent when the least squares leaves a body non-physical (with `physical`; else projected); with
+    `intervals`, block-bootstrap half-widths, and with `late_tau` (the rows' torque read half a sample later,
+    `late_torque`) how far each value moves with it; in `form` (`FORMS`). None when the problem frees nothing it
+    fits."""
     setup = fit_setup(spec, parameters, prior, form)
     if setup is None or len(rows.index) < 50:
         return None
     w, r = setup.residual(rows)
-    theta, weights, held, floor = _solve(setup, JointNormals.of(w, r), rows.q, physical, armature_floor)
-    fit = _fitted(setup, theta, held, floor, len(rows.index), rows.filter_window_s)
+    theta, weights, held = _solve(setup, JointNormals.of(w, r), physical)
+    fit = _fitted(setup, theta, held, rows, len(rows.index))
     if not intervals:
         return fit
     spread = _bootstrap(w, r, weights, held, setup.theta0[setup.free], _time_blocks(rows.index * rows.dt_s))
@@ -768,56 +846,36 @@ def fit_torque_space(
     return replace(fit, intervals=widened, timing=moves)
 
 
-def _fitted(
-    setup: FitSetup, theta: np.ndarray, held: np.ndarray, floor: np.ndarray, rows: int, filter_window_s: float
-) -> TorqueSpaceFit:
-    """The solved values written into a copy of the setup's spec."""
-    s = setup
-    zeroed = tuple(s.name(c) for c in s.free[held])
-    fit = _written(s, theta, rows, zeroed, negative_armature=True)
-    floors = {j: float(f) for j, f in zip(s.armature_joints, floor)}
-    return replace(fit, filter_window_s=filter_window_s, armature_floor=floors)
+def _fitted(setup: FitSetup, theta: np.ndarray, held: np.ndarray, rows: TorqueRows, n_rows: int) -> TorqueSpaceFit:
+    """The solved values (a fit on `n_rows` of `rows`) written into a copy of the setup's spec, the friction
+    losses over `rows`' bands."""
+    zeroed = tuple(setup.name(c) for c in setup.free[held])
+    fit = _written(setup, theta, n_rows, zeroed, bands=rows.bands if len(rows.bands) else None)
+    return replace(fit, filter_window_s=rows.filter_window_s)
 
 
-def _solve(
-    setup: FitSetup,
-    normals: JointNormals,
-    q: np.ndarray,
-    physical: bool,
-    armature_floor: dict[str, float] | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The fit on `normals` (poses `q` for the negative-armature check): (every column's value, the joint weights,
-    the free values held at 0, each armature's floor)."""
+def _solve(setup: FitSetup, normals: JointNormals, physical: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fit on `normals`: (every column's value, the joint weights, the free values held at 0)."""
     s = setup
     free, theta0 = s.free, s.theta0
-    may_go_negative = np.zeros(len(free), dtype=bool)
-    if physical and NEGATIVE_ARMATURE > 0:
-        may_go_negative[s.armature] = True
     weights = _joint_weights(normals)
     gram, rhs = normals.weighted(weights)
     held = np.zeros(len(free), dtype=bool)  # joint terms held at 0 (they came out negative)
-    while True:  # an active set: a negative damping, friction loss (or armature) is held at 0 and the rest refitted
+    while True:  # an active set: a negative damping, friction loss or armature is held at 0 and the rest refitted
         delta = _held_step(gram, rhs, held, theta0[free])
-        negative = s.signed & ~may_go_negative & ~held & (theta0[free] + delta < 0)
+        negative = s.signed & ~held & (theta0[free] + delta < 0)
         if not negative.any():
             break
         held[np.flatnonzero(negative)[np.argmin((theta0[free] + delta)[negative])]] = True
     theta = theta0.copy()
     theta[free] += delta
-    floor = np.zeros(len(s.armature))
     bodies_at = [10 * s.arm.bodies.index(b) for b in s.bodies]
-    negative_armature = np.any(theta[free[s.armature]] < 0)
     unphysical = any(physical_body(theta[k : k + 10])[3] for k in bodies_at) or s.outside_mass_bounds(theta)
     unphysical = unphysical or bool(np.any(s.masses(theta)[len(s.bodies) :] <= 0))
-    if physical and (unphysical or negative_armature):
-        solve = _physical_solver(gram, rhs + gram @ theta0[free], setup, theta[free])
-        if negative_armature:
-            floor, theta[free] = _negative_armature(solve, setup, theta, q, armature_floor)
-        else:
-            theta[free] = solve(floor)
+    if physical and unphysical:
+        theta[free] = _physical_refit(gram, rhs + gram @ theta0[free], setup, theta[free])
         held = s.signed & (theta[free] <= 0.0)
-        held[s.armature[floor < 0]] = False
-    return theta, weights, held, floor
+    return theta, weights, held
 
 
 @dataclass(frozen=True)
@@ -864,14 +922,11 @@ def _held_step(gram: np.ndarray, rhs: np.ndarray, held: np.ndarray, start: np.nd
     return delta
 
 
-def _physical_solver(
-    gram: np.ndarray, rhs: np.ndarray, setup: FitSetup, start: np.ndarray
-) -> Callable[[np.ndarray], np.ndarray]:
+def _physical_refit(gram: np.ndarray, rhs: np.ndarray, setup: FitSetup, start: np.ndarray) -> np.ndarray:
     """The free values refitted physically consistent (`linear.physically_consistent`: every body one a density
-    can make, damping and friction loss >= 0, each armature >= the floor given per armature) on the weighted normal
-    equations of the free values (`gram`, `rhs`) with the ridge toward `theta0`, from the least-squares values
-    `start` (projecting a least-squares solution afterwards cost up to 1.3x the torque error on the real Panda's
-    held-out joints): a function of the floors."""
+    can make, damping, friction loss and armature >= 0) on the weighted normal equations of the free values (`gram`,
+    `rhs`) with the ridge toward `theta0`, from the least-squares values `start` (projecting a least-squares
+    solution afterwards cost up to 1.3x the torque error on the real Panda's held-out joints)."""
     free, theta0, n_bodies = setup.free, setup.theta0, len(setup.bodies)
     lo = np.where(np.r_[np.zeros(10 * n_bodies, dtype=bool), setup.signed[10 * n_bodies :]], 0.0, -np.inf)
     hi = np.full(len(free), np.inf)
@@ -882,43 +937,7 @@ def _physical_solver(
         lo[len(free) - len(setup.scaled) + k], hi[len(free) - len(setup.scaled) + k] = (
             setup.mass_bounds[n_bodies + k] - setup.model.body_mass[b]
         )
-
-    def solve(floor: np.ndarray) -> np.ndarray:
-        bounded = lo.copy()
-        bounded[setup.armature] = floor
-        return physically_consistent(gram, rhs, start, theta0[free], n_bodies, bounded, hi, RIDGE)
-
-    return solve
-
-
-def _negative_armature(
-    solve: Callable[[np.ndarray], np.ndarray],
-    setup: FitSetup,
-    theta: np.ndarray,
-    q: np.ndarray,
-    given: dict[str, float] | None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(each armature's floor, the free values) of the physical refit with armature below zero where the least
-    squares (`theta`) put it there, as `linear.armature_floors` and `with_negative_armature` allow it on up to 200
-    of the poses `q`; with floors `given` (the cross-validation folds), those, unchecked."""
-    s, joints = setup, setup.armature_joints
-    if given is not None:
-        floor = np.array([min(given.get(j, 0.0), 0.0) for j in joints])
-        return floor, solve(floor)
-    probe = q[:: max(1, len(q) // 200)]
-    dofs = np.array([s.model.jnt_dofadr[s.model.joint(j).id] for j in joints], dtype=int)
-
-    def inertias(values: np.ndarray, with_armature: bool) -> np.ndarray:
-        full = theta.copy()
-        full[s.free] = values
-        if not with_armature:
-            full[s.free[s.armature]] = 0.0
-        written = _written(s, full, 0, (), negative_armature=with_armature)
-        return inertia_matrices(written.spec.compile(), probe)
-
-    floor, held = armature_floors(theta[s.free], s.armature, dofs, joints, inertias, NEGATIVE_ARMATURE)
-    values, floor, _ = with_negative_armature(solve, inertias, floor, s.armature, dofs, joints, held, NEGATIVE_ARMATURE)
-    return (floor, values) if values is not None else (floor, solve(floor))
+    return physically_consistent(gram, rhs, start, theta0[free], n_bodies, lo, hi, RIDGE)
 
 
 def _time_blocks(t_s: np.ndarray) -> np.ndarray:
@@ -987,10 +1006,15 @@ def _value_changes(setup: FitSetup, step: np.ndarray) -> dict[str, float]:
 
 
 def _written(
-    setup: FitSetup, theta: np.ndarray, rows: int, zeroed: tuple[str, ...], negative_armature: bool = False
+    setup: FitSetup,
+    theta: np.ndarray,
+    rows: int,
+    zeroed: tuple[str, ...],
+    bands: np.ndarray | None = None,
 ) -> TorqueSpaceFit:
     """theta's (every column) fitted bodies (projected), scaled bodies and joint terms in a copy of the setup's
-    spec (damping and friction loss >= 0, armature too unless `negative_armature`)."""
+    spec (damping, friction loss and armature >= 0), each friction loss over its
+    DOF's band in `bands` (default `FRICTIONLOSS_BAND_RAD_S`)."""
     model, arm, terms = setup.model, setup.arm, setup.terms
     out = setup.spec.copy()
     fitted: dict[str, tuple[float, np.ndarray, np.ndarray]] = {}
@@ -1022,22 +1046,30 @@ def _written(
     mujoco_name = MUJOCO_TERM
     for joint, term in sorted(terms):
         value = float(theta[arm.names.index(f"{joint}.{term}")])
-        if term in ("viscous", "coulomb") or (term == "armature" and not negative_armature):
+        if term in ("viscous", "coulomb", "armature"):
             value = max(value, 0.0)  # held at 0 already when the fit made it negative
         target = out.joint(joint)
         if term == "viscous":
             target.damping[0] = value
-        elif term == "coulomb":  # stiff, so that mj_inverse reads the friction loss as the fit's sign-like column
+        elif term == "coulomb":  # its band below, once the inertias are written
             target.frictionloss = value
-            target.solref_friction, target.solimp_friction = FRICTION_SOLREF, FRICTION_SOLIMP
         elif term == "armature":
             target.armature = value
         else:
             motor = joint_motor(out, joint)
             set_effort_offset(motor, value, float(motor.gear[0]))
         joints.setdefault(joint, {})[mujoco_name[term]] = value
+    written_bands = {}
+    friction = [joint for joint, term in sorted(terms) if term == "coulomb"]
+    if friction:  # over the band the fit read it with: R needs the written model's inverse inertia
+        invweight0 = out.compile().dof_invweight0
+        for joint in friction:
+            dof = int(model.jnt_dofadr[model.joint(joint).id])
+            band = FRICTIONLOSS_BAND_RAD_S if bands is None else float(bands[arm.joint_names.index(joint)])
+            hold_band(out.joint(joint), joints[joint]["frictionloss"], band, float(invweight0[dof]))
+            written_bands[joint] = band
     held = tuple(f"{name.split('.')[0]}.{mujoco_name[name.split('.')[1]]}" for name in zeroed)
-    return TorqueSpaceFit(fitted, joints, tuple(projected), held, out, rows)
+    return TorqueSpaceFit(fitted, joints, tuple(projected), held, out, rows, friction_bands=written_bands)
 
 
 def outside_bounds(fit: TorqueSpaceFit, parameters: Sequence[ParameterSpec]) -> list[str]:

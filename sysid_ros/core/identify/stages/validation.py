@@ -31,6 +31,7 @@ from .optimize import Fit
 from .torque_fit import (
     ALONE_BELOW,
     FITTED_KINDS,
+    FRICTION_BANDS_RAD_S,
     TAKE_BELOW,
     TIMING_HALF_WIDTHS,
     TorqueSpaceChoice,
@@ -349,13 +350,19 @@ def _choice_note(taken: bool, choice: TorqueSpaceChoice, space: TorqueSpaceFit) 
         + f" and {sum(len(t) for t in space.joints.values())} joint terms "
         "by weighted least squares on the measured torque"
     )
-    negative = [f"{j} {f:.3g}" for j, f in space.armature_floor.items() if f < 0 and space.joints[j]["armature"] < 0]
     parts = (
         (space.projected, "bodies projected onto physical values"),
         (space.held_at_zero, "joint terms held at 0 (negative when free)"),
-        (negative, "armatures below zero (floor kg m^2: the joint-space inertia stays positive definite)"),
     )
     extra = "".join(f"; {len(x)} {label}" for x, label in parts if x)
+    wider = {j: b for j, b in space.friction_bands.items() if b > FRICTION_BANDS_RAD_S[0]}
+    if wider:
+        extra += "; friction loss over a wider band on " + ", ".join(f"{j} {b:g} rad/s" for j, b in wider.items())
+    if space.velocity_lag_s:
+        extra += (
+            f"; the measured velocity lags the positions' derivative by {1e3 * space.velocity_lag_s:.1f} ms "
+            "(a drive's filtered estimate): the friction loss reads it that much earlier"
+        )
     moved = space.timing_sensitive()
     if moved:
         worst = ", ".join(f"{k} {v:.1f}" for k, v in list(moved.items())[:3])
