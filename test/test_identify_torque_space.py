@@ -43,7 +43,8 @@ from sysid_ros.core.identify import (
 )
 from sysid_ros.core.identify.problem.inertia import tensor_entries
 from sysid_ros.core.identify.rollout import sequences as sd
-from sysid_ros.core.sim import effort_offsets
+from sysid_ros.core.identify.stages import torque_fit
+from sysid_ros.core.sim import effort_offsets, friction_bands
 
 LINKS = tuple(f"lbr_iiwa_link_{k}" for k in range(1, 8))
 MASS_SCALE = (1.3, 0.75, 1.25, 0.7, 1.35, 0.8, 1.3)
@@ -177,6 +178,10 @@ def test_the_mjcf_reloads_with_what_the_fit_wrote_and_chains_into_the_next_probl
         np.testing.assert_allclose(model.body(name).ipos, body["com"], rtol=1e-9, atol=1e-12)
     offsets = [doc["torque_space"]["joints"][j]["effort_offset"] for j in IIWA_JOINTS]
     np.testing.assert_allclose(effort_offsets(model), offsets, rtol=1e-12)
+    bands = doc["torque_space"]["friction_band_rad_s"]  # each friction loss over the band the fit read it with
+    assert set(bands) == set(IIWA_JOINTS) and set(bands.values()) <= set(torque_fit.FRICTION_BANDS_RAD_S), bands
+    held = {j: b for j, b in zip(IIWA_JOINTS, friction_bands(model)) if model.joint(j).frictionloss[0] > 0}
+    assert held and all(held[j] == pytest.approx(bands[j], rel=1e-4) for j in held), (held, bands)  # XML digits
     values = yaml.safe_load((run["dir"] / "out" / "identified_values.yaml").read_text())
     assert values["bodies"][LINKS[0]]["mass"] == pytest.approx(doc["torque_space"]["bodies"][LINKS[0]]["mass"])
     # the next problem (a payload on the identified arm) loads and checks against the identified MJCF

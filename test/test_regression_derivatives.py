@@ -10,6 +10,7 @@ import pytest
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.signals import (
     JointSamples,
+    advanced,
     estimate_position_noise,
     finite_differences,
     hold_differences,
@@ -20,6 +21,7 @@ from sysid_ros.core.signals import (
     savgol_derivatives,
     smooth_like_acceleration,
     uniform_dt_s,
+    velocity_lag,
     window_samples,
 )
 
@@ -162,3 +164,25 @@ def test_the_acceleration_filter_is_a_smoother_of_second_differences(make) -> No
     np.testing.assert_allclose(v[:-1], np.diff(q) / DT)
     with pytest.raises(DataError, match="raw positions"):
         hold_differences(replace(d, position_raw=None))
+
+
+@pytest.mark.parametrize("lag", [0.0, 1.5, 4.8, -3.0])
+def test_a_lagging_velocity_is_measured_against_the_positions_and_read_earlier(lag: float) -> None:
+    """A drive's filtered velocity estimate lags its positions' derivative (the real Panda's by 4.8 samples): the
+    lag comes back within 0.1 sample through 0.2 mrad/s of velocity noise and 0.05 mrad of position noise, and the
+    velocity read that much earlier matches the derivative."""
+    rng = np.random.default_rng(3)
+    dt = 0.001
+    t = np.arange(8000) * dt
+    freqs, phases = np.array([0.3, 0.7, 1.3]), rng.uniform(0, 2 * np.pi, (3, 2))
+    q = np.column_stack(
+        [sum(np.sin(2 * np.pi * f * t + phases[k, j]) / f for k, f in enumerate(freqs)) for j in range(2)]
+    )
+    qd = np.column_stack(
+        [sum(2 * np.pi * np.cos(2 * np.pi * f * t + phases[k, j]) for k, f in enumerate(freqs)) for j in range(2)]
+    )
+    v = advanced(qd, -lag) + rng.normal(0.0, 2e-4, qd.shape)
+    measured = velocity_lag(q + rng.normal(0.0, 5e-5, q.shape), v, dt)
+    assert measured == pytest.approx(lag, abs=0.1)
+    inner = slice(100, -100)
+    assert np.max(np.abs(advanced(v, measured)[inner] - qd[inner])) < 0.01 * np.max(np.abs(qd))
