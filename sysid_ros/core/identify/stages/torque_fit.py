@@ -1,6 +1,6 @@
 """The torque-space fit of an arm: the problem's bodies (each with its 10 inertial parameters) and joint terms
 (damping, friction loss, armature, effort offset) by weighted linear least squares on the measured joint
-torque, refitted physically consistent when a body comes out non-physical (or an armature below zero), with
+torque, refitted physically consistent when a body comes out non-physical, with
 block-bootstrap intervals, and
 written into the model as MuJoCo holds them; whether the result carries it is decided by time-blocked
 cross-validation on the training rows (`choose_on_training`).
