@@ -370,9 +370,8 @@ def torque_validation(
     coulomb_at = np.array([arm.names.index(f"{joint}.coulomb") for joint in arm.joint_names])
     rms = {}
     for name, m in (models or {"nominal": model}).items():
-        if (
-            velocity is not None
-        ):  # its friction loss over its own band, of the record's velocity filtered like the torque
+        # each model's friction loss over its own band, of the record's velocity filtered like the torque
+        if velocity is not None:
             bands = np.maximum(friction_bands(m), MIN_BAND_RAD_S)
             w[:, np.arange(len(coulomb_at)), coulomb_at] = friction_loss_columns(deriv, velocity, bands)[rows]
         rms[name] = rms_per_joint(tau - w @ ArmRegressor(m, JOINT_TERMS).true_parameters(), joints)
