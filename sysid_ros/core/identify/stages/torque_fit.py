@@ -476,7 +476,7 @@ def choose_on_training(
     rows = None if check is None else choose_window(spec, parameters, model, maps, parts, check)
     if rows is None or check is None:
         return None
-    bands, _ = choose_bands(spec, parameters, model, rows)
+    bands = choose_bands(spec, parameters, model, rows)
     rows, check = rows.with_bands(bands), check.with_bands(bands)
     form, form_ratio = choose_form(spec, parameters, model, rows, check)
     fit = fit_torque_space(spec, parameters, rows, model, form=form, late_tau=late_torque(model, maps, parts, rows))
@@ -550,31 +550,30 @@ def velocity_lag_s(model: mujoco.MjModel, maps: Sequence[sd.JointMap], parts: Se
 
 def choose_bands(
     spec: mujoco.MjSpec, parameters: Sequence[ParameterSpec], model: mujoco.MjModel, rows: TorqueRows
-) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
+) -> np.ndarray:
     """Each DOF's friction band (one of `FRICTION_BANDS_RAD_S`) by time-blocked folds of `rows`: least-squares fits
     with every DOF's friction loss over one band, each scored as `mj_inverse` reads the MJCF it writes on the
     filtered states (`TorqueRows.inverse`); a joint whose friction loss the problem frees takes the narrowest band
-    unless a wider one predicts its folds `WIDER_BAND_GAIN` better (the rest keep the first). With each band's fold
-    RMS by joint (empty without a choice)."""
+    unless a wider one predicts its folds `WIDER_BAND_GAIN` better (the rest keep the first)."""
     joints = list(ArmRegressor(model, JOINT_TERMS).joint_names)
     freed = {p.target for p in parameters if p.kind == "joint_frictionloss" and not p.frozen}
     bands = np.full(len(joints), FRICTION_BANDS_RAD_S[0])
     if not rows.coulomb or not freed & set(joints):
-        return bands, {}
+        return bands
     scores: dict[float, np.ndarray] = {}
     for band in FRICTION_BANDS_RAD_S:
         same = np.full(len(joints), band)
         scored = rows.with_bands(same, inverse=True)
         cv, folds = cross_validated(spec, parameters, model, rows.with_bands(same), scored, physical=False)
         if folds < 2:
-            return bands, {}
+            return bands
         scores[band] = cv["torque_space"]
     for dof, joint in enumerate(joints):
         if joint in freed:
             best = min(FRICTION_BANDS_RAD_S, key=lambda band: scores[band][dof])
             narrowest = scores[FRICTION_BANDS_RAD_S[0]][dof]
             bands[dof] = best if scores[best][dof] < (1.0 - WIDER_BAND_GAIN) * narrowest else FRICTION_BANDS_RAD_S[0]
-    return bands, {str(band): {j: float(v) for j, v in zip(joints, rms)} for band, rms in scores.items()}
+    return bands
 
 
 def choose_window(
