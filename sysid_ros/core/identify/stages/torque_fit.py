@@ -635,7 +635,7 @@ def fit_on_parts(
 class FitSetup:
     """What the fit frees in a model (`spec`, which it writes into, compiled): the regressor, the fitted bodies
     (all 10 inertials each) and joint terms, the free columns, the ridge's centre `theta0` (every column, then
-    each scaled body's mass change), which free values must be >= 0 (`signed`), which are armatures, and the
+    each scaled body's mass change), which free values must be >= 0 (`signed`), and the
     bodies whose mass alone is fitted, their shape kept (`scaled`: a `body_mass` as the problem defines it, each
     one more column after the regressor's: its 10 inertials per kg times the change of its mass)."""
 
@@ -647,7 +647,6 @@ class FitSetup:
     free: np.ndarray
     theta0: np.ndarray
     signed: np.ndarray
-    armature: np.ndarray
     mass_bounds: np.ndarray  # (fitted then scaled bodies, 2): each one's mass bounds, kg (the problem's)
     scaled: tuple[int, ...] = ()
     shapes: np.ndarray = field(default_factory=lambda: np.zeros((0, 10)))  # each scaled body's inertials per kg
@@ -687,10 +686,6 @@ class FitSetup:
         for joint, term in sorted(self.terms):
             out[f"{joint}.{MUJOCO_TERM[term]}"] = position[self.arm.names.index(f"{joint}.{term}")]
         return out
-
-    @property
-    def armature_joints(self) -> list[str]:
-        return [self.arm.names[self.free[k]].rsplit(".", 1)[0] for k in self.armature]
 
     def residual(self, rows: TorqueRows) -> tuple[np.ndarray, np.ndarray]:
         """(the free columns of the regressor, the torque less the fixed model's `theta0`) on `rows`."""
@@ -733,11 +728,10 @@ def fit_setup(
     signed = np.array(
         [c < arm.n_params and c >= 10 * len(arm.bodies) and not n.endswith(".offset") for c, n in zip(free, names)]
     )
-    armature = np.array([k for k, n in enumerate(names) if n.endswith(".armature")], dtype=int)
     bounds = mass_bounds(model, bodies + scaled, parameters)
     shapes = np.array([own_values[10 * arm.bodies.index(b) :][:10] / model.body_mass[b] for b in scaled])
     return FitSetup(
-        spec, model, arm, bodies, terms, free, theta0, signed, armature, bounds, tuple(scaled), shapes.reshape(-1, 10)
+        spec, model, arm, bodies, terms, free, theta0, signed, bounds, tuple(scaled), shapes.reshape(-1, 10)
     )
 
 
